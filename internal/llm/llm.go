@@ -1,0 +1,107 @@
+// Package llm is baton's seam to model providers: one streaming chat call
+// with tools, implemented for OpenAI-compatible servers and Anthropic, plus an
+// offline responder for machines with no model configured.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Role of a message in a transcript sent to a model.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one transcript entry as a provider sees it.
+type Message struct {
+	Role       Role
+	Content    string
+	ToolCalls  []ToolCall // assistant messages that call tools
+	ToolCallID string     // tool results: the call they answer
+	ToolName   string     // tool results: the tool that ran
+}
+
+// ToolCall is the model asking for one tool to run.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage // a JSON object; "{}" when the model sent none
+}
+
+// Tool describes a tool the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema of the arguments object
+}
+
+// Request is one chat turn sent to a model.
+type Request struct {
+	Model     string
+	System    string
+	Messages  []Message
+	Tools     []Tool
+	MaxTokens int // 0: the provider's default
+}
+
+// Usage counts tokens for one call.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Response is a complete model answer, assembled from the stream.
+type Response struct {
+	Text       string
+	ToolCalls  []ToolCall
+	Usage      Usage
+	StopReason string // "stop", "tool_calls", "length", … as the provider said
+}
+
+// Delta is a piece of streamed output, handed to the caller as it arrives.
+type Delta struct {
+	Text string
+}
+
+// Provider runs one streaming chat call. onDelta may be nil; it is called
+// from the calling goroutine, in order, before Chat returns.
+type Provider interface {
+	Name() string
+	Chat(ctx context.Context, req Request, onDelta func(Delta)) (Response, error)
+}
+
+// Sentinel errors callers branch on; an *APIError wraps one of them.
+var (
+	ErrAuth        = errors.New("model provider rejected the credentials")
+	ErrRateLimited = errors.New("model provider rate limit")
+	ErrServer      = errors.New("model provider server error")
+	ErrBadRequest  = errors.New("model provider rejected the request")
+	ErrStream      = errors.New("model stream broke off")
+)
+
+// APIError is a provider failure with what a person needs to act on it.
+type APIError struct {
+	Provider   string
+	Status     int           // HTTP status, 0 for transport/stream errors
+	Message    string        // the provider's own words, if any
+	RetryAfter time.Duration // from Retry-After, if sent
+	Kind       error         // one of the sentinels above
+}
+
+func (e *APIError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Provider, e.Message)
+}
+
+func (e *APIError) Unwrap() error { return e.Kind }

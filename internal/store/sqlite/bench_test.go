@@ -1,0 +1,127 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
+)
+
+var words = []string{"deploy", "kubernetes", "cluster", "coffee", "report", "budget", "agent", "terminal",
+	"telegram", "message", "search", "handoff", "session", "weather", "python", "golang"}
+
+// sentence makes varied, realistic-length message text.
+func sentence(i int) string {
+	return fmt.Sprintf("message %d about %s and %s, then %s with the %s before %s", i,
+		words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], words[(i/11)%len(words)], words[(i/13)%len(words)])
+}
+
+func BenchmarkAppendMessage(b *testing.B) {
+	s := openTemp(b)
+	defer s.Close()
+	sess, _ := s.CreateSession(b.Context(), store.Session{})
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.AppendMessages(b.Context(), sess.ID, store.Message{Role: store.RoleUser, Content: sentence(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func seed(b *testing.B, s store.Store, n int) string { return seedAny(b, s, n) }
+
+func seedAny(b testing.TB, s store.Store, n int) string {
+	b.Helper()
+	sess, _ := s.CreateSession(b.Context(), store.Session{})
+	batch := make([]store.Message, 0, 500)
+	for i := range n {
+		role := store.RoleUser
+		if i%2 == 1 {
+			role = store.RoleAssistant
+		}
+		batch = append(batch, store.Message{Role: role, Content: sentence(i)})
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := s.AppendMessages(b.Context(), sess.ID, batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	return sess.ID
+}
+
+// BenchmarkLoadTranscript20k loads a 20,000-message transcript: cold reads
+// every row (a process that never saw the session), warm is a later turn in
+// the same process after one new message.
+func BenchmarkLoadTranscript20k(b *testing.B) {
+	b.Run("cold", func(b *testing.B) {
+		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), sqlite.FileName), sqlite.WithoutTranscriptCache())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		sid := seed(b, s, 20000)
+		for b.Loop() {
+			tr, err := s.Transcript(b.Context(), sid)
+			if err != nil || len(tr) != 20000 {
+				b.Fatalf("%d rows, %v", len(tr), err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		s := openTemp(b)
+		defer s.Close()
+		sid := seed(b, s, 20000)
+		if _, err := s.Transcript(b.Context(), sid); err != nil {
+			b.Fatal(err)
+		}
+		n := 20000
+		for b.Loop() {
+			b.StopTimer()
+			if _, err := s.AppendMessages(b.Context(), sid, store.Message{Role: store.RoleUser, Content: "next turn"}); err != nil {
+				b.Fatal(err)
+			}
+			n++
+			b.StartTimer()
+			tr, err := s.Transcript(b.Context(), sid)
+			if err != nil || len(tr) != n {
+				b.Fatalf("%d rows, %v", len(tr), err)
+			}
+		}
+	})
+}
+
+func BenchmarkHandoffCycle(b *testing.B) {
+	s := openTemp(b)
+	defer s.Close()
+	sess, _ := s.CreateSession(b.Context(), store.Session{})
+	b.ResetTimer()
+	for b.Loop() {
+		h, err := s.RequestHandoff(b.Context(), sess.ID, "cli", "web")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok, err := s.ClaimHandoff(b.Context(), h.ID, "gw", time.Minute); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+		if ok, err := s.CompleteHandoff(b.Context(), h.ID, "gw"); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+func BenchmarkSearch20k(b *testing.B) {
+	s := openTemp(b)
+	defer s.Close()
+	seed(b, s, 20000)
+	b.ResetTimer()
+	for b.Loop() {
+		hits, err := s.Search(b.Context(), store.SearchQuery{Text: "kubernetes cluster"})
+		if err != nil || len(hits) == 0 {
+			b.Fatalf("%d hits, %v", len(hits), err)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
+)
+
+// Two Store values on one file stand for the terminal and the gateway: each
+// caches transcripts, and each must see the other's writes at once.
+func TestTranscriptCacheSeesOtherWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	a, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	sess, _ := a.CreateSession(ctx, store.Session{ID: "fixed"})
+	load := func(s *sqlite.Store) []string {
+		t.Helper()
+		tr, err := s.Transcript(ctx, "fixed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(tr))
+		for i, m := range tr {
+			out[i] = m.Content
+		}
+		return out
+	}
+	want := func(got []string, w ...string) {
+		t.Helper()
+		if len(got) != len(w) {
+			t.Fatalf("got %q, want %q", got, w)
+		}
+		for i := range w {
+			if got[i] != w[i] {
+				t.Fatalf("got %q, want %q", got, w)
+			}
+		}
+	}
+	a.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleUser, Content: "one"})
+	want(load(a), "one")
+	want(load(b), "one")
+	b.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleAssistant, Content: "two"})
+	want(load(a), "one", "two") // a's cache is extended, not stale
+	// A caller changing its copy cannot change what the next caller gets.
+	tr, _ := a.Transcript(ctx, "fixed")
+	tr[0].Content = "scribbled"
+	want(load(a), "one", "two")
+	// Replacement by the other process, including by an empty transcript.
+	b.ReplaceTranscript(ctx, sess.ID, []store.Message{{Role: store.RoleUser, Content: "summary"}})
+	want(load(a), "summary")
+	b.ReplaceTranscript(ctx, sess.ID, nil)
+	want(load(a))
+	// Delete and recreate under the same id.
+	a.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleUser, Content: "old life"})
+	want(load(a), "old life")
+	b.DeleteSession(ctx, "fixed")
+	if _, err := a.Transcript(ctx, "fixed"); err == nil {
+		t.Fatal("deleted session still loads")
+	}
+	b.CreateSession(ctx, store.Session{ID: "fixed"})
+	b.AppendMessages(ctx, "fixed", store.Message{Role: store.RoleUser, Content: "new life"})
+	want(load(a), "new life")
+}
+
+func TestTranscriptCacheIsBounded(t *testing.T) {
+	// Many sessions through one store: every load stays correct while the
+	// cache evicts.
+	s := openTemp(t)
+	defer s.Close()
+	ctx := t.Context()
+	var ids []string
+	for i := range 30 {
+		sess, _ := s.CreateSession(ctx, store.Session{})
+		msgs := make([]store.Message, 10000)
+		for j := range msgs {
+			msgs[j] = store.Message{Role: store.RoleUser, Content: sess.ID}
+		}
+		if _, err := s.AppendMessages(ctx, sess.ID, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+		_ = i
+	}
+	for round := range 2 {
+		for _, id := range ids {
+			tr, err := s.Transcript(ctx, id)
+			if err != nil || len(tr) != 10000 || tr[9999].Content != id {
+				t.Fatalf("round %d session %s: %d rows, %v", round, id, len(tr), err)
+			}
+		}
+	}
+}

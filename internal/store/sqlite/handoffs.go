@@ -1,0 +1,180 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+const handoffCols = `id, session_id, state, from_platform, platform, destination, error, claimed_by,
+	lease_until, attempts, requested_at, claimed_at, finished_at`
+
+func scanHandoff(row interface{ Scan(...any) error }) (store.Handoff, error) {
+	var h store.Handoff
+	var lease, req, claimed, fin int64
+	err := row.Scan(&h.ID, &h.SessionID, &h.State, &h.FromPlatform, &h.Platform, &h.Destination, &h.Error,
+		&h.ClaimedBy, &lease, &h.Attempts, &req, &claimed, &fin)
+	if err != nil {
+		return store.Handoff{}, err
+	}
+	h.LeaseUntil, h.RequestedAt, h.ClaimedAt, h.FinishedAt = fromNanos(lease), fromNanos(req), fromNanos(claimed), fromNanos(fin)
+	return h, nil
+}
+
+// RequestHandoff starts a new handoff for the session.
+func (s *Store) RequestHandoff(ctx context.Context, sessionID, fromPlatform, toPlatform string) (store.Handoff, error) {
+	if toPlatform == "" {
+		return store.Handoff{}, fmt.Errorf("request handoff of %s: no destination platform: %w", sessionID, store.ErrInvalid)
+	}
+	// One statement: the session must exist, and the partial unique index
+	// refuses a second live handoff.
+	h, err := scanHandoff(s.queryRow(ctx, `INSERT INTO handoffs (session_id, state, from_platform, platform, requested_at)
+		SELECT id, 'pending', ?, ?, ? FROM sessions WHERE id = ? RETURNING `+handoffCols,
+		fromPlatform, toPlatform, now(), sessionID))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		err = fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
+	case isUnique(err):
+		err = store.ErrHandoffInFlight
+	}
+	if err != nil {
+		return store.Handoff{}, fmt.Errorf("request handoff of %s to %s: %w", sessionID, toPlatform, err)
+	}
+	return h, nil
+}
+
+// HandoffState is the session's newest handoff, or State none.
+func (s *Store) HandoffState(ctx context.Context, sessionID string) (store.Handoff, error) {
+	h, err := scanHandoff(s.r.QueryRowContext(ctx, `SELECT `+handoffCols+` FROM handoffs
+		WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Handoff{SessionID: sessionID, State: store.HandoffNone}, nil
+	}
+	if err != nil {
+		return store.Handoff{}, fmt.Errorf("handoff state of %s: %w", sessionID, err)
+	}
+	return h, nil
+}
+
+// GetHandoff loads one handoff by id.
+func (s *Store) GetHandoff(ctx context.Context, id int64) (store.Handoff, error) {
+	h, err := scanHandoff(s.r.QueryRowContext(ctx, `SELECT `+handoffCols+` FROM handoffs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Handoff{}, fmt.Errorf("handoff %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Handoff{}, fmt.Errorf("load handoff %d: %w", id, err)
+	}
+	return h, nil
+}
+
+// PendingHandoffs lists pending handoffs, oldest request first.
+func (s *Store) PendingHandoffs(ctx context.Context, platforms ...string) ([]store.Handoff, error) {
+	q := `SELECT ` + handoffCols + ` FROM handoffs WHERE state = 'pending'`
+	args := make([]any, len(platforms))
+	if len(platforms) > 0 {
+		q += ` AND platform IN (?` + strings.Repeat(", ?", len(platforms)-1) + `)`
+		for i, p := range platforms {
+			args[i] = p
+		}
+	}
+	q += ` ORDER BY requested_at, id`
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list pending handoffs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Handoff
+	for rows.Next() {
+		h, err := scanHandoff(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list pending handoffs: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// ClaimHandoff moves a pending handoff to running for claimer, atomically.
+func (s *Store) ClaimHandoff(ctx context.Context, id int64, claimer string, lease time.Duration) (store.Handoff, bool, error) {
+	if claimer == "" {
+		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: empty claimer: %w", id, store.ErrInvalid)
+	}
+	t := now()
+	h, err := scanHandoff(s.queryRow(ctx, `UPDATE handoffs
+		SET state = 'running', claimed_by = ?, lease_until = ?, claimed_at = ?, attempts = attempts + 1, error = ''
+		WHERE id = ? AND state = 'pending' RETURNING `+handoffCols, claimer, t+int64(lease), t, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Handoff{}, false, nil
+	}
+	if err != nil {
+		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: %w", id, err)
+	}
+	return h, true, nil
+}
+
+// RenewHandoff extends claimer's lease on a running handoff.
+func (s *Store) RenewHandoff(ctx context.Context, id int64, claimer string, lease time.Duration) (bool, error) {
+	return s.ifClaimed(ctx, "renew", id, claimer, `lease_until = ?`, now()+int64(lease))
+}
+
+// SetHandoffDestination records where the session is moving.
+func (s *Store) SetHandoffDestination(ctx context.Context, id int64, claimer, destination string) (bool, error) {
+	return s.ifClaimed(ctx, "set destination of", id, claimer, `destination = ?`, destination)
+}
+
+// CompleteHandoff finishes a running handoff successfully.
+func (s *Store) CompleteHandoff(ctx context.Context, id int64, claimer string) (bool, error) {
+	return s.ifClaimed(ctx, "complete", id, claimer, `state = 'completed', error = '', lease_until = 0, finished_at = ?`, now())
+}
+
+// FailHandoff finishes a running handoff with a reason.
+func (s *Store) FailHandoff(ctx context.Context, id int64, claimer, reason string) (bool, error) {
+	return s.ifClaimed(ctx, "fail", id, claimer, `state = 'failed', error = ?, lease_until = 0, finished_at = ?`,
+		store.TruncateReason(reason), now())
+}
+
+// ifClaimed applies set to a handoff only while claimer holds it running.
+func (s *Store) ifClaimed(ctx context.Context, verb string, id int64, claimer, set string, args ...any) (bool, error) {
+	args = append(args, id, claimer)
+	res, err := s.exec(ctx, `UPDATE handoffs SET `+set+` WHERE id = ? AND state = 'running' AND claimed_by = ?`, args...)
+	if err != nil {
+		return false, fmt.Errorf("%s handoff %d: %w", verb, id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("%s handoff %d: %w", verb, id, err)
+	}
+	return n == 1, nil
+}
+
+// ReapHandoffs takes back running handoffs whose lease ended before now.
+func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued, failed int, err error) {
+	cut := at.UnixNano()
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE handoffs SET state = 'failed', lease_until = 0, finished_at = ?,
+			error = 'the gateway working on it stopped answering (lease expired after ' || attempts || ' attempts; last claimed by ' || claimed_by || ')'
+			WHERE state = 'running' AND lease_until < ? AND attempts >= ?`, cut, cut, store.MaxHandoffAttempts)
+		if err != nil {
+			return err
+		}
+		nf, _ := res.RowsAffected()
+		res, err = tx.ExecContext(ctx, `UPDATE handoffs SET state = 'pending', claimed_by = '', lease_until = 0
+			WHERE state = 'running' AND lease_until < ?`, cut)
+		if err != nil {
+			return err
+		}
+		nr, _ := res.RowsAffected()
+		requeued, failed = int(nr), int(nf)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("reap handoffs: %w", err)
+	}
+	return requeued, failed, nil
+}

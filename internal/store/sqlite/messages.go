@@ -1,0 +1,335 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+const messageCols = `id, session_id, seq, role, content, tool_calls, tool_call_id, tool_name,
+	platform, platform_msg_id, created_at, superseded`
+
+func scanMessage(row interface{ Scan(...any) error }, extra ...any) (store.Message, error) {
+	var m store.Message
+	var toolCalls sql.NullString
+	var created int64
+	dest := append([]any{&m.ID, &m.SessionID, &m.Seq, &m.Role, &m.Content, &toolCalls, &m.ToolCallID,
+		&m.ToolName, &m.Platform, &m.PlatformMsgID, &created, &m.Superseded}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return store.Message{}, err
+	}
+	if toolCalls.Valid {
+		m.ToolCalls = []byte(toolCalls.String)
+	}
+	m.CreatedAt = fromNanos(created)
+	return m, nil
+}
+
+// AppendMessages stores msgs at the end of the transcript in one transaction.
+func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
+	if err := validate(msgs); err != nil {
+		return nil, fmt.Errorf("append to session %s: %w", sessionID, err)
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	var out []store.Message
+	var err error
+	if len(msgs) == 1 {
+		var ins *sql.Stmt
+		if ins, err = s.stmt(ctx, insertMessageSQL); err == nil {
+			out, err = appendMessages(ctx, ins, sessionID, msgs)
+		}
+	} else {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			ins, err := s.txStmt(ctx, tx, insertMessageSQL)
+			if err != nil {
+				return err
+			}
+			out, err = appendMessages(ctx, ins, sessionID, msgs)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("append to session %s: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// insertMessageSQL appends one message after the session's last; the
+// messages_session_bump trigger advances the session. No row is inserted
+// (and none returned) when the session does not exist.
+const insertMessageSQL = `INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id,
+		tool_name, platform, platform_msg_id, created_at)
+	SELECT id, next_seq, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM sessions WHERE id = ?1
+	RETURNING id, seq`
+
+// appendMessages inserts msgs in order through q, which runs either on the
+// store (one message: the statement is its own transaction) or in a tx.
+func appendMessages(ctx context.Context, ins *sql.Stmt, sessionID string, msgs []store.Message) ([]store.Message, error) {
+	t := now()
+	out := make([]store.Message, len(msgs))
+	for i, m := range msgs {
+		var toolCalls any
+		if len(m.ToolCalls) > 0 {
+			toolCalls = string(m.ToolCalls)
+		}
+		m.SessionID, m.Superseded = sessionID, false
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = fromNanos(t)
+		}
+		err := ins.QueryRowContext(ctx, sessionID, m.Role, m.Content, toolCalls, m.ToolCallID,
+			m.ToolName, m.Platform, m.PlatformMsgID, toNanos(m.CreatedAt)).Scan(&m.ID, &m.Seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+func validate(msgs []store.Message) error {
+	for i, m := range msgs {
+		if m.Role == "" {
+			return fmt.Errorf("message %d has no role: %w", i, store.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// Transcript loads the live transcript in order. With the cache on, only
+// rows written since this process last loaded the session are read.
+func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Message, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+	}
+	defer tx.Rollback() // one snapshot for the version and the rows
+	var v transcriptVersion
+	var n int
+	err = tx.QueryRowContext(ctx, `SELECT created_at, generation, next_seq, message_count FROM sessions WHERE id = ?`,
+		sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		if s.transcripts != nil {
+			s.transcripts.drop(sessionID)
+		}
+		return nil, fmt.Errorf("load transcript %s: %w", sessionID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+	}
+
+	var have []store.Message
+	from := int64(0)
+	if s.transcripts != nil {
+		if cv, msgs, ok := s.transcripts.get(sessionID); ok && cv.createdAt == v.createdAt &&
+			cv.generation == v.generation && cv.nextSeq <= v.nextSeq {
+			have, from = msgs, cv.nextSeq
+		}
+	}
+	out := make([]store.Message, len(have), max(n, len(have)))
+	copy(out, have)
+	if from < v.nextSeq {
+		rows, err := tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+			WHERE session_id = ? AND seq >= ? AND superseded = 0 ORDER BY seq`, sessionID, from)
+		if err != nil {
+			return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+			}
+			out = append(out, m)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+		}
+	}
+	if s.transcripts == nil {
+		return out, nil
+	}
+	s.transcripts.put(sessionID, v, out)
+	return clone(out), nil
+}
+
+// History loads every message ever stored for the session.
+func (s *Store) History(ctx context.Context, sessionID string) ([]store.Message, error) {
+	var exists int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, sessionID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("load history %s: %w", sessionID, err)
+	}
+	if exists == 0 {
+		return nil, fmt.Errorf("load history %s: %w", sessionID, store.ErrNotFound)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE session_id = ? ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("load history %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []store.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("load history %s: %w", sessionID, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// ReplaceTranscript supersedes the live transcript with msgs atomically.
+func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []store.Message) ([]store.Message, error) {
+	if err := validate(msgs); err != nil {
+		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, err)
+	}
+	var out []store.Message
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = 0, generation = generation + 1 WHERE id = ?`, sessionID)
+		if err := affected(res, err, "session "+sessionID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET superseded = 1 WHERE session_id = ? AND superseded = 0`, sessionID); err != nil {
+			return err
+		}
+		ins, err := s.txStmt(ctx, tx, insertMessageSQL)
+		if err != nil {
+			return err
+		}
+		out, err = appendMessages(ctx, ins, sessionID, msgs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// FindPlatformMessage finds a stored message by its platform message id.
+func (s *Store) FindPlatformMessage(ctx context.Context, platform, platformMsgID string) (store.Message, error) {
+	m, err := scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE platform = ? AND platform_msg_id = ? AND platform_msg_id <> '' LIMIT 1`, platform, platformMsgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Message{}, fmt.Errorf("message %s/%s: %w", platform, platformMsgID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Message{}, fmt.Errorf("find message %s/%s: %w", platform, platformMsgID, err)
+	}
+	return m, nil
+}
+
+// Search runs a literal full-text search over live messages.
+func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
+	match, err := FTSQuery(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.indexPending(ctx); err != nil {
+		return nil, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	var cond strings.Builder
+	args := []any{match}
+	if q.SessionID != "" {
+		cond.WriteString(" AND m.session_id = ?")
+		args = append(args, q.SessionID)
+	}
+	if q.Role != "" {
+		cond.WriteString(" AND m.role = ?")
+		args = append(args, q.Role)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+prefixed("m.", messageCols)+`,
+			snippet(messages_fts, 0, '[', ']', '…', 12), s.title
+		FROM messages_fts
+		JOIN messages m ON m.id = messages_fts.rowid
+		JOIN sessions s ON s.id = m.session_id
+		WHERE messages_fts MATCH ? AND m.superseded = 0`+cond.String()+`
+		ORDER BY rank LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	defer rows.Close()
+	var out []store.SearchHit
+	for rows.Next() {
+		var h store.SearchHit
+		h.Message, err = scanMessage(rows, &h.Snippet, &h.Title)
+		if err != nil {
+			return nil, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// FTSQuery turns a person's raw words into an FTS5 query that matches them
+// literally: each word becomes a quoted phrase (all must match), and a
+// trailing * keeps its meaning as a prefix search. Operators, quotes and
+// parentheses lose their special meaning, so no input is a syntax error.
+func FTSQuery(raw string) (string, error) {
+	var parts []string
+	for _, w := range strings.Fields(raw) {
+		prefix := strings.HasSuffix(w, "*")
+		w = strings.TrimRight(w, "*")
+		if !strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) {
+			continue // only punctuation: the tokenizer would index nothing for it
+		}
+		p := `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+		if prefix {
+			p += "*"
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return "", fmt.Errorf("search %q: give at least one word with a letter or digit: %w", raw, store.ErrInvalid)
+	}
+	return strings.Join(parts, " "), nil
+}
+
+func prefixed(p, cols string) string {
+	fields := strings.Split(cols, ",")
+	for i, f := range fields {
+		fields[i] = p + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// indexPending adds messages written since the last search to the
+// full-text index, in one transaction.
+func (s *Store) indexPending(ctx context.Context) error {
+	var upto, last int64
+	err := s.r.QueryRowContext(ctx, `SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last)
+	if err != nil {
+		return fmt.Errorf("read index state: %w", err)
+	}
+	if last <= upto {
+		return nil
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		// Read again under the write lock: another process may have indexed.
+		if err := tx.QueryRowContext(ctx, `SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last); err != nil {
+			return err
+		}
+		if last <= upto {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts(rowid, content)
+			SELECT id, content FROM messages WHERE id > ? AND id <= ?`, upto, last); err != nil {
+			return fmt.Errorf("index messages: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE fts_state SET indexed_upto = ?`, last)
+		return err
+	})
+}

@@ -1,0 +1,113 @@
+package sqlite
+
+// migrations are applied in order, each once, forward only. Never edit a
+// released entry: append a new one.
+var migrations = []string{
+	// 1: the first schema.
+	`
+CREATE TABLE users (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	created_at INTEGER NOT NULL
+);
+
+CREATE TABLE identities (
+	platform         TEXT NOT NULL,
+	platform_user_id TEXT NOT NULL,
+	user_id          TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+	display_name     TEXT NOT NULL DEFAULT '',
+	created_at       INTEGER NOT NULL,
+	PRIMARY KEY (platform, platform_user_id)
+);
+CREATE INDEX identities_user ON identities(user_id);
+
+CREATE TABLE sessions (
+	id            TEXT PRIMARY KEY,
+	owner_id      TEXT NOT NULL DEFAULT '',
+	title         TEXT NOT NULL DEFAULT '',
+	model         TEXT NOT NULL DEFAULT '',
+	platform      TEXT NOT NULL DEFAULT '',
+	parent_id     TEXT NOT NULL DEFAULT '',
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL,
+	ended_at      INTEGER NOT NULL DEFAULT 0,
+	end_reason    TEXT NOT NULL DEFAULT '',
+	input_tokens  INTEGER NOT NULL DEFAULT 0,
+	output_tokens INTEGER NOT NULL DEFAULT 0,
+	next_seq      INTEGER NOT NULL DEFAULT 1,
+	message_count INTEGER NOT NULL DEFAULT 0,
+	generation    INTEGER NOT NULL DEFAULT 0 -- bumped when the live transcript is replaced
+);
+CREATE UNIQUE INDEX sessions_owner_title ON sessions(owner_id, title) WHERE title <> '';
+
+CREATE TABLE messages (
+	id              INTEGER PRIMARY KEY,
+	session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	seq             INTEGER NOT NULL,
+	role            TEXT NOT NULL,
+	content         TEXT NOT NULL,
+	tool_calls      TEXT,
+	tool_call_id    TEXT NOT NULL DEFAULT '',
+	tool_name       TEXT NOT NULL DEFAULT '',
+	platform        TEXT NOT NULL DEFAULT '',
+	platform_msg_id TEXT NOT NULL DEFAULT '',
+	created_at      INTEGER NOT NULL,
+	superseded      INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX messages_session_seq ON messages(session_id, seq);
+-- Each insert takes its seq from the session row (see insertMessageSQL) and
+-- moves it on here, so a single append is one statement.
+CREATE TRIGGER messages_session_bump AFTER INSERT ON messages BEGIN
+	UPDATE sessions SET next_seq = new.seq + 1, message_count = message_count + 1, updated_at = new.created_at
+	WHERE id = new.session_id;
+END;
+CREATE INDEX messages_platform_msg ON messages(platform, platform_msg_id) WHERE platform_msg_id <> '';
+
+-- Full-text index over message content. Rows are indexed in batches, up to
+-- fts_state.indexed_upto, by the first search after they were written: one
+-- FTS5 segment per batch instead of one per append keeps appends cheap.
+CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', content_rowid='id');
+CREATE TABLE fts_state (
+	one          INTEGER PRIMARY KEY CHECK (one = 1),
+	indexed_upto INTEGER NOT NULL
+);
+INSERT INTO fts_state (one, indexed_upto) VALUES (1, 0);
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+	WHEN old.id <= (SELECT indexed_upto FROM fts_state) BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+-- Message ids may be reused once the highest ones are deleted (messages go
+-- only with their session); pull the mark back so reused ids get indexed.
+CREATE TRIGGER sessions_fts_mark AFTER DELETE ON sessions BEGIN
+	UPDATE fts_state SET indexed_upto = MIN(indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages));
+END;
+
+CREATE TABLE bindings (
+	key        TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX bindings_session ON bindings(session_id);
+
+CREATE TABLE handoffs (
+	id            INTEGER PRIMARY KEY,
+	session_id    TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	state         TEXT NOT NULL,
+	from_platform TEXT NOT NULL DEFAULT '',
+	platform      TEXT NOT NULL,
+	destination   TEXT NOT NULL DEFAULT '',
+	error         TEXT NOT NULL DEFAULT '',
+	claimed_by    TEXT NOT NULL DEFAULT '',
+	lease_until   INTEGER NOT NULL DEFAULT 0,
+	attempts      INTEGER NOT NULL DEFAULT 0,
+	requested_at  INTEGER NOT NULL,
+	claimed_at    INTEGER NOT NULL DEFAULT 0,
+	finished_at   INTEGER NOT NULL DEFAULT 0
+);
+-- At most one live handoff per session, enforced by the database itself.
+CREATE UNIQUE INDEX handoffs_live ON handoffs(session_id) WHERE state IN ('pending', 'running');
+CREATE INDEX handoffs_pending ON handoffs(requested_at, id) WHERE state = 'pending';
+CREATE INDEX handoffs_running ON handoffs(lease_until) WHERE state = 'running';
+CREATE INDEX handoffs_session ON handoffs(session_id, id);
+`,
+}

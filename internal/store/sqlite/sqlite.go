@@ -1,0 +1,287 @@
+// Package sqlite is baton's embedded store: one SQLite file in WAL mode,
+// shared safely by the terminal and gateway processes.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// FileName is the store's file inside BATON_HOME.
+const FileName = "state.db"
+
+// busyTimeout is how long a writer waits for another process's transaction.
+const busyTimeout = 10 * time.Second
+
+// Store is the SQLite implementation of store.Store. All writes go through
+// one connection (SQLite has one writer anyway; a single connection removes
+// lock upgrades within the process), reads through a small pool.
+type Store struct {
+	path string
+	w    *sql.DB
+	r    *sql.DB
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // prepared once on the writer connection
+
+	transcripts *transcriptCache // nil when disabled
+}
+
+// Option changes how Open sets up a store.
+type Option func(*Store)
+
+// WithoutTranscriptCache makes every Transcript call read all rows from the
+// file, as a process that never read the session before would.
+func WithoutTranscriptCache() Option { return func(s *Store) { s.transcripts = nil } }
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed, mode 0600) the store at path and applies
+// pending migrations. Several processes may open the same file at once.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open store %s: path may not contain '?' or '#'", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// Create the file ourselves so it is private from the first byte; SQLite
+	// gives the -wal and -shm files the same mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	f.Close()
+
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_foreign_keys", "1")
+	// NORMAL in WAL mode survives a process crash; only a power cut can lose
+	// the last commits.
+	q.Set("_synchronous", "NORMAL")
+	rq := q.Encode()
+	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks between processes
+	wq := q.Encode()
+
+	w, err := sql.Open("sqlite", path+"?"+wq)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	r, err := sql.Open("sqlite", path+"?"+rq)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &Store{path: path, w: w, r: r, stmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := s.setUp(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	for _, q := range []string{insertMessageSQL} {
+		if _, err := s.stmt(ctx, q); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close releases both connection pools.
+func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.stmtMu.Unlock()
+	return errors.Join(s.w.Close(), s.r.Close())
+}
+
+// setUp switches a new file to WAL and migrates it. While another process
+// is doing the same, SQLite can answer SQLITE_BUSY at once, without waiting
+// in its busy handler (a journal-mode change or WAL recovery is under way):
+// such answers are retried until busyTimeout.
+func (s *Store) setUp(ctx context.Context) error {
+	deadline := time.Now().Add(busyTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		err := s.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		// A failed first connection stays broken: drop it and retry fresh.
+		s.w.SetMaxIdleConns(0)
+		s.w.SetMaxIdleConns(2)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// migrate applies pending migrations in one immediate transaction, so two
+// processes opening a new file together apply each migration exactly once.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+			return fmt.Errorf("migrations table: %w", err)
+		}
+		var have int
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if have > len(migrations) {
+			return fmt.Errorf("schema version %d is newer than this baton knows (%d): upgrade baton", have, len(migrations))
+		}
+		for v := have + 1; v <= len(migrations); v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+				return fmt.Errorf("migration %d: %w", v, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, v, now()); err != nil {
+				return fmt.Errorf("record migration %d: %w", v, err)
+			}
+		}
+		return nil
+	})
+}
+
+// SchemaVersion is the newest applied migration.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// stmt returns the writer's prepared statement for q, preparing it once:
+// parsing SQL costs more than running these small statements.
+func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := s.w.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[q] = st
+	return st, nil
+}
+
+// exec runs a prepared write statement outside a transaction.
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	st, err := s.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// queryRow runs a prepared write statement that returns one row.
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := s.stmt(ctx, q)
+	if err != nil {
+		// Let the error surface from Scan, as database/sql does.
+		return s.w.QueryRowContext(ctx, q, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// txStmt is the prepared statement for q bound to tx. It never prepares on
+// s.w: inside a transaction the writer's only connection is taken, so the
+// statements used here are prepared by Open.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	st, ok := s.stmts[q]
+	s.stmtMu.Unlock()
+	if !ok {
+		return tx.PrepareContext(ctx, q)
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE).
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func now() int64 { return time.Now().UnixNano() }
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func toNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// newID is 16 random hex characters: short enough to type a prefix of.
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // cannot happen on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func isConstraint(err error, code int) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == code
+}
+
+func isUnique(err error) bool {
+	return isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
+}
+
+func isForeignKey(err error) bool { return isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) }
+
+// escapeLike makes s match literally inside a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}

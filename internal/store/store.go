@@ -1,0 +1,287 @@
+// Package store defines baton's single source of truth: users and their
+// identities, sessions and their transcripts, bindings of conversation
+// addresses to sessions, and the per-session handoff state machine.
+//
+// Implementations live in subpackages (sqlite, postgres); storetest holds
+// the conformance suite every implementation must pass.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+)
+
+// Sentinel errors callers branch on. Implementations wrap them with context.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrConflict  = errors.New("conflict")
+	ErrInvalid   = errors.New("invalid")
+	ErrAmbiguous = errors.New("ambiguous")
+)
+
+// ErrHandoffInFlight is returned by RequestHandoff while the session already
+// has a pending or running handoff.
+var ErrHandoffInFlight = &wrapped{msg: "a handoff is already in flight", kind: ErrConflict}
+
+// ErrTitleTaken is returned when the owner already has a session with that title.
+var ErrTitleTaken = &wrapped{msg: "title already used by another session", kind: ErrConflict}
+
+type wrapped struct {
+	msg  string
+	kind error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.kind }
+
+// User is a person who owns sessions; they reach baton through identities.
+type User struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+}
+
+// Identity maps one account on one platform to a user.
+type Identity struct {
+	Platform       string // "cli", "telegram", …
+	PlatformUserID string
+	UserID         string
+	DisplayName    string
+	CreatedAt      time.Time
+}
+
+// Session is one conversation with the agent.
+type Session struct {
+	ID           string
+	OwnerID      string
+	Title        string // "" until set; unique per owner otherwise
+	Model        string
+	Platform     string // where it started
+	ParentID     string // the session this one continues (compression lineage)
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	EndedAt      time.Time // zero while open
+	EndReason    string
+	InputTokens  int64
+	OutputTokens int64
+	MessageCount int // live transcript rows
+}
+
+// Open reports whether the session has not been ended.
+func (s Session) Open() bool { return s.EndedAt.IsZero() }
+
+// Role of a stored message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one transcript row.
+type Message struct {
+	ID            int64
+	SessionID     string
+	Seq           int64 // position in the session; increases with every append
+	Role          Role
+	Content       string
+	ToolCalls     json.RawMessage // assistant tool calls as JSON, nil if none
+	ToolCallID    string          // tool results: the call answered
+	ToolName      string
+	Platform      string // where it was said
+	PlatformMsgID string
+	CreatedAt     time.Time
+	Superseded    bool // replaced by ReplaceTranscript; kept for history
+}
+
+// SessionFilter narrows ListSessions. Zero values mean "any".
+type SessionFilter struct {
+	OwnerID  string
+	Platform string
+	Text     string // substring of the title, case-insensitive
+	Limit    int    // 0: 50
+	Offset   int
+}
+
+// SearchQuery is a full-text search over live message content.
+type SearchQuery struct {
+	Text      string // a person's raw words; treated literally
+	SessionID string
+	Role      Role
+	Limit     int // 0: 20
+}
+
+// SearchHit is one matching message with a highlighted snippet.
+type SearchHit struct {
+	Message Message
+	Snippet string // matched terms wrapped in [ and ]
+	Title   string // the session's title
+}
+
+// Binding attaches a conversation address key to a session.
+type Binding struct {
+	Key       string
+	SessionID string
+	UpdatedAt time.Time
+}
+
+// HandoffState is the per-session handoff state.
+type HandoffState string
+
+const (
+	HandoffNone      HandoffState = "none"
+	HandoffPending   HandoffState = "pending"
+	HandoffRunning   HandoffState = "running"
+	HandoffCompleted HandoffState = "completed"
+	HandoffFailed    HandoffState = "failed"
+)
+
+// Terminal reports whether no further transition can happen from s.
+func (s HandoffState) Terminal() bool {
+	return s == HandoffCompleted || s == HandoffFailed
+}
+
+// MaxHandoffError is the longest failure reason kept, in bytes of UTF-8.
+const MaxHandoffError = 500
+
+// MaxHandoffAttempts is how many claims a handoff gets before an expired
+// lease fails it instead of putting it back to pending.
+const MaxHandoffAttempts = 3
+
+// Handoff is one request to move a session to another place. A session's
+// handoff state is that of its newest Handoff; older ones are history.
+type Handoff struct {
+	ID           int64
+	SessionID    string
+	State        HandoffState
+	FromPlatform string
+	Platform     string // destination platform
+	Destination  string // destination address key, once known
+	Error        string
+	ClaimedBy    string
+	LeaseUntil   time.Time
+	Attempts     int
+	RequestedAt  time.Time
+	ClaimedAt    time.Time
+	FinishedAt   time.Time
+}
+
+// Sessions stores sessions.
+type Sessions interface {
+	CreateSession(ctx context.Context, s Session) (Session, error)
+	GetSession(ctx context.Context, id string) (Session, error)
+	ListSessions(ctx context.Context, f SessionFilter) ([]Session, error)
+	// SetTitle sanitizes the title (see SanitizeTitle) and stores it.
+	SetTitle(ctx context.Context, id, title string) (Session, error)
+	// ResolveSession finds a session of owner by exact id, exact title (the
+	// newest "title #N" of its lineage), or unique id prefix.
+	ResolveSession(ctx context.Context, ownerID, ref string) (Session, error)
+	EndSession(ctx context.Context, id, reason string) error
+	ReopenSession(ctx context.Context, id string) error
+	DeleteSession(ctx context.Context, id string) error
+	AddUsage(ctx context.Context, id string, u Usage) error
+	SetModel(ctx context.Context, id, model string) error
+}
+
+// Usage is token counts to add to a session.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Messages stores transcripts.
+type Messages interface {
+	// AppendMessages stores msgs at the end of the session's transcript in
+	// one transaction and returns them with ID, Seq and CreatedAt filled in.
+	AppendMessages(ctx context.Context, sessionID string, msgs ...Message) ([]Message, error)
+	// Transcript is the live transcript in order.
+	Transcript(ctx context.Context, sessionID string) ([]Message, error)
+	// History is every row ever written, superseded ones included, in order.
+	History(ctx context.Context, sessionID string) ([]Message, error)
+	// ReplaceTranscript atomically supersedes the live transcript with msgs
+	// (for /undo and compression); the old rows stay in History.
+	ReplaceTranscript(ctx context.Context, sessionID string, msgs []Message) ([]Message, error)
+	// FindPlatformMessage reports whether a message with that platform id was
+	// stored already, for deduplicating redelivered events.
+	FindPlatformMessage(ctx context.Context, platform, platformMsgID string) (Message, error)
+	Search(ctx context.Context, q SearchQuery) ([]SearchHit, error)
+}
+
+// Bindings maps address keys to sessions.
+type Bindings interface {
+	// Bind attaches key to sessionID and returns the session it was bound to
+	// before ("" if none).
+	Bind(ctx context.Context, key, sessionID string) (previous string, err error)
+	Unbind(ctx context.Context, key string) error
+	LookupBinding(ctx context.Context, key string) (Binding, error)
+	BindingsForSession(ctx context.Context, sessionID string) ([]Binding, error)
+}
+
+// Identities maps platform accounts to users.
+type Identities interface {
+	CreateUser(ctx context.Context, name string) (User, error)
+	GetUser(ctx context.Context, id string) (User, error)
+	// LinkIdentity attaches (platform, platform user id) to a user, replacing
+	// any earlier link of that identity.
+	LinkIdentity(ctx context.Context, id Identity) error
+	LookupIdentity(ctx context.Context, platform, platformUserID string) (Identity, error)
+	IdentitiesForUser(ctx context.Context, userID string) ([]Identity, error)
+}
+
+// Handoffs is the per-session handoff state machine:
+// none → pending → running → completed | failed.
+type Handoffs interface {
+	// RequestHandoff starts a handoff from none, completed or failed.
+	// It returns ErrHandoffInFlight while one is pending or running.
+	RequestHandoff(ctx context.Context, sessionID, fromPlatform, toPlatform string) (Handoff, error)
+	// HandoffState is the session's newest handoff; State is HandoffNone,
+	// without error, for a session that has none or does not exist.
+	HandoffState(ctx context.Context, sessionID string) (Handoff, error)
+	GetHandoff(ctx context.Context, id int64) (Handoff, error)
+	// PendingHandoffs lists pending handoffs oldest first, for the given
+	// destination platforms (all if none given).
+	PendingHandoffs(ctx context.Context, platforms ...string) ([]Handoff, error)
+	// ClaimHandoff atomically moves a pending handoff to running for
+	// claimer with a lease; ok is false if someone else got it first.
+	ClaimHandoff(ctx context.Context, id int64, claimer string, lease time.Duration) (h Handoff, ok bool, err error)
+	// RenewHandoff extends the lease; ok is false if claimer no longer holds it.
+	RenewHandoff(ctx context.Context, id int64, claimer string, lease time.Duration) (ok bool, err error)
+	// SetHandoffDestination records the address key the session moves to.
+	SetHandoffDestination(ctx context.Context, id int64, claimer, destination string) (ok bool, err error)
+	// CompleteHandoff and FailHandoff apply only for the current claimer and
+	// only from running; ok says whether they did.
+	CompleteHandoff(ctx context.Context, id int64, claimer string) (ok bool, err error)
+	FailHandoff(ctx context.Context, id int64, claimer, reason string) (ok bool, err error)
+	// ReapHandoffs takes back running handoffs whose lease ended before now:
+	// back to pending, or failed once MaxHandoffAttempts claims were spent.
+	ReapHandoffs(ctx context.Context, now time.Time) (requeued, failed int, err error)
+}
+
+// Store is everything baton persists. Both the terminal and the gateway
+// open the same store.
+type Store interface {
+	Sessions
+	Messages
+	Bindings
+	Identities
+	Handoffs
+	Close() error
+}
+
+// TruncateReason cuts a failure reason to MaxHandoffError bytes
+// without splitting a character.
+func TruncateReason(reason string) string {
+	if len(reason) <= MaxHandoffError {
+		return reason
+	}
+	cut := MaxHandoffError
+	for cut > 0 && !utf8.RuneStart(reason[cut]) {
+		cut--
+	}
+	return reason[:cut]
+}

@@ -1,0 +1,143 @@
+package storetest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+var messageTests = map[string]func(*testing.T, store.Store){
+	"AppendAndLoadInOrder": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		calls := json.RawMessage(`[{"id":"c1","name":"read_file","arguments":{"path":"x"}}]`)
+		at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+		got := must(s.AppendMessages(ctx(t), a.ID,
+			store.Message{Role: store.RoleUser, Content: "hi", Platform: "telegram", PlatformMsgID: "m1", CreatedAt: at},
+			store.Message{Role: store.RoleAssistant, Content: "", ToolCalls: calls},
+			store.Message{Role: store.RoleTool, Content: "file body", ToolCallID: "c1", ToolName: "read_file"},
+		))
+		eq(t, "returned", len(got), 3)
+		if got[0].Seq >= got[1].Seq || got[1].Seq >= got[2].Seq || got[0].ID == 0 {
+			t.Fatalf("seqs/ids not assigned in order: %+v", got)
+		}
+		appendText(t, s, a.ID, store.RoleAssistant, "done")
+		tr := must(s.Transcript(ctx(t), a.ID))
+		eqSlice(t, "transcript", contents(tr), []string{"user:hi", "assistant:", "tool:file body", "assistant:done"})
+		eq(t, "tool calls", string(tr[1].ToolCalls), string(calls))
+		eq(t, "no tool calls", tr[0].ToolCalls == nil, true)
+		eq(t, "tool call id", tr[2].ToolCallID, "c1")
+		eq(t, "tool name", tr[2].ToolName, "read_file")
+		eq(t, "platform", tr[0].Platform, "telegram")
+		eq(t, "platform msg id", tr[0].PlatformMsgID, "m1")
+		if !tr[0].CreatedAt.Equal(at) {
+			t.Fatalf("created at = %v, want %v", tr[0].CreatedAt, at)
+		}
+		eq(t, "session id", tr[3].SessionID, a.ID)
+		eq(t, "count", must(s.GetSession(ctx(t), a.ID)).MessageCount, 4)
+	},
+	"AppendToUnknownSession": func(t *testing.T, s store.Store) {
+		_, err := s.AppendMessages(ctx(t), "missing", store.Message{Role: store.RoleUser, Content: "x"})
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.Transcript(ctx(t), "missing")
+		wantErr(t, err, store.ErrNotFound)
+	},
+	"AppendIsAllOrNothing": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		_, err := s.AppendMessages(ctx(t), a.ID,
+			store.Message{Role: store.RoleUser, Content: "kept?"},
+			store.Message{Content: "no role"})
+		wantErr(t, err, store.ErrInvalid)
+		eq(t, "nothing stored", len(must(s.Transcript(ctx(t), a.ID))), 0)
+		eq(t, "count", must(s.GetSession(ctx(t), a.ID)).MessageCount, 0)
+	},
+	"ContentSurvivesExactly": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+		odd := []string{
+			"nul\x00inside\x00",
+			big,
+			"emoji 🎉 and combining e\u0301 and RTL \u202eabc",
+			"\u0000",
+			"",
+			"line\r\nbreaks\ttabs",
+			"\xff\xfe not valid UTF-8",
+		}
+		for _, c := range odd {
+			appendText(t, s, a.ID, store.RoleUser, c)
+		}
+		tr := must(s.Transcript(ctx(t), a.ID))
+		eq(t, "rows", len(tr), len(odd))
+		for i, c := range odd {
+			if tr[i].Content != c {
+				t.Fatalf("message %d: got %d bytes %q…, want %d bytes %q…", i, len(tr[i].Content),
+					clip(tr[i].Content), len(c), clip(c))
+			}
+		}
+	},
+	"ReplaceTranscriptKeepsHistory": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		for _, c := range []string{"one", "two", "three"} {
+			appendText(t, s, a.ID, store.RoleUser, c)
+		}
+		old := must(s.Transcript(ctx(t), a.ID))
+		// /undo: drop the last message.
+		must(s.ReplaceTranscript(ctx(t), a.ID, old[:2]))
+		eqSlice(t, "after undo", contents(must(s.Transcript(ctx(t), a.ID))), []string{"user:one", "user:two"})
+		appendText(t, s, a.ID, store.RoleUser, "four")
+		eqSlice(t, "after append", contents(must(s.Transcript(ctx(t), a.ID))), []string{"user:one", "user:two", "user:four"})
+		hist := must(s.History(ctx(t), a.ID))
+		eqSlice(t, "history", contents(hist), []string{"user:one", "user:two", "user:three", "user:one", "user:two", "user:four"})
+		for i, m := range hist {
+			eq(t, "superseded flag", m.Superseded, i < 3)
+			if i > 0 && m.Seq <= hist[i-1].Seq {
+				t.Fatalf("history seq not increasing at %d", i)
+			}
+		}
+		eq(t, "count", must(s.GetSession(ctx(t), a.ID)).MessageCount, 3)
+		// Replacing with nothing empties the live transcript.
+		must(s.ReplaceTranscript(ctx(t), a.ID, nil))
+		eq(t, "empty", len(must(s.Transcript(ctx(t), a.ID))), 0)
+		_, err := s.ReplaceTranscript(ctx(t), "missing", nil)
+		wantErr(t, err, store.ErrNotFound)
+	},
+	"ReplaceIsAtomic": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		appendText(t, s, a.ID, store.RoleUser, "keep me")
+		_, err := s.ReplaceTranscript(ctx(t), a.ID, []store.Message{{Role: store.RoleUser, Content: "x"}, {Content: "bad"}})
+		wantErr(t, err, store.ErrInvalid)
+		eqSlice(t, "unchanged", contents(must(s.Transcript(ctx(t), a.ID))), []string{"user:keep me"})
+	},
+	"FindPlatformMessage": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		must(s.AppendMessages(ctx(t), a.ID, store.Message{Role: store.RoleUser, Content: "x", Platform: "telegram", PlatformMsgID: "42"}))
+		eq(t, "found", must(s.FindPlatformMessage(ctx(t), "telegram", "42")).Content, "x")
+		_, err := s.FindPlatformMessage(ctx(t), "discord", "42")
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.FindPlatformMessage(ctx(t), "telegram", "")
+		wantErr(t, err, store.ErrNotFound)
+	},
+	"SessionsDoNotMix": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		b := newSession(t, s, "u", "")
+		for i := range 10 {
+			appendText(t, s, a.ID, store.RoleUser, "a"+nth(i))
+			appendText(t, s, b.ID, store.RoleUser, "b"+nth(i))
+		}
+		for _, m := range must(s.Transcript(ctx(t), a.ID)) {
+			if !strings.HasPrefix(m.Content, "a") {
+				t.Fatalf("session a holds %q", m.Content)
+			}
+		}
+		eq(t, "b rows", len(must(s.Transcript(ctx(t), b.ID))), 10)
+	},
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40]
+	}
+	return s
+}
