@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"unicode/utf8"
+
+	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// CancelledResult is stored for a tool call that the turn's cancellation
+// stopped or never let start: every call must have a result, or the next
+// model call is rejected.
+const CancelledResult = "cancelled"
+
+// maxResult caps a tool result sent to the model, whatever the tool does
+// itself, so one call cannot fill the context window.
+const maxResult = 64 << 10
+
+// runCalls runs calls in order, storing each result as it completes. On a
+// returned error every call without a result has been given one.
+func (t *turn) runCalls(ctx context.Context, calls []llm.ToolCall) error {
+	for i, c := range calls {
+		content, stop := t.runCall(ctx, c)
+		if err := t.store(ctx, toolResult(c, content)); err != nil {
+			return err
+		}
+		if stop != nil {
+			left := CancelledResult
+			if ctx.Err() == nil {
+				left = "error: not run: " + stop.Error()
+			}
+			var rest []store.Message
+			for _, r := range calls[i+1:] {
+				rest = append(rest, toolResult(r, left))
+			}
+			if len(rest) > 0 {
+				if err := t.store(ctx, rest...); err != nil {
+					return errors.Join(stop, err)
+				}
+			}
+			return stop
+		}
+	}
+	return nil
+}
+
+func toolResult(c llm.ToolCall, content string) store.Message {
+	return store.Message{Role: store.RoleTool, Content: content, ToolCallID: c.ID, ToolName: c.Name}
+}
+
+// runCall approves and runs one call and returns its result for the model.
+// A non-nil error ends the turn (cancellation, an approver that failed);
+// tool failures are results, not errors.
+func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
+	if err := ctx.Err(); err != nil {
+		t.finished(c, CancelledResult, err)
+		return CancelledResult, err
+	}
+	var tool Tool
+	ok := false
+	if t.a.Tools != nil {
+		tool, ok = t.a.Tools.Get(c.Name)
+	}
+	if !ok {
+		return t.toolError(c, fmt.Errorf("unknown tool %q", c.Name)), nil
+	}
+	if !json.Valid(c.Arguments) {
+		return t.toolError(c, fmt.Errorf("arguments are not valid JSON: %s", clip(string(c.Arguments), 200))), nil
+	}
+	if !tool.ReadOnly {
+		d, err := t.approve(ctx, tool, c)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				t.finished(c, CancelledResult, cerr)
+				return CancelledResult, cerr
+			}
+			err = fmt.Errorf("ask approval for %s: %w", c.Name, err)
+			content := "error: not run: " + err.Error()
+			t.finished(c, content, err)
+			return content, err
+		}
+		if d == Deny {
+			t.finished(c, DeniedResult, nil)
+			return DeniedResult, nil
+		}
+	}
+	t.emit(Event{Kind: EventToolStarted, SessionID: t.session, Call: c})
+	out, err := runTool(ctx, tool, c.Arguments)
+	if cerr := ctx.Err(); cerr != nil {
+		content := CancelledResult
+		if out != "" {
+			content += "; output so far:\n" + out
+		}
+		content = capResult(content)
+		t.finished(c, content, cerr)
+		return content, cerr
+	}
+	content := out
+	if err != nil {
+		content = "error: " + err.Error()
+		if out != "" {
+			content += "\n" + out
+		}
+	}
+	content = capResult(content)
+	t.finished(c, content, err)
+	return content, nil
+}
+
+// approve decides whether a call of a tool that is not read-only may run:
+// the allowlist, then an earlier "always", then the Approver.
+func (t *turn) approve(ctx context.Context, tool Tool, c llm.ToolCall) (Decision, error) {
+	subject := ""
+	if tool.Subject != nil {
+		subject = tool.Subject(c.Arguments)
+	}
+	if allowed(t.a.Allow, tool.Name, subject) || t.a.alwaysAllowed(t.session, tool.Name) {
+		return Once, nil
+	}
+	if t.a.Approver == nil {
+		return Deny, nil
+	}
+	req := ApprovalRequest{SessionID: t.session, Tool: tool.Name, Subject: subject, Arguments: c.Arguments, CallID: c.ID}
+	t.emit(Event{Kind: EventApprovalNeeded, SessionID: t.session, Call: c, Approval: req})
+	d, err := t.a.Approver.Approve(ctx, req)
+	if err != nil {
+		return Deny, err
+	}
+	if d == AlwaysForSession {
+		t.a.rememberAlways(t.session, tool.Name)
+	}
+	return d, nil
+}
+
+// runTool runs the tool, turning a panic into an error: one broken tool
+// must not take the whole agent down.
+func runTool(ctx context.Context, tool Tool, args json.RawMessage) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("tool %s panicked: %v\n%s", tool.Name, p, debug.Stack())
+		}
+	}()
+	return tool.Run(ctx, args)
+}
+
+func (t *turn) toolError(c llm.ToolCall, err error) string {
+	content := "error: " + err.Error()
+	t.finished(c, content, err)
+	return content
+}
+
+func (t *turn) finished(c llm.ToolCall, content string, err error) {
+	shown, cut := displayCut(content)
+	t.emit(Event{Kind: EventToolFinished, SessionID: t.session, Call: c, Output: shown, Truncated: cut, Err: err})
+}
+
+func capResult(s string) string {
+	if len(s) <= maxResult {
+		return s
+	}
+	return clip(s, maxResult) + fmt.Sprintf("\n[truncated %d bytes]", len(s)-len(clip(s, maxResult)))
+}
+
+// clip cuts s to at most n bytes without splitting a character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
