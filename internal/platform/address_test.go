@@ -1,0 +1,68 @@
+package platform
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestKeyRoundTrip(t *testing.T) {
+	cases := []struct {
+		addr Address
+		key  string
+	}{
+		{Address{Platform: "telegram", Kind: DM, Chat: "12345"}, "telegram:dm:12345"},
+		{Address{Platform: "telegram", Kind: Thread, Chat: "-100777", Thread: "42"}, "telegram:thread:-100777:42"},
+		{Address{Platform: "slack", Kind: Thread, Chat: "C01", Thread: "1700000000.1234"}, "slack:thread:C01:1700000000.1234"},
+		{Address{Platform: "matrix", Kind: Thread, Chat: "!room:example.org", Thread: "$ev:example.org"}, "matrix:thread:!room%3Aexample.org:$ev%3Aexample.org"},
+		{Address{Platform: "web", Kind: Thread, Chat: "100%", Thread: "a%3Ab"}, "web:thread:100%25:a%253Ab"},
+	}
+	for _, c := range cases {
+		if got := c.addr.Key(); got != c.key {
+			t.Errorf("%+v.Key() = %q, want %q", c.addr, got, c.key)
+		}
+		back, err := ParseKey(c.key)
+		if err != nil {
+			t.Fatalf("ParseKey(%q): %v", c.key, err)
+		}
+		if back != c.addr {
+			t.Errorf("ParseKey(%q) = %+v, want %+v", c.key, back, c.addr)
+		}
+	}
+}
+
+func TestParseKeyRejects(t *testing.T) {
+	for _, k := range []string{"", "telegram", "telegram:dm", ":dm:1", "a:b:c:d:e", "telegram:dm:1:", "x:y:%zz"} {
+		if _, err := ParseKey(k); !errors.Is(err, ErrBadKey) {
+			t.Errorf("ParseKey(%q) = %v, want ErrBadKey", k, err)
+		}
+	}
+}
+
+func TestHome(t *testing.T) {
+	a := Address{Platform: "telegram", Kind: Thread, Chat: "-100", Thread: "7"}
+	if got, want := a.Home(), (Address{Platform: "telegram", Kind: Group, Chat: "-100"}); got != want {
+		t.Errorf("Home() = %+v, want %+v", got, want)
+	}
+	dm := Address{Platform: "telegram", Kind: DM, Chat: "5", Thread: "9"}
+	if got := dm.Home(); got.Kind != DM || got.Thread != "" {
+		t.Errorf("Home() of a DM topic = %+v, want the DM itself", got)
+	}
+}
+
+func FuzzParseKey(f *testing.F) {
+	f.Add("telegram", "dm", "1", "")
+	f.Add("matrix", "thread", "!r:x", "$e:y")
+	f.Fuzz(func(t *testing.T, p, k, chat, thread string) {
+		a := Address{Platform: p, Kind: Kind(k), Chat: chat, Thread: thread}
+		back, err := ParseKey(a.Key())
+		if p == "" || k == "" {
+			return
+		}
+		if err != nil {
+			t.Fatalf("ParseKey(%q): %v", a.Key(), err)
+		}
+		if back != a {
+			t.Fatalf("round trip %+v → %q → %+v", a, a.Key(), back)
+		}
+	})
+}
