@@ -19,8 +19,11 @@ const FileName = "config.yaml"
 
 // Config is everything a person can set in config.yaml.
 type Config struct {
-	Model ModelConfig `yaml:"model"`
-	Tools ToolsConfig `yaml:"tools"`
+	Model    ModelConfig    `yaml:"model"`
+	Tools    ToolsConfig    `yaml:"tools"`
+	Gateway  GatewayConfig  `yaml:"gateway"`
+	Web      WebConfig      `yaml:"web"`
+	Telegram TelegramConfig `yaml:"telegram"`
 }
 
 // ModelConfig chooses the model provider. Empty fields are filled from the
@@ -67,6 +70,9 @@ func Load(home string) (Config, error) {
 	case "", ProviderOpenAI, ProviderAnthropic, ProviderOpenRouter, ProviderOllama, ProviderOffline:
 	default:
 		return c, fmt.Errorf("%s: model.provider %q is not one of openai, anthropic, openrouter, ollama, offline", path, c.Model.Provider)
+	}
+	if err := c.checkPlatforms(); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
