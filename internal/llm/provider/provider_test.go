@@ -1,0 +1,91 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/llm/provider"
+)
+
+func TestNewTalksToTheConfiguredServer(t *testing.T) {
+	srv := llmtest.Start(t)
+	for _, m := range []config.ModelConfig{
+		{Provider: config.ProviderOpenAI, BaseURL: srv.URL + "/v1", APIKey: "k", Name: "gpt-test"},
+		{Provider: config.ProviderOpenRouter, BaseURL: srv.URL + "/v1", APIKey: "k", Name: "router-test"},
+		{Provider: config.ProviderOllama, BaseURL: srv.URL + "/v1", APIKey: "ollama", Name: "llama-test"},
+		{Provider: config.ProviderAnthropic, BaseURL: srv.URL, APIKey: "k", Name: "claude-test"},
+	} {
+		p, err := provider.New(m, provider.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", m.Provider, err)
+		}
+		if p.Name() != m.Provider {
+			t.Errorf("%s: Name() = %q", m.Provider, p.Name())
+		}
+		resp, err := p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping " + m.Provider}}}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Provider, err)
+		}
+		if resp.Text != "echo: ping "+m.Provider {
+			t.Errorf("%s: answer %q", m.Provider, resp.Text)
+		}
+		reqs := srv.Requests()
+		last := reqs[len(reqs)-1]
+		if last.Model() != m.Name {
+			t.Errorf("%s: model sent %q, want %q", m.Provider, last.Model(), m.Name)
+		}
+		wantProto := "openai"
+		if m.Provider == config.ProviderAnthropic {
+			wantProto = "anthropic"
+		}
+		if last.Protocol() != wantProto {
+			t.Errorf("%s: protocol %q", m.Provider, last.Protocol())
+		}
+	}
+}
+
+func TestNewRetriesUnlessTold(t *testing.T) {
+	srv := llmtest.Start(t)
+	m := config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: srv.URL, APIKey: "k", Name: "x"}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "a"}}}
+
+	var waits []time.Duration
+	p, err := provider.New(m, provider.Options{Retry: llm.RetryPolicy{Sleep: func(_ context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Push(llmtest.Fail{Status: 500})
+	if resp, err := p.Chat(t.Context(), req, nil); err != nil || resp.Text != "echo: a" || len(waits) != 1 {
+		t.Fatalf("with retry: %q, %v after %d waits", resp.Text, err, len(waits))
+	}
+
+	p, err = provider.New(m, provider.Options{NoRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Push(llmtest.Fail{Status: 500})
+	if _, err := p.Chat(t.Context(), req, nil); !errors.Is(err, llm.ErrServer) {
+		t.Fatalf("NoRetry: %v, want ErrServer", err)
+	}
+}
+
+func TestOfflineAndUnknown(t *testing.T) {
+	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOffline}, provider.Options{})
+	if err != nil || !provider.IsOffline(p) {
+		t.Fatalf("offline: %v, %v", p, err)
+	}
+	if _, err := provider.New(config.ModelConfig{Provider: "gpt"}, provider.Options{}); err == nil {
+		t.Fatal("unknown provider accepted")
+	}
+	if _, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: "not a url"}, provider.Options{}); err == nil {
+		t.Fatal("bad base URL accepted")
+	}
+}
