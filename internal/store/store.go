@@ -1,6 +1,7 @@
 // Package store defines baton's single source of truth: users and their
 // identities, sessions and their transcripts, bindings of conversation
-// addresses to sessions, and the per-session handoff state machine.
+// addresses to sessions, the per-session handoff state machine, and the
+// gateway's inbox, outbox and home channels.
 //
 // Implementations live in subpackages (sqlite, postgres); storetest holds
 // the conformance suite every implementation must pass.
@@ -270,6 +271,9 @@ type Store interface {
 	Bindings
 	Identities
 	Handoffs
+	Inbox
+	Outbox
+	Homes
 	Close() error
 }
 

@@ -110,4 +110,43 @@ CREATE INDEX handoffs_pending ON handoffs(requested_at, id) WHERE state = 'pendi
 CREATE INDEX handoffs_running ON handoffs(lease_until) WHERE state = 'running';
 CREATE INDEX handoffs_session ON handoffs(session_id, id);
 `,
+	// 2: the gateway's inbox, outbox and home channels.
+	`
+CREATE TABLE inbound (
+	id              INTEGER PRIMARY KEY,
+	platform        TEXT NOT NULL,
+	platform_msg_id TEXT NOT NULL DEFAULT '',
+	address_key     TEXT NOT NULL,
+	sender_id       TEXT NOT NULL DEFAULT '',
+	sender          TEXT NOT NULL DEFAULT '',
+	text            TEXT NOT NULL,
+	received_at     INTEGER NOT NULL,
+	done_at         INTEGER NOT NULL DEFAULT 0
+);
+-- A redelivered event (same platform and id) is refused by the database.
+CREATE UNIQUE INDEX inbound_platform_msg ON inbound(platform, platform_msg_id) WHERE platform_msg_id <> '';
+CREATE INDEX inbound_pending ON inbound(id) WHERE done_at = 0;
+
+CREATE TABLE deliveries (
+	id              INTEGER PRIMARY KEY,
+	key             TEXT NOT NULL DEFAULT '',
+	address_key     TEXT NOT NULL,
+	text            TEXT NOT NULL,
+	created_at      INTEGER NOT NULL,
+	sent_at         INTEGER NOT NULL DEFAULT 0,
+	attempts        INTEGER NOT NULL DEFAULT 0,
+	last_error      TEXT NOT NULL DEFAULT '',
+	platform_msg_id TEXT NOT NULL DEFAULT ''
+);
+-- One row per dedupe key: a retried handoff cannot enqueue twice.
+CREATE UNIQUE INDEX deliveries_key ON deliveries(key) WHERE key <> '';
+CREATE INDEX deliveries_pending ON deliveries(id) WHERE sent_at = 0;
+CREATE INDEX deliveries_pending_address ON deliveries(address_key, id) WHERE sent_at = 0;
+
+CREATE TABLE home_channels (
+	platform    TEXT PRIMARY KEY,
+	address_key TEXT NOT NULL,
+	updated_at  INTEGER NOT NULL
+);
+`,
 }

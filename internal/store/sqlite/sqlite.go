@@ -99,7 +99,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	for _, q := range []string{insertMessageSQL} {
+	for _, q := range []string{insertMessageSQL, insertDeliverySQL, deliveryByKeySQL} {
 		if _, err := s.stmt(ctx, q); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)

@@ -29,6 +29,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"Bindings", bindingTests},
 		{"Identities", identityTests},
 		{"Handoffs", handoffTests},
+		{"Inbox", inboxTests},
+		{"Outbox", outboxTests},
+		{"Homes", homeTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

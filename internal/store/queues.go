@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Inbound is a chat event as it arrived from a platform. The gateway stores
+// it before acknowledging the platform, so a crash between the two loses
+// nothing: the platform redelivers, or the stored row is processed on start.
+type Inbound struct {
+	ID            int64
+	Platform      string // "telegram", …
+	PlatformMsgID string // the platform's id for the event; "" if it has none
+	AddressKey    string // where it was said
+	SenderID      string // platform user id
+	Sender        string // display name
+	Text          string
+	ReceivedAt    time.Time // set to now when zero
+	DoneAt        time.Time // zero until MarkInboundDone
+}
+
+// Delivery is one outgoing message. The gateway stores it before sending,
+// and marks it sent after, so every reply is sent once even across crashes
+// and retried handoffs.
+type Delivery struct {
+	ID            int64
+	Key           string // dedupe key, e.g. "handoff:12:part:0"; "" never deduplicates
+	AddressKey    string // where it goes
+	Text          string
+	CreatedAt     time.Time
+	SentAt        time.Time // zero while unsent
+	Attempts      int       // failed sends so far
+	LastError     string    // cut to MaxHandoffError bytes
+	PlatformMsgID string    // the platform's id for the sent message
+}
+
+// Inbox stores inbound events until they have been handled.
+type Inbox interface {
+	// AddInbound stores in. When (Platform, PlatformMsgID) was stored before
+	// it is a redelivery: nothing is written, the earlier row is returned and
+	// isNew is false. An empty PlatformMsgID is never a duplicate.
+	AddInbound(ctx context.Context, in Inbound) (stored Inbound, isNew bool, err error)
+	// PendingInbound lists events not yet marked done, oldest (first stored)
+	// first; limit <= 0 means 100.
+	PendingInbound(ctx context.Context, limit int) ([]Inbound, error)
+	// MarkInboundDone records that the event was handled. Marking it again
+	// keeps the first time; an unknown id is ErrNotFound.
+	MarkInboundDone(ctx context.Context, id int64) error
+}
+
+// Outbox stores outgoing messages until they have been sent.
+type Outbox interface {
+	// EnqueueDeliveries stores ds in one transaction, in order. A delivery
+	// whose non-empty Key is already stored (or appears earlier in ds) is not
+	// stored again: the stored one is returned in its place, so a retried
+	// handoff never enqueues a message twice.
+	EnqueueDeliveries(ctx context.Context, ds ...Delivery) ([]Delivery, error)
+	// PendingDeliveries lists unsent deliveries, oldest (lowest id) first,
+	// for addressKey ("" means all); limit <= 0 means 100.
+	PendingDeliveries(ctx context.Context, addressKey string, limit int) ([]Delivery, error)
+	// MarkDelivered records a successful send. Marking an already sent
+	// delivery again changes nothing; an unknown id is ErrNotFound.
+	MarkDelivered(ctx context.Context, id int64, platformMsgID string) error
+	// RecordDeliveryFailure counts a failed send of an unsent delivery and
+	// keeps the reason, cut like a handoff's. It does nothing to a delivery
+	// already sent (a late failure cannot undo a success); an unknown id is
+	// ErrNotFound.
+	RecordDeliveryFailure(ctx context.Context, id int64, reason string) error
+}
+
+// Homes stores each platform's home channel: where handoffs land when no
+// better place is given.
+type Homes interface {
+	// SetHomeChannel sets platform's home to addressKey; an empty
+	// addressKey clears it.
+	SetHomeChannel(ctx context.Context, platform, addressKey string) error
+	// HomeChannels maps platform to home address key.
+	HomeChannels(ctx context.Context) (map[string]string, error)
+}
+
+// DefaultQueueLimit is how many rows PendingInbound and PendingDeliveries
+// return when the caller gives no limit.
+const DefaultQueueLimit = 100

@@ -1,0 +1,240 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+const inboundCols = `id, platform, platform_msg_id, address_key, sender_id, sender, text, received_at, done_at`
+
+func scanInbound(row interface{ Scan(...any) error }) (store.Inbound, error) {
+	var in store.Inbound
+	var received, done int64
+	err := row.Scan(&in.ID, &in.Platform, &in.PlatformMsgID, &in.AddressKey, &in.SenderID, &in.Sender, &in.Text,
+		&received, &done)
+	if err != nil {
+		return store.Inbound{}, err
+	}
+	in.ReceivedAt, in.DoneAt = fromNanos(received), fromNanos(done)
+	return in, nil
+}
+
+// insertInboundSQL stores an event unless the partial unique index on
+// (platform, platform_msg_id) already holds it; then no row comes back.
+const insertInboundSQL = `INSERT INTO inbound (platform, platform_msg_id, address_key, sender_id, sender, text, received_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + inboundCols
+
+// AddInbound stores an inbound event, or returns the one stored before
+// under the same platform message id.
+func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound, bool, error) {
+	if in.Platform == "" || in.AddressKey == "" {
+		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: platform and address key are required: %w",
+			in.Platform, in.PlatformMsgID, store.ErrInvalid)
+	}
+	received := toNanos(in.ReceivedAt)
+	if received == 0 {
+		received = now()
+	}
+	got, err := scanInbound(s.queryRow(ctx, insertInboundSQL,
+		in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received))
+	if err == nil {
+		return got, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: %w", in.Platform, in.PlatformMsgID, err)
+	}
+	// A redelivery: inbound rows are never deleted, so the earlier one is
+	// there to read.
+	got, err = scanInbound(s.r.QueryRowContext(ctx, `SELECT `+inboundCols+` FROM inbound
+		WHERE platform = ? AND platform_msg_id = ? AND platform_msg_id <> ''`, in.Platform, in.PlatformMsgID))
+	if err != nil {
+		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: read earlier delivery: %w", in.Platform, in.PlatformMsgID, err)
+	}
+	return got, false, nil
+}
+
+// PendingInbound lists events not yet done, first stored first.
+func (s *Store) PendingInbound(ctx context.Context, limit int) ([]store.Inbound, error) {
+	if limit <= 0 {
+		limit = store.DefaultQueueLimit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 ORDER BY id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list pending inbound: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Inbound
+	for rows.Next() {
+		in, err := scanInbound(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list pending inbound: %w", err)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list pending inbound: %w", err)
+	}
+	return out, nil
+}
+
+// MarkInboundDone records that an event was handled; the first time stays.
+func (s *Store) MarkInboundDone(ctx context.Context, id int64) error {
+	res, err := s.exec(ctx, `UPDATE inbound SET done_at = CASE WHEN done_at = 0 THEN ? ELSE done_at END WHERE id = ?`, now(), id)
+	return affected(res, err, fmt.Sprintf("mark inbound %d done", id))
+}
+
+const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id`
+
+func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {
+	var d store.Delivery
+	var created, sent int64
+	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID)
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	d.CreatedAt, d.SentAt = fromNanos(created), fromNanos(sent)
+	return d, nil
+}
+
+// insertDeliverySQL stores a delivery unless its key is taken; then no row
+// comes back.
+const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at)
+	VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
+
+const deliveryByKeySQL = `SELECT ` + deliveryCols + ` FROM deliveries WHERE key = ? AND key <> ''`
+
+// EnqueueDeliveries stores deliveries in one transaction, returning the
+// stored row in place of any whose key was taken.
+func (s *Store) EnqueueDeliveries(ctx context.Context, ds ...store.Delivery) ([]store.Delivery, error) {
+	for i, d := range ds {
+		if d.AddressKey == "" {
+			return nil, fmt.Errorf("enqueue delivery %d (%q): no address key: %w", i, d.Key, store.ErrInvalid)
+		}
+	}
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Delivery, len(ds))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		ins, err := s.txStmt(ctx, tx, insertDeliverySQL)
+		if err != nil {
+			return err
+		}
+		byKey, err := s.txStmt(ctx, tx, deliveryByKeySQL)
+		if err != nil {
+			return err
+		}
+		t := now()
+		for i, d := range ds {
+			created := toNanos(d.CreatedAt)
+			if created == 0 {
+				created = t
+			}
+			got, err := scanDelivery(ins.QueryRowContext(ctx, d.Key, d.AddressKey, d.Text, created))
+			if errors.Is(err, sql.ErrNoRows) {
+				got, err = scanDelivery(byKey.QueryRowContext(ctx, d.Key))
+			}
+			if err != nil {
+				return fmt.Errorf("delivery %d (%q): %w", i, d.Key, err)
+			}
+			out[i] = got
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// PendingDeliveries lists unsent deliveries, lowest id first.
+func (s *Store) PendingDeliveries(ctx context.Context, addressKey string, limit int) ([]store.Delivery, error) {
+	if limit <= 0 {
+		limit = store.DefaultQueueLimit
+	}
+	q, args := `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 ORDER BY id LIMIT ?`, []any{limit}
+	if addressKey != "" {
+		q, args = `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 AND address_key = ? ORDER BY id LIMIT ?`,
+			[]any{addressKey, limit}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list pending deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list pending deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list pending deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// MarkDelivered records a send. SET expressions all see the row as it was,
+// so an already sent delivery keeps its first time and message id.
+func (s *Store) MarkDelivered(ctx context.Context, id int64, platformMsgID string) error {
+	res, err := s.exec(ctx, `UPDATE deliveries SET
+		sent_at = CASE WHEN sent_at = 0 THEN ? ELSE sent_at END,
+		platform_msg_id = CASE WHEN sent_at = 0 THEN ? ELSE platform_msg_id END
+		WHERE id = ?`, now(), platformMsgID, id)
+	return affected(res, err, fmt.Sprintf("mark delivery %d sent", id))
+}
+
+// RecordDeliveryFailure counts a failed send of an unsent delivery.
+func (s *Store) RecordDeliveryFailure(ctx context.Context, id int64, reason string) error {
+	res, err := s.exec(ctx, `UPDATE deliveries SET
+		attempts = attempts + (sent_at = 0),
+		last_error = CASE WHEN sent_at = 0 THEN ? ELSE last_error END
+		WHERE id = ?`, store.TruncateReason(reason), id)
+	return affected(res, err, fmt.Sprintf("record failure of delivery %d", id))
+}
+
+// SetHomeChannel sets or, with an empty address key, clears a platform's home.
+func (s *Store) SetHomeChannel(ctx context.Context, platform, addressKey string) error {
+	if platform == "" {
+		return fmt.Errorf("set home channel: empty platform: %w", store.ErrInvalid)
+	}
+	var err error
+	if addressKey == "" {
+		_, err = s.exec(ctx, `DELETE FROM home_channels WHERE platform = ?`, platform)
+	} else {
+		_, err = s.exec(ctx, `INSERT INTO home_channels (platform, address_key, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (platform) DO UPDATE SET address_key = excluded.address_key, updated_at = excluded.updated_at`,
+			platform, addressKey, now())
+	}
+	if err != nil {
+		return fmt.Errorf("set home channel of %s to %q: %w", platform, addressKey, err)
+	}
+	return nil
+}
+
+// HomeChannels maps each platform to its home address key.
+func (s *Store) HomeChannels(ctx context.Context) (map[string]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT platform, address_key FROM home_channels`)
+	if err != nil {
+		return nil, fmt.Errorf("list home channels: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var p, k string
+		if err := rows.Scan(&p, &k); err != nil {
+			return nil, fmt.Errorf("list home channels: %w", err)
+		}
+		out[p] = k
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list home channels: %w", err)
+	}
+	return out, nil
+}
