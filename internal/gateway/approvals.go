@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// approvals are questions put to the person in a chat, waiting for
+// /approve, /always or /deny typed in the same conversation.
+type approvals struct {
+	mu      sync.Mutex
+	waiting map[string]chan agent.Decision // address key → answer
+}
+
+// approve is the gateway agent's Approver: it asks in the chat where the
+// session's turn is running and waits for the answer.
+func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	g.mu.Lock()
+	addr, ok := g.turnAddr[req.SessionID]
+	g.mu.Unlock()
+	if !ok {
+		return agent.Deny, nil
+	}
+	ch := make(chan agent.Decision, 1)
+	g.approvals.mu.Lock()
+	if g.approvals.waiting == nil {
+		g.approvals.waiting = map[string]chan agent.Decision{}
+	}
+	g.approvals.waiting[addr.Key()] = ch
+	g.approvals.mu.Unlock()
+	defer func() {
+		g.approvals.mu.Lock()
+		delete(g.approvals.waiting, addr.Key())
+		g.approvals.mu.Unlock()
+	}()
+	subject := req.Subject
+	if subject == "" {
+		subject = string(req.Arguments)
+	}
+	question := fmt.Sprintf("May I run **%s**?\n```\n%s\n```\nReply /approve (this once), /always (this tool, for this session) or /deny.", req.Tool, subject)
+	if err := g.deliver(ctx, addr, "approval:"+req.SessionID+":"+req.CallID, question); err != nil {
+		return agent.Deny, err
+	}
+	select {
+	case d := <-ch:
+		return d, nil
+	case <-ctx.Done():
+		return agent.Deny, ctx.Err()
+	}
+}
+
+// answerApproval hands an /approve, /always or /deny to the turn waiting
+// for it; it reports whether ev was such an answer.
+func (g *Gateway) answerApproval(_ context.Context, ev platform.Event) bool {
+	cmd, _ := splitCommand(ev.Text)
+	var d agent.Decision
+	switch strings.ToLower(cmd) {
+	case "approve", "yes", "once":
+		d = agent.Once
+	case "always":
+		d = agent.AlwaysForSession
+	case "deny", "no":
+		d = agent.Deny
+	default:
+		return false
+	}
+	g.approvals.mu.Lock()
+	ch, ok := g.approvals.waiting[ev.At.Key()]
+	g.approvals.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case ch <- d:
+	default:
+	}
+	return true
+}

@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// chatCommand is a slash command typed in a chat.
+type chatCommand struct {
+	name, args, help string
+}
+
+var chatCommandList = []chatCommand{
+	{"help", "", "what you can type here"},
+	{"handoff", "<platform>", "move this conversation: cli (back to the terminal), web, telegram, …"},
+	{"sethome", "", "make this chat where handoffs land"},
+	{"new", "", "start a new session in this chat"},
+	{"sessions", "", "list your recent sessions"},
+	{"resume", "<id or title>", "continue another session in this chat"},
+	{"title", "<title>", "name this session"},
+	{"undo", "", "take back your last message and its answer"},
+	{"retry", "", "answer your last message again"},
+	{"approve", "", "let the tool the agent asked for run (also /always, /deny)"},
+}
+
+// chatCommands is the command menu for platforms that show one.
+func chatCommands() []platform.Command {
+	out := make([]platform.Command, len(chatCommandList))
+	for i, c := range chatCommandList {
+		out[i] = platform.Command{Name: c.name, Description: c.help}
+	}
+	return out
+}
+
+func helpText() string {
+	var b strings.Builder
+	b.WriteString("You can type:\n")
+	for _, c := range chatCommandList {
+		fmt.Fprintf(&b, "/%s", c.name)
+		if c.args != "" {
+			b.WriteString(" " + c.args)
+		}
+		fmt.Fprintf(&b, " — %s\n", c.help)
+	}
+	return b.String()
+}
+
+// command runs a slash command typed in a chat and returns the answer.
+func (g *Gateway) command(ctx context.Context, addr platform.Address, in store.Inbound, cmd, args string) string {
+	switch cmd {
+	case "start":
+		return "Hello! I am your baton agent. Talk to me here, or type /help."
+	case "help":
+		return helpText()
+	case "sethome":
+		if err := g.st.SetHomeChannel(ctx, addr.Platform, addr.Home().Key()); err != nil {
+			return "Could not set the home channel: " + err.Error()
+		}
+		return fmt.Sprintf("This chat is now the %s home: handoffs to %s land here.", placeName(addr.Platform), addr.Platform)
+	case "handoff":
+		return g.chatHandoff(ctx, addr, args)
+	case "new":
+		s, err := g.newSession(ctx, addr)
+		if err != nil {
+			return "Could not start a new session: " + err.Error()
+		}
+		return fmt.Sprintf("New session %s started here.", shortID(s.ID))
+	case "sessions":
+		return g.listSessions(ctx)
+	case "resume":
+		return g.resume(ctx, addr, args)
+	case "title":
+		return g.title(ctx, addr, args)
+	case "undo":
+		sess, err := g.boundSession(ctx, addr)
+		if err != nil {
+			return err.Error()
+		}
+		removed, err := g.ag.Undo(ctx, sess.ID)
+		if errors.Is(err, agent.ErrNothingToUndo) {
+			return "Nothing to undo."
+		} else if err != nil {
+			return "Could not undo: " + err.Error()
+		}
+		return fmt.Sprintf("Took back your last message and %d message(s) after it.", len(removed)-1)
+	case "retry":
+		sess, err := g.boundSession(ctx, addr)
+		if err != nil {
+			return err.Error()
+		}
+		res, err := g.retry(ctx, addr, sess.ID)
+		if err != nil {
+			return "⚠️ " + turnError(err)
+		}
+		return res
+	case "approve", "always", "deny", "yes", "no", "once":
+		return "Nothing is waiting for approval."
+	}
+	return fmt.Sprintf("Unknown command /%s — type /help for what works here.", cmd)
+}
+
+func (g *Gateway) retry(ctx context.Context, addr platform.Address, sessionID string) (string, error) {
+	a := g.adapters[addr.Platform]
+	stop := g.typing(ctx, a, addr)
+	defer stop()
+	g.mu.Lock()
+	g.turnAddr[sessionID] = addr
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.turnAddr, sessionID)
+		g.mu.Unlock()
+	}()
+	res, err := g.ag.Retry(ctx, sessionID, nil)
+	return res.Text, err
+}
+
+// chatHandoff is /handoff typed in a chat: to the terminal it leaves the
+// handoff waiting for `baton`; elsewhere the worker carries it out.
+func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args string) string {
+	to := strings.ToLower(strings.TrimSpace(args))
+	if to == "" {
+		return "Usage: /handoff <platform> — e.g. /handoff cli to continue in the terminal."
+	}
+	if to == "terminal" {
+		to = TerminalPlatform
+	}
+	sess, err := g.boundSession(ctx, addr)
+	if err != nil {
+		return err.Error()
+	}
+	if to == addr.Platform {
+		return fmt.Sprintf("This conversation is already on %s.", placeName(to))
+	}
+	h, err := g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
+	switch {
+	case errors.Is(err, store.ErrHandoffInFlight):
+		return "A handoff of this session is already under way."
+	case err != nil:
+		return "Cannot hand off: " + err.Error()
+	}
+	if to == TerminalPlatform {
+		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there. (handoff %d)", describe(sess), h.ID)
+	}
+	return fmt.Sprintf("Handing off to %s… (handoff %d)", placeName(to), h.ID)
+}
+
+// boundSession is the session this chat is on; an error a person can read
+// when there is none.
+func (g *Gateway) boundSession(ctx context.Context, addr platform.Address) (store.Session, error) {
+	b, err := g.st.LookupBinding(ctx, addr.Key())
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, errors.New("This chat has no session yet: say something first.")
+	} else if err != nil {
+		return store.Session{}, err
+	}
+	return g.st.GetSession(ctx, b.SessionID)
+}
+
+func (g *Gateway) listSessions(ctx context.Context) string {
+	ss, err := g.st.ListSessions(ctx, store.SessionFilter{OwnerID: g.cfg.OwnerID, Limit: 10})
+	if err != nil {
+		return "Could not list sessions: " + err.Error()
+	}
+	if len(ss) == 0 {
+		return "No sessions yet."
+	}
+	var b strings.Builder
+	b.WriteString("Recent sessions (/resume <id> to continue one here):\n")
+	for _, s := range ss {
+		title := s.Title
+		if title == "" {
+			title = "(untitled)"
+		}
+		fmt.Fprintf(&b, "- %s %s — %d messages, %s\n", shortID(s.ID), title, s.MessageCount, s.UpdatedAt.Format("Jan 2 15:04"))
+	}
+	return b.String()
+}
+
+func (g *Gateway) resume(ctx context.Context, addr platform.Address, ref string) string {
+	if ref == "" {
+		return "Usage: /resume <id or title> — /sessions lists them."
+	}
+	s, err := g.st.ResolveSession(ctx, g.cfg.OwnerID, ref)
+	if err != nil {
+		return fmt.Sprintf("No single session matches %q: %v", ref, err)
+	}
+	if !s.Open() {
+		if err := g.st.ReopenSession(ctx, s.ID); err != nil {
+			return "Could not reopen it: " + err.Error()
+		}
+	}
+	if _, err := g.st.Bind(ctx, addr.Key(), s.ID); err != nil {
+		return "Could not switch: " + err.Error()
+	}
+	return fmt.Sprintf("This chat now continues %s.", describe(s))
+}
+
+func (g *Gateway) title(ctx context.Context, addr platform.Address, title string) string {
+	sess, err := g.boundSession(ctx, addr)
+	if err != nil {
+		return err.Error()
+	}
+	if title == "" {
+		return "Usage: /title <title>"
+	}
+	s, err := g.st.SetTitle(ctx, sess.ID, title)
+	if err != nil {
+		return "Could not set the title: " + err.Error()
+	}
+	return fmt.Sprintf("Titled %q.", s.Title)
+}

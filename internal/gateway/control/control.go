@@ -1,0 +1,132 @@
+// Package control is the gateway's control API: how a terminal talks to a
+// running `baton gateway` over a unix socket in BATON_HOME. It holds the
+// wire types and the client; the server side lives in package gateway.
+//
+// The API is HTTP over the socket (mode 0600, so only the owner's
+// processes reach it):
+//
+//	GET  /v1/status                  Status
+//	POST /v1/handoffs                HandoffRequest → Handoff (202)
+//	GET  /v1/handoffs/{id}/events    Progress, one JSON object per line,
+//	                                 until a terminal state
+//	POST /v1/kick                    look for pending handoffs now
+package control
+
+import (
+	"errors"
+	"path/filepath"
+	"time"
+)
+
+// SocketName is the control socket's file name inside BATON_HOME.
+const SocketName = "gateway.sock"
+
+// SocketPath is the control socket of the gateway using home.
+func SocketPath(home string) string { return filepath.Join(home, SocketName) }
+
+// Status is what a running gateway reports about itself.
+type Status struct {
+	PID       int        `json:"pid"`
+	Started   time.Time  `json:"started"`
+	Claimer   string     `json:"claimer"`
+	Platforms []Platform `json:"platforms"`
+	WebURL    string     `json:"web_url,omitempty"` // with its token: keep it private
+}
+
+// Platform is one configured chat service.
+type Platform struct {
+	Name  string `json:"name"`
+	Live  bool   `json:"live"`
+	Home  string `json:"home,omitempty"` // address key; "" if none set
+	Error string `json:"error,omitempty"`
+}
+
+// Platform finds a platform by name.
+func (s Status) Platform(name string) (Platform, bool) {
+	for _, p := range s.Platforms {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Platform{}, false
+}
+
+// HandoffRequest asks the gateway to move a session to a platform.
+type HandoffRequest struct {
+	SessionID string `json:"session_id"`
+	From      string `json:"from"` // where the session is now, e.g. "cli"
+	To        string `json:"to"`   // destination platform
+}
+
+// Handoff is a handoff as the API reports it.
+type Handoff struct {
+	ID          int64  `json:"id"`
+	SessionID   string `json:"session_id"`
+	State       string `json:"state"`
+	Platform    string `json:"platform"`
+	Destination string `json:"destination,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Progress is one step of a handoff, streamed to the terminal.
+type Progress struct {
+	HandoffID   int64  `json:"handoff_id"`
+	State       string `json:"state"` // pending, running, completed, failed
+	Step        string `json:"step"`  // what just happened, for people
+	Destination string `json:"destination,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Terminal reports whether no further progress follows p.
+func (p Progress) Terminal() bool { return p.State == "completed" || p.State == "failed" }
+
+// Error codes the API answers with; the client maps them to the sentinel
+// errors below.
+const (
+	CodeNoGateway      = "no_gateway"
+	CodeNotLive        = "platform_not_live"
+	CodeNoHome         = "no_home"
+	CodeInFlight       = "in_flight"
+	CodeNotFound       = "not_found"
+	CodeBadRequest     = "bad_request"
+	CodeInternal       = "internal"
+	CodeShuttingDown   = "shutting_down"
+	CodeUnknownSession = "unknown_session"
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrNoGateway      = errors.New("no gateway is running")
+	ErrNotLive        = errors.New("platform is not live in the gateway")
+	ErrNoHome         = errors.New("platform has no home channel")
+	ErrInFlight       = errors.New("a handoff is already in flight for this session")
+	ErrNotFound       = errors.New("not found")
+	ErrUnknownSession = errors.New("unknown session")
+)
+
+// APIError is an error the gateway answered with.
+type APIError struct {
+	Code    string `json:"code"`
+	Message string `json:"error"`
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// Unwrap maps the code to a sentinel error.
+func (e *APIError) Unwrap() error {
+	switch e.Code {
+	case CodeNoGateway:
+		return ErrNoGateway
+	case CodeNotLive:
+		return ErrNotLive
+	case CodeNoHome:
+		return ErrNoHome
+	case CodeInFlight:
+		return ErrInFlight
+	case CodeNotFound:
+		return ErrNotFound
+	case CodeUnknownSession:
+		return ErrUnknownSession
+	}
+	return nil
+}

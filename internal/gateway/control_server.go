@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// ErrAlreadyRunning is returned when another gateway answers on the socket.
+var ErrAlreadyRunning = errors.New("another gateway is already running")
+
+// serveControl listens on the control socket (mode 0600) and returns a
+// function that stops it.
+func (g *Gateway) serveControl(path string) (func(), error) {
+	if _, err := control.NewClient(path).Status(context.Background()); err == nil {
+		return nil, fmt.Errorf("%w on %s (stop it first, or see `baton gateway status`)", ErrAlreadyRunning, path)
+	}
+	_ = os.Remove(path) // a stale socket of a gateway that died
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	srv := &http.Server{Handler: g.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error("control socket", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = os.Remove(path)
+	}, nil
+}
+
+func (g *Gateway) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, g.Status(r.Context()))
+	})
+	mux.HandleFunc("POST /v1/kick", func(w http.ResponseWriter, r *http.Request) {
+		g.Kick()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /v1/handoffs", func(w http.ResponseWriter, r *http.Request) {
+		var req control.HandoffRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.SessionID == "" || req.To == "" {
+			writeError(w, http.StatusBadRequest, control.CodeBadRequest, "want JSON {session_id, from, to}")
+			return
+		}
+		h, err := g.RequestHandoff(r.Context(), req.SessionID, req.From, req.To)
+		if err != nil {
+			status, code := http.StatusInternalServerError, control.CodeInternal
+			switch {
+			case errors.Is(err, ErrNotLive):
+				status, code = http.StatusConflict, control.CodeNotLive
+			case errors.Is(err, ErrNoHome):
+				status, code = http.StatusConflict, control.CodeNoHome
+			case errors.Is(err, store.ErrHandoffInFlight):
+				status, code = http.StatusConflict, control.CodeInFlight
+			case errors.Is(err, store.ErrNotFound):
+				status, code = http.StatusNotFound, control.CodeUnknownSession
+			}
+			writeError(w, status, code, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusAccepted, apiHandoff(h))
+	})
+	mux.HandleFunc("GET /v1/handoffs/{id}/events", g.watchHandoff)
+	return mux
+}
+
+// watchHandoff streams a handoff's progress as JSON lines until it is
+// completed or failed. It subscribes before reading the store, so no step
+// falls between the two.
+func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, control.CodeBadRequest, "handoff id must be a number")
+		return
+	}
+	ch, stop := g.progress.subscribe(id)
+	defer stop()
+	h, err := g.st.GetHandoff(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, control.CodeNotFound, fmt.Sprintf("no handoff %d", id))
+		return
+	} else if err != nil {
+		writeError(w, http.StatusInternalServerError, control.CodeInternal, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	first := control.Progress{HandoffID: id, State: string(h.State), Step: "current state", Destination: h.Destination, Error: h.Error}
+	_ = enc.Encode(first)
+	flush()
+	if first.Terminal() {
+		return
+	}
+	// The store is checked now and then too: a handoff finished by another
+	// gateway publishes nothing here.
+	tick := time.NewTicker(g.cfg.PollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case p := <-ch:
+			_ = enc.Encode(p)
+			flush()
+			if p.Terminal() {
+				return
+			}
+		case <-tick.C:
+			h, err := g.st.GetHandoff(r.Context(), id)
+			if err == nil && h.State.Terminal() {
+				_ = enc.Encode(control.Progress{HandoffID: id, State: string(h.State), Step: "finished", Destination: h.Destination, Error: h.Error})
+				flush()
+				return
+			}
+		}
+	}
+}
+
+func apiHandoff(h store.Handoff) control.Handoff {
+	return control.Handoff{ID: h.ID, SessionID: h.SessionID, State: string(h.State), Platform: h.Platform, Destination: h.Destination, Error: h.Error}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, control.APIError{Code: code, Message: msg})
+}

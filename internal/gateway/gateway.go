@@ -1,0 +1,306 @@
+// Package gateway is baton's daemon: it runs the platform adapters, routes
+// what people say to the right session, runs one turn at a time per
+// conversation, delivers replies through the store's outbox, runs the
+// handoff worker, and answers the terminal on the control socket.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// Defaults for zero-valued Config fields.
+const (
+	DefaultLease         = 30 * time.Second
+	DefaultPollEvery     = 2 * time.Second
+	DefaultShutdownGrace = 10 * time.Second
+	typingEvery          = 4 * time.Second
+)
+
+// Config is what a Gateway is made of. Store, Agent and OwnerID are required.
+type Config struct {
+	Store    store.Store
+	Agent    *agent.Agent // its Approver is replaced by the gateway's own
+	Adapters []platform.Adapter
+	OwnerID  string // the user every session the gateway creates belongs to
+	// Owners lists, per platform, the platform user ids that are the owner;
+	// anyone else is ignored (and logged). A platform listed in
+	// TrustedPlatforms needs none: its own access control (the web chat's
+	// token) already proves the owner.
+	Owners           map[string][]string
+	TrustedPlatforms []string
+	// Homes are the configured home channels (platform → address key);
+	// one set by /sethome, kept in the store, wins.
+	Homes map[string]string
+	// Socket is where the control API listens; "" runs none.
+	Socket        string
+	Claimer       string // who claims handoffs; default host:pid
+	Lease         time.Duration
+	PollEvery     time.Duration
+	ShutdownGrace time.Duration
+	Log           *slog.Logger
+	// WebURL is reported by Status (the web chat's address with token).
+	WebURL string
+}
+
+// Gateway routes events between platforms, the agent and the store.
+type Gateway struct {
+	cfg      Config
+	st       store.Store
+	ag       *agent.Agent
+	log      *slog.Logger
+	adapters map[string]platform.Adapter
+	owners   map[string]map[string]bool
+	started  time.Time
+
+	kick      chan struct{} // wakes the handoff worker
+	boxes     mailboxes
+	send      sendLocks
+	progress  broker
+	approvals approvals
+
+	mu       sync.Mutex
+	live     map[string]bool
+	liveErr  map[string]string
+	turnAddr map[string]platform.Address // session → where its running turn answers
+	claims   sync.WaitGroup
+}
+
+// New checks cfg and builds a Gateway; Run starts it.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Store == nil || cfg.Agent == nil || cfg.OwnerID == "" {
+		return nil, errors.New("gateway: Store, Agent and OwnerID are required")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = DefaultPollEvery
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Claimer == "" {
+		host, _ := os.Hostname()
+		cfg.Claimer = fmt.Sprintf("gateway@%s:%d", host, os.Getpid())
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	g := &Gateway{
+		cfg:      cfg,
+		st:       cfg.Store,
+		ag:       cfg.Agent,
+		log:      cfg.Log,
+		adapters: map[string]platform.Adapter{},
+		owners:   map[string]map[string]bool{},
+		kick:     make(chan struct{}, 1),
+		live:     map[string]bool{},
+		liveErr:  map[string]string{},
+		turnAddr: map[string]platform.Address{},
+	}
+	for _, a := range cfg.Adapters {
+		if _, dup := g.adapters[a.Name()]; dup {
+			return nil, fmt.Errorf("gateway: two adapters named %q", a.Name())
+		}
+		g.adapters[a.Name()] = a
+	}
+	for p, ids := range cfg.Owners {
+		g.owners[p] = map[string]bool{}
+		for _, id := range ids {
+			g.owners[p][id] = true
+		}
+	}
+	g.ag.Approver = agent.ApproverFunc(g.approve)
+	return g, nil
+}
+
+// Run starts everything and blocks until ctx ends; then it stops taking
+// input, gives running turns ShutdownGrace to finish, cancels the rest
+// (they keep what was said) and returns.
+func (g *Gateway) Run(ctx context.Context) error {
+	g.started = time.Now()
+	if err := g.linkOwners(ctx); err != nil {
+		return err
+	}
+	var stopControl func()
+	if g.cfg.Socket != "" {
+		var err error
+		if stopControl, err = g.serveControl(g.cfg.Socket); err != nil {
+			return err
+		}
+		defer stopControl()
+	}
+
+	// work outlives ctx by the grace period, so turns in flight at a
+	// SIGTERM can finish and be delivered.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+
+	var adapters sync.WaitGroup
+	for name, a := range g.adapters {
+		adapters.Add(1)
+		go func() {
+			defer adapters.Done()
+			g.runAdapter(ctx, name, a)
+		}()
+	}
+	g.recover(work)
+
+	var worker sync.WaitGroup
+	worker.Add(1)
+	go func() {
+		defer worker.Done()
+		g.runWorker(ctx, work)
+	}()
+
+	<-ctx.Done()
+	g.log.Info("gateway stopping", "grace", g.cfg.ShutdownGrace)
+	adapters.Wait()
+	worker.Wait()
+	done := make(chan struct{})
+	go func() {
+		g.boxes.wait()
+		g.claims.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(g.cfg.ShutdownGrace):
+		g.log.Warn("turns still running after the grace period; cancelling them")
+		cancelWork()
+		<-done
+	}
+	g.log.Info("gateway stopped")
+	return nil
+}
+
+func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapter) {
+	g.setLive(name, true, "")
+	if c, ok := a.(platform.Commander); ok {
+		if err := c.SetCommands(ctx, chatCommands()); err != nil {
+			g.log.Info("command menu not published", "platform", name, "err", err)
+		}
+	}
+	g.log.Info("platform started", "platform", name)
+	err := a.Run(ctx, func(ctx context.Context, ev platform.Event) error { return g.handle(ctx, ev) })
+	if err != nil && ctx.Err() == nil {
+		g.log.Error("platform stopped", "platform", name, "err", err)
+		g.setLive(name, false, err.Error())
+		return
+	}
+	g.setLive(name, false, "")
+}
+
+func (g *Gateway) setLive(name string, live bool, errText string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.live[name] = live
+	g.liveErr[name] = errText
+}
+
+func (g *Gateway) isLive(name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.live[name]
+}
+
+func (g *Gateway) livePlatforms() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for name, ok := range g.live {
+		if ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// linkOwners records the configured owner identities in the store, so the
+// owner's sessions can be found from any platform they use.
+func (g *Gateway) linkOwners(ctx context.Context) error {
+	for p, ids := range g.owners {
+		for id := range ids {
+			if err := g.st.LinkIdentity(ctx, store.Identity{Platform: p, PlatformUserID: id, UserID: g.cfg.OwnerID}); err != nil {
+				return fmt.Errorf("link owner identity %s:%s: %w", p, id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// homes merges configured homes with those set by /sethome.
+func (g *Gateway) homes(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for p, k := range g.cfg.Homes {
+		out[p] = k
+	}
+	set, err := g.st.HomeChannels(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load home channels: %w", err)
+	}
+	for p, k := range set {
+		out[p] = k
+	}
+	return out, nil
+}
+
+// Status reports what runs.
+func (g *Gateway) Status(ctx context.Context) control.Status {
+	homes, err := g.homes(ctx)
+	if err != nil {
+		g.log.Warn("status", "err", err)
+	}
+	s := control.Status{PID: os.Getpid(), Started: g.started, Claimer: g.cfg.Claimer, WebURL: g.cfg.WebURL}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name := range g.adapters {
+		s.Platforms = append(s.Platforms, control.Platform{Name: name, Live: g.live[name], Home: homes[name], Error: g.liveErr[name]})
+	}
+	sort.Slice(s.Platforms, func(i, j int) bool { return s.Platforms[i].Name < s.Platforms[j].Name })
+	return s
+}
+
+// recover resumes what a previous run left: inbound events stored but not
+// handled, and replies stored but not sent.
+func (g *Gateway) recover(ctx context.Context) {
+	pending, err := g.st.PendingInbound(ctx, 1000)
+	if err != nil {
+		g.log.Error("load pending inbound events", "err", err)
+	}
+	for _, in := range pending {
+		g.boxes.push(in.AddressKey, func() { g.process(ctx, in) })
+	}
+	ds, err := g.st.PendingDeliveries(ctx, "", 1000)
+	if err != nil {
+		g.log.Error("load pending deliveries", "err", err)
+	}
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if seen[d.AddressKey] {
+			continue
+		}
+		seen[d.AddressKey] = true
+		key := d.AddressKey
+		g.boxes.push(key, func() {
+			if addr, err := platform.ParseKey(key); err == nil {
+				if err := g.flush(ctx, addr); err != nil {
+					g.log.Warn("resend pending replies", "to", key, "err", err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,422 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/llm/provider"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
+)
+
+const token = "0123456789abcdef0123456789abcdef"
+
+// rig is a running gateway with the web chat, a real SQLite file and a
+// fake model server.
+type rig struct {
+	home   string
+	st     store.Store
+	model  *llmtest.Server
+	web    *web.Adapter
+	gw     *gateway.Gateway
+	client *control.Client
+	owner  store.User
+	stop   func()
+}
+
+type rigOpts struct {
+	homes  map[string]string
+	extra  []platform.Adapter
+	owners map[string][]string
+	lease  time.Duration
+}
+
+func newRig(t *testing.T, o rigOpts) *rig {
+	t.Helper()
+	home := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(home, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	model := llmtest.Start(t)
+	model.SetDefault(llmtest.EchoReply)
+	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: model.URL, APIKey: "k", Name: "m"}, provider.Options{NoRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := st.CreateUser(context.Background(), "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: token, Backend: web.StoreBackend{Store: st, OwnerID: owner.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	homes := o.homes
+	if homes == nil {
+		homes = map[string]string{"web": web.Home.Key()}
+	}
+	sock := filepath.Join(home, control.SocketName)
+	gw, err := gateway.New(gateway.Config{
+		Store:            st,
+		Agent:            &agent.Agent{Provider: p, Store: st, Model: "m"},
+		Adapters:         append([]platform.Adapter{w}, o.extra...),
+		OwnerID:          owner.ID,
+		Owners:           o.owners,
+		TrustedPlatforms: []string{"web"},
+		Homes:            homes,
+		Socket:           sock,
+		Lease:            o.lease,
+		PollEvery:        100 * time.Millisecond,
+		ShutdownGrace:    2 * time.Second,
+		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Run(ctx) }()
+	r := &rig{home: home, st: st, model: model, web: w, gw: gw, client: control.NewClient(sock), owner: owner}
+	r.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway Run: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			r.stop()
+		}
+	})
+	r.waitLive(t, "web")
+	return r
+}
+
+func (r *rig) waitLive(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		s, err := r.client.Status(ctx)
+		if err == nil {
+			if p, ok := s.Platform(name); ok && p.Live {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never became live: %v %+v", name, err, s)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// terminalSession is a session as the terminal leaves it: three messages.
+func (r *rig) terminalSession(t *testing.T) store.Session {
+	t.Helper()
+	ctx := context.Background()
+	s, err := r.st.CreateSession(ctx, store.Session{OwnerID: r.owner.ID, Platform: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.st.SetTitle(ctx, s.ID, "Trip planning"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.st.AppendMessages(ctx, s.ID,
+		store.Message{Role: store.RoleUser, Content: "plan a trip to Lisbon", Platform: "cli"},
+		store.Message{Role: store.RoleAssistant, Content: "Lisbon in May is lovely.", Platform: "cli"},
+		store.Message{Role: store.RoleUser, Content: "book the 9:40 train", Platform: "cli"},
+		store.Message{Role: store.RoleAssistant, Content: "Noted: the 9:40 train.", Platform: "cli"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// page is a websocket client speaking the web chat's protocol.
+type page struct {
+	t    *testing.T
+	conn *websocket.Conn
+	in   chan map[string]any
+}
+
+func (r *rig) openPage(t *testing.T) *page {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	conn, _, err := websocket.Dial(ctx, "ws://"+r.web.Addr().String()+"/ws", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &page{t: t, conn: conn, in: make(chan map[string]any, 256)}
+	go func() {
+		defer close(p.in)
+		for {
+			_, b, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var f map[string]any
+			if json.Unmarshal(b, &f) == nil {
+				p.in <- f
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
+	return p
+}
+
+func (p *page) send(f map[string]any) {
+	p.t.Helper()
+	b, _ := json.Marshal(f)
+	if err := p.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// await reads frames until one matches; others are dropped.
+func (p *page) await(what string, match func(map[string]any) bool) map[string]any {
+	p.t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case f, ok := <-p.in:
+			if !ok {
+				p.t.Fatalf("page closed while waiting for %s", what)
+			}
+			if match(f) {
+				return f
+			}
+		case <-timeout:
+			p.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func typ(t string) func(map[string]any) bool {
+	return func(f map[string]any) bool { return f["type"] == t }
+}
+
+func TestHandoffToWebAndBack(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	sess := r.terminalSession(t)
+	pg := r.openPage(t)
+	ctx := context.Background()
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the web! We were booking the 9:40 train."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	final, err := r.client.Watch(ctx, h.ID, func(p control.Progress) { steps = append(steps, p.Step) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != "completed" || !strings.HasPrefix(final.Destination, "web:thread:main:") {
+		t.Fatalf("final progress %+v (steps %v)", final, steps)
+	}
+
+	// The page is told of the new conversation and gets the agent's reply there.
+	conv := pg.await("new conversation", typ("conversation"))
+	if conv["key"] != final.Destination || conv["focus"] != true || conv["title"] != "Trip planning" {
+		t.Fatalf("conversation frame %v, want key %s", conv, final.Destination)
+	}
+	msg := pg.await("handoff reply", typ("message"))
+	if msg["key"] != final.Destination || !strings.Contains(msg["text"].(string), "Hello from the web") {
+		t.Fatalf("message frame %v", msg)
+	}
+	// The model saw the whole transcript, then the handoff note.
+	reqs := r.model.Requests()
+	last := reqs[len(reqs)-1]
+	body, _ := json.Marshal(last)
+	for _, want := range []string{"plan a trip to Lisbon", "book the 9:40 train", gateway.HandedOffPrefix, "the terminal", "the web chat"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("model request lacks %q", want)
+		}
+	}
+
+	// Opening the conversation shows every earlier message.
+	pg.send(map[string]any{"type": "open", "key": final.Destination})
+	hist := pg.await("history", typ("history"))
+	lines := hist["lines"].([]any)
+	var texts []string
+	for _, l := range lines {
+		texts = append(texts, l.(map[string]any)["text"].(string))
+	}
+	joined := strings.Join(texts, "\n")
+	for _, want := range []string{"plan a trip to Lisbon", "Noted: the 9:40 train.", "Hello from the web"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("history lacks %q:\n%s", want, joined)
+		}
+	}
+
+	// A reply typed in the page continues the same session.
+	r.model.Push(llmtest.Reply{Text: "Booked."})
+	pg.send(map[string]any{"type": "say", "key": final.Destination, "text": "great, book it", "id": "p1"})
+	pg.await("ack", func(f map[string]any) bool { return f["type"] == "ack" && f["id"] == "p1" })
+	pg.await("answer", func(f map[string]any) bool { return f["type"] == "message" && f["text"] == "Booked." })
+	msgs, err := r.st.Transcript(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastUser := msgs[len(msgs)-2]
+	if lastUser.Content != "great, book it" || lastUser.Platform != "web" || msgs[len(msgs)-1].Content != "Booked." {
+		t.Fatalf("transcript tail %+v", msgs[len(msgs)-2:])
+	}
+
+	// The same message delivered twice (the page resent it) is answered once.
+	pg.send(map[string]any{"type": "say", "key": final.Destination, "text": "great, book it", "id": "p1"})
+	pg.await("ack of resend", func(f map[string]any) bool { return f["type"] == "ack" && f["id"] == "p1" })
+	after, _ := r.st.Transcript(ctx, sess.ID)
+	if len(after) != len(msgs) {
+		t.Fatalf("a resent message was stored again: %d → %d rows", len(msgs), len(after))
+	}
+
+	// /handoff cli from the page leaves a handoff waiting for the terminal.
+	pg.send(map[string]any{"type": "say", "key": final.Destination, "text": "/handoff cli", "id": "p2"})
+	back := pg.await("handoff answer", func(f map[string]any) bool { return f["type"] == "message" && strings.Contains(f["text"].(string), "terminal") })
+	if !strings.Contains(back["text"].(string), "baton") {
+		t.Errorf("handoff answer does not say how to continue: %v", back["text"])
+	}
+	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
+	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "web" {
+		t.Fatalf("waiting handoffs %+v %v", waiting, err)
+	}
+	// Nothing answered twice: every delivery was sent exactly once.
+	pending, _ := r.st.PendingDeliveries(ctx, "", 0)
+	if len(pending) != 0 {
+		t.Errorf("unsent deliveries left: %+v", pending)
+	}
+}
+
+func TestHandoffRefusals(t *testing.T) {
+	r := newRig(t, rigOpts{homes: map[string]string{}})
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	_, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
+	if !errors.Is(err, control.ErrNotLive) || !strings.Contains(err.Error(), "not enabled") {
+		t.Errorf("platform not enabled: %v", err)
+	}
+	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if !errors.Is(err, control.ErrNoHome) || !strings.Contains(err.Error(), "/sethome") {
+		t.Errorf("no home: %v", err)
+	}
+	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: "nope", From: "cli", To: "web"})
+	if !errors.Is(err, control.ErrUnknownSession) {
+		t.Errorf("unknown session: %v", err)
+	}
+	if st, _ := r.st.HandoffState(ctx, sess.ID); st.State != store.HandoffNone {
+		t.Errorf("a refused handoff left state %s", st.State)
+	}
+
+	// /sethome typed in the page makes it the home; then the handoff works.
+	pg := r.openPage(t)
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/sethome", "id": "s1"})
+	pg.await("sethome answer", func(f map[string]any) bool { return f["type"] == "message" && strings.Contains(f["text"].(string), "home") })
+	homes, _ := r.st.HomeChannels(ctx)
+	if homes["web"] != web.Home.Key() {
+		t.Fatalf("home not persisted: %v", homes)
+	}
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := r.client.Watch(ctx, h.ID, nil); err != nil || p.State != "completed" {
+		t.Fatalf("handoff after /sethome: %+v %v", p, err)
+	}
+	// A second request while none is in flight is fine; two at once are not.
+	if _, err := r.st.RequestHandoff(ctx, sess.ID, "cli", "web"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if !errors.Is(err, control.ErrInFlight) {
+		t.Errorf("second handoff in flight: %v", err)
+	}
+}
+
+func TestNoGateway(t *testing.T) {
+	c := control.NewClient(filepath.Join(t.TempDir(), control.SocketName))
+	_, err := c.Status(context.Background())
+	if !errors.Is(err, control.ErrNoGateway) {
+		t.Fatalf("status with no gateway: %v", err)
+	}
+}
+
+func TestSecondGatewayRefused(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	st := r.st
+	gw, err := gateway.New(gateway.Config{Store: st, Agent: &agent.Agent{Store: st}, OwnerID: r.owner.ID,
+		Socket: r.client.Socket, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Run(context.Background()); !errors.Is(err, gateway.ErrAlreadyRunning) {
+		t.Fatalf("second gateway on the same socket: %v", err)
+	}
+	if _, err := r.client.Status(context.Background()); err != nil {
+		t.Fatalf("first gateway hurt by the second: %v", err)
+	}
+}
+
+func TestWebNeedsToken(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	base := "http://" + r.web.Addr().String()
+	for _, u := range []string{base + "/", base + "/ws", base + "/?token=wrong", base + "/static/app.js"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s = %d, want 401", u, resp.StatusCode)
+		}
+	}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(r.web.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "app.js") {
+		t.Fatalf("GET with token: %d %s", resp.StatusCode, b)
+	}
+	if strings.Contains(resp.Request.URL.String(), "token") {
+		t.Errorf("the token stayed in the address bar: %s", resp.Request.URL)
+	}
+	// The cookie the page set opens the script too.
+	resp, err = browser.Get(base + "/static/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("app.js with cookie: %d", resp.StatusCode)
+	}
+}

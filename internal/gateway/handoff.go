@@ -1,0 +1,348 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// Platform names that are places but not adapters.
+const (
+	// TerminalPlatform is the terminal: handoffs to it wait in the store
+	// until `baton` (or `baton resume`) picks them up.
+	TerminalPlatform = "cli"
+)
+
+// HandedOffPrefix starts the synthetic user message of a handoff turn.
+const HandedOffPrefix = "[baton handoff]"
+
+// Sentinel errors of RequestHandoff.
+var (
+	ErrNotLive = errors.New("platform is not live in this gateway")
+	ErrNoHome  = errors.New("platform has no home channel")
+)
+
+// RequestHandoff checks that the destination can take the session, records
+// a pending handoff, and wakes the worker at once.
+func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string) (store.Handoff, error) {
+	if _, err := g.st.GetSession(ctx, sessionID); err != nil {
+		return store.Handoff{}, fmt.Errorf("handoff of session %s: %w", sessionID, err)
+	}
+	if to != TerminalPlatform {
+		if err := g.checkDestination(ctx, to); err != nil {
+			return store.Handoff{}, err
+		}
+	}
+	h, err := g.st.RequestHandoff(ctx, sessionID, from, to)
+	if err != nil {
+		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
+	}
+	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(h.State), Step: "requested"})
+	g.Kick()
+	return h, nil
+}
+
+func (g *Gateway) checkDestination(ctx context.Context, to string) error {
+	if _, ok := g.adapters[to]; !ok {
+		return fmt.Errorf("%w: %s is not enabled in this gateway (enabled: %s)", ErrNotLive, to, strings.Join(g.names(), ", "))
+	}
+	if !g.isLive(to) {
+		return fmt.Errorf("%w: %s is enabled but not running (see `baton gateway status`)", ErrNotLive, to)
+	}
+	homes, err := g.homes(ctx)
+	if err != nil {
+		return err
+	}
+	if homes[to] == "" {
+		return fmt.Errorf("%w: %s has no home channel yet; type /sethome in the %s chat where handoffs should land, or set gateway.homes.%s in config.yaml", ErrNoHome, to, to, to)
+	}
+	return nil
+}
+
+func (g *Gateway) names() []string {
+	var out []string
+	for n := range g.adapters {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Kick wakes the handoff worker.
+func (g *Gateway) Kick() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// runWorker claims pending handoffs for live platforms when kicked, and
+// every PollEvery as the fallback for writers that cannot kick (another
+// process writing the store). It also reaps expired leases.
+func (g *Gateway) runWorker(ctx, work context.Context) {
+	tick := time.NewTicker(g.cfg.PollEvery)
+	defer tick.Stop()
+	for {
+		g.claimPending(ctx, work)
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.kick:
+		case <-tick.C:
+			if n, f, err := g.st.ReapHandoffs(ctx, time.Now()); err != nil {
+				g.log.Warn("reap handoffs", "err", err)
+			} else if n+f > 0 {
+				g.log.Info("took back handoffs with expired leases", "requeued", n, "failed", f)
+			}
+		}
+	}
+}
+
+func (g *Gateway) claimPending(ctx, work context.Context) {
+	live := g.livePlatforms()
+	if len(live) == 0 {
+		return
+	}
+	pending, err := g.st.PendingHandoffs(ctx, live...)
+	if err != nil {
+		g.log.Warn("list pending handoffs", "err", err)
+		return
+	}
+	for _, p := range pending {
+		h, ok, err := g.st.ClaimHandoff(ctx, p.ID, g.cfg.Claimer, g.cfg.Lease)
+		if err != nil {
+			g.log.Warn("claim handoff", "id", p.ID, "err", err)
+			continue
+		}
+		if !ok {
+			continue // another gateway got it
+		}
+		g.claims.Add(1)
+		go func() {
+			defer g.claims.Done()
+			g.runHandoff(work, h)
+		}()
+	}
+}
+
+// runHandoff carries one claimed handoff to completed or failed, renewing
+// its lease meanwhile. If the lease is lost, it stops without a verdict:
+// whoever holds the handoff now decides.
+func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lost := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(g.cfg.Lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				ok, err := g.st.RenewHandoff(ctx, h.ID, g.cfg.Claimer, g.cfg.Lease)
+				if err == nil && !ok {
+					close(lost)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	g.step(h, "running", "claimed by the gateway", "")
+	dest, err := g.carry(ctx, h)
+	select {
+	case <-lost:
+		g.log.Warn("lost the lease of a handoff mid-way; leaving it to its new claimer", "id", h.ID)
+		return
+	default:
+	}
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer wcancel()
+	if err != nil {
+		reason := err.Error()
+		g.log.Warn("handoff failed", "id", h.ID, "session", h.SessionID, "to", h.Platform, "err", reason)
+		if ok, ferr := g.st.FailHandoff(wctx, h.ID, g.cfg.Claimer, reason); ferr != nil || !ok {
+			g.log.Warn("record handoff failure", "id", h.ID, "applied", ok, "err", ferr)
+			return
+		}
+		g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: store.TruncateReason(reason)})
+		return
+	}
+	if ok, cerr := g.st.CompleteHandoff(wctx, h.ID, g.cfg.Claimer); cerr != nil || !ok {
+		g.log.Warn("record handoff completion", "id", h.ID, "applied", ok, "err", cerr)
+		return
+	}
+	g.log.Info("handoff completed", "id", h.ID, "session", h.SessionID, "to", dest.Key())
+	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: dest.Key()})
+}
+
+func (g *Gateway) step(h store.Handoff, state, step, dest string) {
+	g.progress.publish(control.Progress{HandoffID: h.ID, State: state, Step: step, Destination: dest})
+}
+
+// carry does the work of a handoff: pick the destination (a new thread
+// under the home, or the home itself), bind it to the session, run the
+// synthetic "you were just handed off" turn and deliver its answer. Each
+// step is idempotent, so a retried handoff picks up where one stopped.
+func (g *Gateway) carry(ctx context.Context, h store.Handoff) (platform.Address, error) {
+	sess, err := g.st.GetSession(ctx, h.SessionID)
+	if err != nil {
+		return platform.Address{}, fmt.Errorf("load session: %w", err)
+	}
+	a, ok := g.adapters[h.Platform]
+	if !ok || !g.isLive(h.Platform) {
+		return platform.Address{}, fmt.Errorf("%s is not running in this gateway", h.Platform)
+	}
+	dest, notice, err := g.destination(ctx, h, sess, a)
+	if err != nil {
+		return dest, err
+	}
+	g.step(h, "running", "conversation ready at "+dest.Key(), dest.Key())
+	if notice != "" {
+		if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d:notice", h.ID), notice); err != nil {
+			return dest, fmt.Errorf("tell %s which session is active: %w", dest.Key(), err)
+		}
+	}
+	reply, err := g.handoffTurn(ctx, h, sess, dest)
+	if err != nil {
+		return dest, err
+	}
+	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), reply); err != nil {
+		return dest, fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
+	}
+	g.step(h, "running", "first message delivered", dest.Key())
+	return dest, nil
+}
+
+// destination creates (or, on a retry, reuses) the place the session moves
+// to and binds it. notice is set when binding took the home chat away from
+// another live session: the person must hear which one is active now.
+func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.Session, a platform.Adapter) (dest platform.Address, notice string, err error) {
+	if h.Destination != "" {
+		if dest, err = platform.ParseKey(h.Destination); err != nil {
+			return dest, "", fmt.Errorf("recorded destination: %w", err)
+		}
+	} else {
+		homes, err := g.homes(ctx)
+		if err != nil {
+			return dest, "", err
+		}
+		homeKey := homes[h.Platform]
+		if homeKey == "" {
+			return dest, "", fmt.Errorf("%s has no home channel: type /sethome in the chat where handoffs should land, or set gateway.homes.%s in config.yaml", h.Platform, h.Platform)
+		}
+		home, err := platform.ParseKey(homeKey)
+		if err != nil {
+			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
+		}
+		dest = home
+		if t, ok := a.(platform.Threader); ok {
+			thread, err := t.NewThread(ctx, home, threadTitle(sess))
+			switch {
+			case err == nil:
+				dest = thread
+			case errors.Is(err, platform.ErrUnsupported):
+				g.log.Info("no threads here; handing off into the home chat", "platform", h.Platform, "err", err)
+			default:
+				g.log.Warn("could not open a thread; handing off into the home chat", "platform", h.Platform, "err", err)
+			}
+		}
+		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
+		if err != nil {
+			return dest, "", fmt.Errorf("record destination: %w", err)
+		}
+		if !ok {
+			return dest, "", errors.New("lost the claim on this handoff")
+		}
+	}
+	prev, err := g.st.Bind(ctx, dest.Key(), sess.ID)
+	if err != nil {
+		return dest, "", fmt.Errorf("bind %s: %w", dest.Key(), err)
+	}
+	if prev != "" && prev != sess.ID {
+		if old, err := g.st.GetSession(ctx, prev); err == nil && old.Open() {
+			notice = fmt.Sprintf("This chat now continues %s. It was on %s until now; to go back, type /resume %s.",
+				describe(sess), describe(old), shortID(old.ID))
+		}
+	}
+	return dest, notice, nil
+}
+
+// handoffTurn runs the synthetic turn that tells the agent where it now
+// is, on the full transcript, and returns its answer. On a retry it reuses
+// the answer an earlier attempt stored instead of asking twice.
+func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) (string, error) {
+	marker := fmt.Sprintf("handoff:%d", h.ID)
+	if prior, err := g.st.FindPlatformMessage(ctx, h.Platform, marker); err == nil {
+		msgs, err := g.st.Transcript(ctx, sess.ID)
+		if err != nil {
+			return "", fmt.Errorf("load transcript: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Seq > prior.Seq && m.Role == store.RoleAssistant && len(m.ToolCalls) == 0 && m.Content != "" {
+				return m.Content, nil
+			}
+		}
+		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{}) // the input is stored; answer it
+		if err != nil {
+			return "", fmt.Errorf("handoff turn: %w", err)
+		}
+		return res.Text, nil
+	}
+	from := h.FromPlatform
+	if from == "" {
+		from = "another place"
+	}
+	input := store.Message{
+		Role: store.RoleUser,
+		Content: fmt.Sprintf("%s This conversation was just handed off from %s to %s. The person will read your next message there. "+
+			"Greet them briefly, say in a sentence or two where things stand, and carry on from there.", HandedOffPrefix, placeName(from), placeName(h.Platform)),
+		Platform:      h.Platform,
+		PlatformMsgID: marker,
+	}
+	res, err := g.runTurn(ctx, dest, sess.ID, input)
+	if err != nil {
+		return "", fmt.Errorf("handoff turn: %w", err)
+	}
+	return res.Text, nil
+}
+
+func threadTitle(s store.Session) string {
+	if s.Title != "" {
+		return s.Title
+	}
+	return "baton " + shortID(s.ID)
+}
+
+func describe(s store.Session) string {
+	if s.Title != "" {
+		return fmt.Sprintf("%q (%s)", s.Title, shortID(s.ID))
+	}
+	return "session " + shortID(s.ID)
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func placeName(p string) string {
+	switch p {
+	case TerminalPlatform:
+		return "the terminal"
+	case "web":
+		return "the web chat"
+	}
+	if p == "" {
+		return p
+	}
+	return strings.ToUpper(p[:1]) + p[1:]
+}

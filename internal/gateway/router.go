@@ -1,0 +1,252 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// handle is every adapter's Handler: it authorizes the event, stores it in
+// the inbox (deduplicating redeliveries) and queues it on its
+// conversation's mailbox. It returns nil only once the event is stored or
+// deliberately dropped, so the adapter may acknowledge it.
+func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
+	if !g.authorized(ev) {
+		g.log.Warn("ignored a message from someone who is not the owner",
+			"platform", ev.At.Platform, "sender_id", ev.SenderID, "at", ev.At.Key())
+		if cmd, _ := splitCommand(ev.Text); cmd == "start" {
+			g.sendNow(ctx, ev.At, "Sorry, this is a personal agent and you are not its owner.")
+		}
+		return nil
+	}
+	// Approval answers bypass the mailbox: the turn waiting for them is
+	// what occupies it.
+	if g.answerApproval(ctx, ev) {
+		return nil
+	}
+	in, isNew, err := g.st.AddInbound(ctx, store.Inbound{
+		Platform:      ev.At.Platform,
+		PlatformMsgID: ev.ID,
+		AddressKey:    ev.At.Key(),
+		SenderID:      ev.SenderID,
+		Sender:        ev.Sender,
+		Text:          ev.Text,
+		ReceivedAt:    ev.Time,
+	})
+	if err != nil {
+		return fmt.Errorf("store inbound %s message %s: %w", ev.At.Platform, ev.ID, err)
+	}
+	if !isNew {
+		// A redelivery: it is queued already, handled already, or will be
+		// picked up by recover at the next start.
+		g.log.Debug("duplicate inbound message", "platform", ev.At.Platform, "id", ev.ID)
+		return nil
+	}
+	g.boxes.push(in.AddressKey, func() { g.process(context.WithoutCancel(ctx), in) })
+	return nil
+}
+
+func (g *Gateway) authorized(ev platform.Event) bool {
+	for _, p := range g.cfg.TrustedPlatforms {
+		if p == ev.At.Platform {
+			return true
+		}
+	}
+	return g.owners[ev.At.Platform][ev.SenderID]
+}
+
+// process handles one stored inbound event in its mailbox.
+func (g *Gateway) process(ctx context.Context, in store.Inbound) {
+	defer func() {
+		if err := g.st.MarkInboundDone(context.WithoutCancel(ctx), in.ID); err != nil {
+			g.log.Error("mark inbound done", "id", in.ID, "err", err)
+		}
+	}()
+	addr, err := platform.ParseKey(in.AddressKey)
+	if err != nil {
+		g.log.Error("inbound event with a bad address", "key", in.AddressKey, "err", err)
+		return
+	}
+	text := strings.TrimSpace(in.Text)
+	if cmd, args := splitCommand(text); cmd != "" {
+		reply := g.command(ctx, addr, in, cmd, args)
+		if reply != "" {
+			g.reply(ctx, addr, in, reply)
+		}
+		return
+	}
+	if text == "" {
+		return
+	}
+	sess, err := g.sessionFor(ctx, addr)
+	if err != nil {
+		g.log.Error("find session", "at", addr.Key(), "err", err)
+		g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error())
+		return
+	}
+	if in.PlatformMsgID != "" {
+		// Stored by an earlier run that stopped mid-turn: do not say it twice.
+		if _, err := g.st.FindPlatformMessage(ctx, in.Platform, in.PlatformMsgID); err == nil {
+			return
+		}
+	}
+	g.turn(ctx, addr, in, sess.ID, store.Message{
+		Role: store.RoleUser, Content: text, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
+	})
+}
+
+// turn runs one agent turn in the session and delivers its answer to addr.
+func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbound, sessionID string, input store.Message) {
+	res, err := g.runTurn(ctx, addr, sessionID, input)
+	if err != nil {
+		g.log.Warn("turn failed", "session", sessionID, "err", err)
+		text := "⚠️ " + turnError(err)
+		if res.Text != "" {
+			text = res.Text + "\n\n" + text
+		}
+		g.reply(ctx, addr, in, text)
+		return
+	}
+	g.reply(ctx, addr, in, res.Text)
+}
+
+// runTurn runs the agent with typing shown and deltas streamed where the
+// platform can, retrying while another turn holds the session.
+func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID string, input store.Message) (agent.Result, error) {
+	a := g.adapters[addr.Platform]
+	stopTyping := g.typing(ctx, a, addr)
+	defer stopTyping()
+	g.mu.Lock()
+	g.turnAddr[sessionID] = addr
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.turnAddr, sessionID)
+		g.mu.Unlock()
+	}()
+	emit := func(agent.Event) {}
+	if s, ok := a.(platform.Streamer); ok {
+		emit = func(ev agent.Event) {
+			if ev.Kind == agent.EventTextDelta {
+				if err := s.Delta(ctx, addr, ev.Text); err != nil {
+					g.log.Debug("stream delta", "err", err)
+				}
+			}
+		}
+	}
+	for wait := 100 * time.Millisecond; ; wait *= 2 {
+		res, err := g.ag.Run(ctx, sessionID, input, emit)
+		if !errors.Is(err, agent.ErrBusy) || wait > 30*time.Second {
+			return res, err
+		}
+		// The same session is mid-turn elsewhere (another chat bound to
+		// it, or the terminal): wait for it rather than interleave.
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// typing shows the typing indicator every few seconds until stopped.
+func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.Address) (stop func()) {
+	t, ok := a.(platform.Typer)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(typingEvery)
+		defer tick.Stop()
+		for {
+			if err := t.Typing(ctx, addr); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					g.log.Debug("typing indicator", "platform", addr.Platform, "err", err)
+				}
+				return // unsupported or failing: no typing, the turn goes on
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// sessionFor is the session bound to addr, or a new one owned by the owner
+// and bound there.
+func (g *Gateway) sessionFor(ctx context.Context, addr platform.Address) (store.Session, error) {
+	b, err := g.st.LookupBinding(ctx, addr.Key())
+	if err == nil {
+		s, err := g.st.GetSession(ctx, b.SessionID)
+		if err == nil {
+			if !s.Open() {
+				if err := g.st.ReopenSession(ctx, s.ID); err != nil {
+					return s, err
+				}
+			}
+			return s, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return store.Session{}, err
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, err
+	}
+	return g.newSession(ctx, addr)
+}
+
+func (g *Gateway) newSession(ctx context.Context, addr platform.Address) (store.Session, error) {
+	s, err := g.st.CreateSession(ctx, store.Session{OwnerID: g.cfg.OwnerID, Platform: addr.Platform, Model: ""})
+	if err != nil {
+		return s, fmt.Errorf("create session: %w", err)
+	}
+	if _, err := g.st.Bind(ctx, addr.Key(), s.ID); err != nil {
+		return s, fmt.Errorf("bind %s: %w", addr.Key(), err)
+	}
+	return s, nil
+}
+
+// reply delivers text as the answer to inbound event in (idempotent per event).
+func (g *Gateway) reply(ctx context.Context, addr platform.Address, in store.Inbound, text string) {
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d", in.ID), text); err != nil {
+		g.log.Error("deliver reply", "to", addr.Key(), "err", err)
+	}
+}
+
+// turnError is a failed turn's error as a person should read it.
+func turnError(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "The turn was stopped; what was said so far is kept."
+	case errors.Is(err, agent.ErrMaxSteps):
+		return "I stopped after too many steps without an answer. Say \"continue\" to let me go on."
+	}
+	return "The model call failed: " + err.Error() + "\nEverything said so far is kept; send your message again or /retry."
+}
+
+// splitCommand splits "/cmd args" into ("cmd", "args"); "" if text is not
+// a slash command.
+func splitCommand(text string) (cmd, args string) {
+	text = strings.TrimSpace(text)
+	if !strings.HasPrefix(text, "/") || len(text) < 2 {
+		return "", ""
+	}
+	cmd, args, _ = strings.Cut(text[1:], " ")
+	cmd, _, _ = strings.Cut(cmd, "@") // "/handoff@mybot" in Telegram groups
+	return strings.ToLower(cmd), strings.TrimSpace(args)
+}

@@ -1,0 +1,130 @@
+// baton web chat: one websocket to the gateway; the store is the truth, so
+// a conversation is (re)loaded whole whenever it is opened or answered.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const home = "web:dm:main";
+  let ws, current = home, streaming = null, seq = 0, conversations = [];
+
+  function connect() {
+    ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+    ws.onopen = () => { status(""); send({ type: "list" }); open(current); };
+    ws.onclose = () => { status("Disconnected from the gateway — reconnecting…"); setTimeout(connect, 1000); };
+    ws.onmessage = (e) => receive(JSON.parse(e.data));
+  }
+  function send(f) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(f)); }
+  function status(t) { $("status").textContent = t; }
+
+  function receive(f) {
+    switch (f.type) {
+      case "conversations":
+        conversations = f.items || [];
+        if (!conversations.some((c) => c.key === current)) conversations.unshift({ key: current, title: titleOf(current) });
+        drawList();
+        break;
+      case "conversation":
+        if (!conversations.some((c) => c.key === f.key)) conversations.unshift({ key: f.key, title: f.title });
+        if (f.focus) open(f.key);
+        drawList();
+        break;
+      case "history":
+        if (f.key !== current) return;
+        $("messages").replaceChildren();
+        streaming = null;
+        (f.lines || []).forEach((l) => add(l.role, l.text, l.tool));
+        break;
+      case "delta":
+        if (f.key !== current) return;
+        if (!streaming) streaming = add("assistant streaming", "");
+        streaming.dataset.raw = (streaming.dataset.raw || "") + f.text;
+        streaming.textContent = streaming.dataset.raw;
+        scroll();
+        break;
+      case "typing":
+        if (f.key === current) status("baton is working…");
+        break;
+      case "message":
+        if (f.key !== current) { mark(f.key); return; }
+        status("");
+        // The store has the whole turn (tool calls included): reload it.
+        send({ type: "open", key: current });
+        break;
+      case "ack":
+        status("");
+        break;
+      case "error":
+        status("⚠ " + f.error);
+        break;
+    }
+  }
+
+  function titleOf(key) {
+    const c = conversations.find((c) => c.key === key);
+    if (c && c.title) return c.title;
+    return key === home ? "Home" : "Conversation";
+  }
+  function drawList() {
+    const ul = $("conversations");
+    ul.replaceChildren();
+    for (const c of conversations) {
+      const li = document.createElement("li");
+      li.textContent = c.title || (c.key === home ? "Home" : c.key);
+      li.dataset.key = c.key;
+      if (c.key === current) li.className = "active";
+      li.onclick = () => open(c.key);
+      ul.append(li);
+    }
+    $("title").textContent = titleOf(current);
+  }
+  function mark(key) {
+    const li = [...$("conversations").children].find((li) => li.dataset.key === key);
+    if (li && !li.textContent.startsWith("• ")) li.textContent = "• " + li.textContent;
+  }
+  function open(key) {
+    current = key;
+    drawList();
+    $("messages").replaceChildren();
+    streaming = null;
+    send({ type: "open", key });
+  }
+
+  // render shows text safely: fenced code as <pre>, everything else as text.
+  function render(el, text) {
+    const parts = text.split(/^```[^\n]*\n?/m);
+    parts.forEach((p, i) => {
+      if (i % 2 === 1) {
+        const pre = document.createElement("pre");
+        const code = document.createElement("code");
+        code.textContent = p.replace(/\n$/, "");
+        pre.append(code);
+        el.append(pre);
+      } else if (p) {
+        el.append(document.createTextNode(p));
+      }
+    });
+  }
+  function add(role, text, tool) {
+    const li = document.createElement("li");
+    li.className = role;
+    if (tool) li.dataset.tool = tool;
+    render(li, text);
+    $("messages").append(li);
+    scroll();
+    return li;
+  }
+  function scroll() { const m = $("messages"); m.scrollTop = m.scrollHeight; }
+
+  function submit() {
+    const text = $("input").value.trim();
+    if (!text) return;
+    $("input").value = "";
+    add("user", text);
+    const id = "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
+    send({ type: "say", key: current, text, id });
+    status("sent");
+  }
+  $("composer").onsubmit = (e) => { e.preventDefault(); submit(); };
+  $("input").onkeydown = (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); submit(); } };
+  $("new").onclick = () => send({ type: "new" });
+  connect();
+})();

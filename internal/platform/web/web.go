@@ -1,0 +1,431 @@
+// Package web is baton's built-in web chat: a page served on loopback,
+// guarded by a random token, that talks to the gateway over a websocket.
+// Each handoff into the web opens a new conversation in the page; the page
+// shows a conversation's whole transcript and streams replies as they are
+// written.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// Name is the platform name.
+const Name = "web"
+
+// Owner is the sender id of everything typed into the page: whoever holds
+// the token is the owner.
+const Owner = "owner"
+
+// HomeChat is the chat of the page's home conversation; Home is its address.
+const HomeChat = "main"
+
+// Home is where the page starts and where handoffs land by default.
+var Home = platform.Address{Platform: Name, Kind: platform.DM, Chat: HomeChat}
+
+// TokenFile is the token's file name inside BATON_HOME.
+const TokenFile = "web-token"
+
+const cookieName = "baton_token"
+
+//go:embed static
+var static embed.FS
+
+// Conversation is one conversation the page lists.
+type Conversation struct {
+	Key     string    `json:"key"`
+	Title   string    `json:"title"`
+	Updated time.Time `json:"updated"`
+}
+
+// Line is one transcript entry as the page shows it.
+type Line struct {
+	Role string    `json:"role"` // user, assistant, tool, note
+	Text string    `json:"text"`
+	Tool string    `json:"tool,omitempty"` // tool calls and results: the tool's name
+	Time time.Time `json:"time"`
+}
+
+// Backend gives the page what lives in the store: the conversations and
+// their transcripts.
+type Backend interface {
+	Conversations(ctx context.Context) ([]Conversation, error)
+	History(ctx context.Context, key string) ([]Line, error)
+}
+
+// Config sets up the web chat.
+type Config struct {
+	Listen  string // host:port; port 0 picks one
+	Token   string // required; see LoadToken
+	Backend Backend
+	Log     *slog.Logger
+}
+
+// Adapter is the web chat platform.
+type Adapter struct {
+	cfg  Config
+	ln   net.Listener
+	log  *slog.Logger
+	next atomic.Int64
+
+	mu      sync.Mutex
+	clients map[*client]bool
+	handler platform.Handler
+}
+
+var (
+	_ platform.Adapter  = (*Adapter)(nil)
+	_ platform.Threader = (*Adapter)(nil)
+	_ platform.Streamer = (*Adapter)(nil)
+	_ platform.Typer    = (*Adapter)(nil)
+)
+
+// New listens on cfg.Listen at once, so URL is known before Run.
+func New(cfg Config) (*Adapter, error) {
+	if len(cfg.Token) < 16 {
+		return nil, errors.New("web: a token of at least 16 characters is required")
+	}
+	if cfg.Backend == nil {
+		return nil, errors.New("web: a Backend is required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("web chat: listen on %s: %w (set web.listen in config.yaml to another port)", cfg.Listen, err)
+	}
+	return &Adapter{cfg: cfg, ln: ln, log: cfg.Log, clients: map[*client]bool{}}, nil
+}
+
+// LoadToken reads the token kept in home, creating it (mode 0600) on first use.
+func LoadToken(home string) (string, error) {
+	path := filepath.Join(home, TokenFile)
+	b, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read web token: %w", err)
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(raw)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write web token: %w", err)
+	}
+	return tok, nil
+}
+
+// Name is "web".
+func (a *Adapter) Name() string { return Name }
+
+// Addr is the address the page is served on.
+func (a *Adapter) Addr() net.Addr { return a.ln.Addr() }
+
+// URL is the page's address with its token: keep it private.
+func (a *Adapter) URL() string {
+	return "http://" + a.ln.Addr().String() + "/?token=" + url.QueryEscape(a.cfg.Token)
+}
+
+// Run serves the page until ctx ends.
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	a.mu.Lock()
+	a.handler = h
+	a.mu.Unlock()
+	srv := &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(a.ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		a.closeClients()
+		return nil
+	case err := <-errc:
+		return fmt.Errorf("web chat: %w", err)
+	}
+}
+
+func (a *Adapter) routes() http.Handler {
+	mux := http.NewServeMux()
+	sub, _ := fs.Sub(static, "static")
+	files := http.FileServerFS(sub)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if tok := r.URL.Query().Get("token"); tok != "" {
+			if !a.tokenOK(tok) {
+				a.unauthorized(w)
+				return
+			}
+			// Keep the token out of the address bar and history.
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		if !a.authorized(r) {
+			a.unauthorized(w)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		if !a.authorized(r) {
+			a.unauthorized(w)
+			return
+		}
+		http.StripPrefix("/static", files).ServeHTTP(w, r)
+	})
+	mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) {
+		if !a.authorized(r) {
+			a.unauthorized(w)
+			return
+		}
+		a.serveWS(w, r)
+	})
+	return securityHeaders(mux)
+}
+
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (a *Adapter) tokenOK(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(a.cfg.Token)) == 1
+}
+
+func (a *Adapter) authorized(r *http.Request) bool {
+	if c, err := r.Cookie(cookieName); err == nil && a.tokenOK(c.Value) {
+		return true
+	}
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && a.tokenOK(tok) {
+		return true
+	}
+	return a.tokenOK(r.URL.Query().Get("token"))
+}
+
+func (a *Adapter) unauthorized(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	fmt.Fprintln(w, "401: this is baton's web chat. Open the address `baton gateway` printed (it carries the access token), or see `baton gateway status`.")
+}
+
+// Send shows an assistant message in every open page.
+func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	id := fmt.Sprintf("w%d", a.next.Add(1))
+	a.broadcast(ctx, frame{Type: "message", Key: to.Key(), Role: "assistant", Text: text, ID: id})
+	return id, nil
+}
+
+// Delta streams a piece of a reply being written.
+func (a *Adapter) Delta(ctx context.Context, at platform.Address, text string) error {
+	a.broadcast(ctx, frame{Type: "delta", Key: at.Key(), Text: text})
+	return nil
+}
+
+// Typing shows that the agent is working.
+func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
+	a.broadcast(ctx, frame{Type: "typing", Key: at.Key()})
+	return nil
+}
+
+// NewThread opens a new conversation in the page; open pages switch to it.
+func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title string) (platform.Address, error) {
+	chat := home.Chat
+	if chat == "" {
+		chat = HomeChat
+	}
+	addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: chat, Thread: newID()}
+	a.broadcast(ctx, frame{Type: "conversation", Key: addr.Key(), Title: title, Focus: true})
+	return addr, nil
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// frame is one websocket message, either way.
+type frame struct {
+	Type  string         `json:"type"`
+	Key   string         `json:"key,omitempty"`
+	ID    string         `json:"id,omitempty"`
+	Role  string         `json:"role,omitempty"`
+	Text  string         `json:"text,omitempty"`
+	Title string         `json:"title,omitempty"`
+	Focus bool           `json:"focus,omitempty"`
+	Error string         `json:"error,omitempty"`
+	Lines []Line         `json:"lines,omitempty"`
+	Items []Conversation `json:"items,omitempty"`
+}
+
+// maxFrame bounds what a page may send in one message.
+const maxFrame = 1 << 20
+
+type client struct {
+	conn *websocket.Conn
+	out  chan frame
+}
+
+func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
+	conn, err := websocket.Accept(w, r, nil) // same-origin only (the default)
+	if err != nil {
+		a.log.Debug("websocket accept", "err", err)
+		return
+	}
+	conn.SetReadLimit(maxFrame)
+	c := &client{conn: conn, out: make(chan frame, 256)}
+	a.mu.Lock()
+	a.clients[c] = true
+	a.mu.Unlock()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer func() {
+		cancel()
+		a.mu.Lock()
+		delete(a.clients, c)
+		a.mu.Unlock()
+		conn.Close(websocket.StatusNormalClosure, "")
+	}()
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case f := <-c.out:
+				b, _ := json.Marshal(f)
+				wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+				err := conn.Write(wctx, websocket.MessageText, b)
+				wcancel()
+				if err != nil {
+					return
+				}
+			}
+		}
+	}()
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		var f frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.send(frame{Type: "error", Error: "not a JSON frame"})
+			continue
+		}
+		a.serveFrame(ctx, c, f)
+	}
+}
+
+func (c *client) send(f frame) {
+	select {
+	case c.out <- f:
+	default: // a page that does not read loses live updates; history has it all
+	}
+}
+
+func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
+	switch f.Type {
+	case "list":
+		items, err := a.cfg.Backend.Conversations(ctx)
+		if err != nil {
+			c.send(frame{Type: "error", Error: err.Error()})
+			return
+		}
+		c.send(frame{Type: "conversations", Items: items})
+	case "open":
+		if _, err := platform.ParseKey(f.Key); err != nil || !strings.HasPrefix(f.Key, Name+":") {
+			c.send(frame{Type: "error", Error: "not a web conversation: " + f.Key})
+			return
+		}
+		lines, err := a.cfg.Backend.History(ctx, f.Key)
+		if err != nil {
+			c.send(frame{Type: "error", Key: f.Key, Error: err.Error()})
+			return
+		}
+		c.send(frame{Type: "history", Key: f.Key, Lines: lines})
+	case "new":
+		addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: HomeChat, Thread: newID()}
+		c.send(frame{Type: "conversation", Key: addr.Key(), Title: "New conversation", Focus: true})
+	case "say":
+		a.say(ctx, c, f)
+	default:
+		c.send(frame{Type: "error", Error: "unknown frame type " + f.Type})
+	}
+}
+
+// say hands what the person typed to the gateway and acknowledges it once
+// it is stored.
+func (a *Adapter) say(ctx context.Context, c *client, f frame) {
+	addr, err := platform.ParseKey(f.Key)
+	if err != nil || addr.Platform != Name {
+		c.send(frame{Type: "error", ID: f.ID, Error: "say: not a web conversation"})
+		return
+	}
+	if strings.TrimSpace(f.Text) == "" || f.ID == "" {
+		c.send(frame{Type: "error", ID: f.ID, Error: "say: needs text and an id"})
+		return
+	}
+	a.mu.Lock()
+	h := a.handler
+	a.mu.Unlock()
+	if h == nil {
+		c.send(frame{Type: "error", ID: f.ID, Error: "not ready yet; try again"})
+		return
+	}
+	ev := platform.Event{At: addr, SenderID: Owner, Sender: Owner, Text: f.Text, ID: f.ID, Time: time.Now()}
+	if err := h(ctx, ev); err != nil {
+		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
+		return
+	}
+	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key})
+}
+
+func (a *Adapter) broadcast(_ context.Context, f frame) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for c := range a.clients {
+		c.send(f)
+	}
+}
+
+func (a *Adapter) closeClients() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for c := range a.clients {
+		c.conn.Close(websocket.StatusGoingAway, "gateway stopping")
+	}
+}
