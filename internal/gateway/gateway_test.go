@@ -298,7 +298,9 @@ func TestHandoffToWebAndBack(t *testing.T) {
 
 	// /handoff cli from the page leaves a handoff waiting for the terminal.
 	pg.send(map[string]any{"type": "say", "key": final.Destination, "text": "/handoff cli", "id": "p2"})
-	back := pg.await("handoff answer", func(f map[string]any) bool { return f["type"] == "message" && strings.Contains(f["text"].(string), "terminal") })
+	back := pg.await("handoff answer", func(f map[string]any) bool {
+		return f["type"] == "message" && strings.Contains(f["text"].(string), "terminal")
+	})
 	if !strings.Contains(back["text"].(string), "baton") {
 		t.Errorf("handoff answer does not say how to continue: %v", back["text"])
 	}
@@ -337,7 +339,9 @@ func TestHandoffRefusals(t *testing.T) {
 	// /sethome typed in the page makes it the home; then the handoff works.
 	pg := r.openPage(t)
 	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/sethome", "id": "s1"})
-	pg.await("sethome answer", func(f map[string]any) bool { return f["type"] == "message" && strings.Contains(f["text"].(string), "home") })
+	pg.await("sethome answer", func(f map[string]any) bool {
+		return f["type"] == "message" && strings.Contains(f["text"].(string), "home")
+	})
 	homes, _ := r.st.HomeChannels(ctx)
 	if homes["web"] != web.Home.Key() {
 		t.Fatalf("home not persisted: %v", homes)
