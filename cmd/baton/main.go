@@ -14,7 +14,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT is not here: in the chat, Ctrl-C stops the running answer and
+	// the REPL handles it; other commands ask for it themselves (interruptible).
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "baton:", err)
@@ -23,13 +25,28 @@ func main() {
 }
 
 func newRoot() *cobra.Command {
+	var o chatOptions
 	root := &cobra.Command{
-		Use:           "baton",
-		Short:         "A personal AI agent: one conversation, from the terminal to your chat apps and back",
+		Use:   "baton",
+		Short: "A personal AI agent: one conversation, from the terminal to your chat apps and back",
+		Long: `baton with no command starts a chat in a new session.
+  -c continues the latest session, -r resumes one by id prefix or title,
+  -p answers one prompt (or what is piped on stdin) and exits.`,
+		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runChat(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	root.AddCommand(newVersion())
+	f := root.Flags()
+	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the latest session")
+	f.StringVarP(&o.resume, "resume", "r", "", "resume a session by id prefix or title")
+	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
+	root.MarkFlagsMutuallyExclusive("continue", "resume")
+
+	root.AddCommand(newVersion(), newSessions())
+	// The gateway daemon registers here: root.AddCommand(newGateway()) (cmd/baton/gateway.go).
 	return root
 }
 
@@ -43,6 +60,11 @@ func newVersion() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// interruptible is ctx cancelled by Ctrl-C, for commands other than the chat.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt)
 }
 
 // version is the module version baton was built at, with the commit when

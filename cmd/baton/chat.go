@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/cli"
+	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+type chatOptions struct {
+	continueLatest bool
+	resume         string
+	print          string
+}
+
+// maxStdin bounds a prompt piped on stdin.
+const maxStdin = 8 << 20
+
+func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error {
+	home, err := config.Home()
+	if err != nil {
+		return err
+	}
+	oneShot := o.print != "" || !cli.IsTerminal(os.Stdin)
+	if oneShot {
+		var cancel context.CancelFunc
+		ctx, cancel = interruptible(ctx)
+		defer cancel()
+	}
+	app, err := cli.Open(ctx, home)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+
+	sessionID, err := pickSession(ctx, app, o, stderr)
+	if err != nil {
+		return err
+	}
+	if oneShot {
+		text := o.print
+		if !cli.IsTerminal(os.Stdin) {
+			piped, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdin))
+			if err != nil {
+				return fmt.Errorf("read stdin: %w", err)
+			}
+			if s := strings.TrimSpace(string(piped)); s != "" {
+				text = strings.TrimSpace(text + "\n\n" + s)
+			}
+		}
+		return app.Once(ctx, sessionID, text, stdout, stderr)
+	}
+
+	handoff, startup := terminalHooks(app)
+	repl, err := cli.New(cli.Config{
+		App:       app,
+		Out:       stdout,
+		TTY:       cli.IsTerminal(os.Stdout),
+		Width:     cli.WidthOf(os.Stdout),
+		SessionID: sessionID,
+		Handoff:   handoff,
+		Startup:   startup,
+	})
+	if err != nil {
+		return err
+	}
+	return repl.Run(ctx)
+}
+
+// pickSession is the session -c or -r names, "" for a new one.
+func pickSession(ctx context.Context, app *cli.App, o chatOptions, stderr io.Writer) (string, error) {
+	switch {
+	case o.resume != "":
+		s, err := app.Resolve(ctx, o.resume)
+		if err != nil {
+			return "", err
+		}
+		return s.ID, nil
+	case o.continueLatest:
+		s, err := app.Latest(ctx)
+		if errors.Is(err, store.ErrNotFound) {
+			fmt.Fprintln(stderr, "baton: no earlier session, starting a new one")
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return s.ID, nil
+	}
+	return "", nil
+}
+
+// terminalHooks connects the REPL to the gateway: /handoff and the list of
+// handoffs waiting for the terminal at start. Until the gateway exists both
+// are nil, and /handoff says the gateway is needed. The gateway wiring
+// replaces this body, e.g. with a control-API client built from app.Home.
+func terminalHooks(app *cli.App) (cli.HandoffFunc, cli.StartupFunc) {
+	_ = app
+	return nil, nil
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-agent/baton/internal/cli"
+	"github.com/baton-agent/baton/internal/config"
+)
+
+func newSessions() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "sessions",
+		Aliases: []string{"session"},
+		Short:   "List, show, search, export, delete and rename sessions",
+		Args:    cobra.NoArgs,
+	}
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions, most recently active first",
+		Args:  cobra.NoArgs,
+		RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, _ []string) error {
+			return app.ListSessions(ctx, cmd.OutOrStdout(), limit)
+		}),
+	}
+	list.Flags().IntVarP(&limit, "limit", "n", 50, "how many sessions")
+	cmd.AddCommand(list,
+		&cobra.Command{
+			Use:   "show <id or title>",
+			Short: "Print a session's transcript",
+			Args:  cobra.ExactArgs(1),
+			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
+				return app.ShowSession(ctx, cmd.OutOrStdout(), args[0])
+			}),
+		},
+		&cobra.Command{
+			Use:   "search <words>",
+			Short: "Search every session's messages",
+			Args:  cobra.MinimumNArgs(1),
+			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
+				return app.SearchSessions(ctx, cmd.OutOrStdout(), joinArgs(args))
+			}),
+		},
+		&cobra.Command{
+			Use:   "export <id or title>",
+			Short: "Write a session, its whole history and bindings as JSON",
+			Args:  cobra.ExactArgs(1),
+			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
+				return app.ExportSession(ctx, cmd.OutOrStdout(), args[0])
+			}),
+		},
+		&cobra.Command{
+			Use:   "delete <id or title>",
+			Short: "Delete a session and everything stored about it",
+			Args:  cobra.ExactArgs(1),
+			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
+				return app.DeleteSession(ctx, cmd.OutOrStdout(), args[0])
+			}),
+		},
+		&cobra.Command{
+			Use:   "rename <id or title> <new title>",
+			Short: "Set a session's title",
+			Args:  cobra.MinimumNArgs(2),
+			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
+				return app.RenameSession(ctx, cmd.OutOrStdout(), args[0], joinArgs(args[1:]))
+			}),
+		},
+	)
+	return cmd
+}
+
+// withApp opens the app around a subcommand, with Ctrl-C cancelling it.
+func withApp(fn func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, cancel := interruptible(cmd.Context())
+		defer cancel()
+		home, err := config.Home()
+		if err != nil {
+			return err
+		}
+		app, err := cli.Open(ctx, home)
+		if err != nil {
+			return err
+		}
+		defer app.Close()
+		return fn(ctx, app, cmd, args)
+	}
+}
+
+func joinArgs(args []string) string {
+	s := ""
+	for i, a := range args {
+		if i > 0 {
+			s += " "
+		}
+		s += a
+	}
+	return s
+}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// Once answers one prompt without a conversation on screen, for scripts
+// (`baton -p`): the answer streams to out as plain text, tool activity and
+// errors go to errOut. sessionID continues that session; "" makes a new
+// one. Nobody is there to approve commands or writes, so only what
+// tools.allow permits runs; the rest is denied and the model is told so.
+func (a *App) Once(ctx context.Context, sessionID, text string, out, errOut io.Writer) error {
+	if strings.TrimSpace(text) == "" {
+		return fmt.Errorf("nothing to answer: give a prompt with -p or on stdin")
+	}
+	denied := func(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+		fmt.Fprintf(errOut, "baton: denied %s (no terminal to ask; allow it with tools.allow in config.yaml)\n", callLabel(req.Tool, req.Subject))
+		return agent.Deny, nil
+	}
+	ag, err := a.NewAgent(agent.ApproverFunc(denied))
+	if err != nil {
+		return err
+	}
+	if sessionID == "" {
+		s, err := a.NewSession(ctx)
+		if err != nil {
+			return err
+		}
+		sessionID = s.ID
+	} else if s, err := a.Store.GetSession(ctx, sessionID); err != nil {
+		return fmt.Errorf("open session: %w", err)
+	} else if !s.Open() {
+		if err := a.Store.ReopenSession(ctx, sessionID); err != nil {
+			return fmt.Errorf("reopen session: %w", err)
+		}
+	}
+	lastNL := true
+	emit := func(e agent.Event) {
+		switch e.Kind {
+		case agent.EventTextDelta:
+			_, _ = io.WriteString(out, e.Text)
+			lastNL = strings.HasSuffix(e.Text, "\n")
+		case agent.EventToolFinished:
+			fmt.Fprintln(errOut, firstLine(toolLine(e)))
+		}
+	}
+	_, runErr := ag.Run(ctx, sessionID, store.Message{Role: store.RoleUser, Content: text, Platform: Platform}, emit)
+	if !lastNL {
+		_, _ = io.WriteString(out, "\n")
+	}
+	// The script is done with the session; `baton -c` picks it up again.
+	endErr := a.Store.EndSession(context.WithoutCancel(ctx), sessionID, "print")
+	if runErr != nil {
+		return fmt.Errorf("%s", explain(runErr))
+	}
+	return endErr
+}

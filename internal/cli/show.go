@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// short is the id prefix people type: long enough to be unique in practice.
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// describe names a session for people: its title and short id.
+func describe(s store.Session) string {
+	if s.Title != "" {
+		return fmt.Sprintf("%q (%s)", s.Title, short(s.ID))
+	}
+	return "session " + short(s.ID)
+}
+
+// ago is a coarse "how long ago" for listings.
+func ago(t time.Time, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case t.IsZero():
+		return "-"
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	case d < 30*24*time.Hour:
+		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	}
+	return t.Format("2006-01-02")
+}
+
+// callLabel is "tool: subject" with the subject shortened.
+func callLabel(tool, subject string) string {
+	subject = strings.Join(strings.Fields(subject), " ")
+	if subject == "" {
+		return tool
+	}
+	return tool + ": " + clipHead(subject, 100)
+}
+
+// subjectOf is what a call acts on, as its tool describes it.
+func subjectOf(a *agent.Agent, tool string, args json.RawMessage) string {
+	if a == nil || a.Tools == nil {
+		return ""
+	}
+	t, ok := a.Tools.Get(tool)
+	if !ok || t.Subject == nil {
+		return ""
+	}
+	return t.Subject(args)
+}
+
+// toolOutputLines is how many lines of a tool's output the terminal shows.
+const toolOutputLines = 6
+
+// toolLine reports a finished tool call: a mark, what ran, and the start
+// of its output.
+func toolLine(e agent.Event) string {
+	label := callLabel(e.Call.Name, subjectFromArgs(e.Call.Arguments))
+	switch {
+	case e.Output == agent.DeniedResult:
+		return "  ✗ " + label + " — denied"
+	case e.Output == agent.CancelledResult || strings.HasPrefix(e.Output, agent.CancelledResult+";"):
+		return "  ⏹ " + label + " — cancelled"
+	}
+	mark := "✓"
+	if e.Err != nil {
+		mark = "✗"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s %s", mark, label)
+	out := strings.TrimRight(e.Output, "\n")
+	if out == "" {
+		return b.String()
+	}
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if i == toolOutputLines {
+			fmt.Fprintf(&b, "\n    … %d more lines", len(lines)-i)
+			break
+		}
+		b.WriteString("\n    " + clipHead(l, 160))
+	}
+	return b.String()
+}
+
+// subjectFromArgs guesses a readable subject from common argument names,
+// for places without the tool registry at hand.
+func subjectFromArgs(args json.RawMessage) string {
+	var a map[string]any
+	if json.Unmarshal(args, &a) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "path"} {
+		if s, ok := a[k].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// clipHead keeps the first n runes of s.
+func clipHead(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// printTranscript shows the last limit messages of a transcript (all when
+// limit <= 0): the person's lines after the prompt mark, answers rendered
+// as they were when first streamed, tool calls as one line each.
+func printTranscript(out *renderer, msgs []store.Message, limit int) {
+	if limit > 0 && len(msgs) > limit {
+		out.Printf("… %d earlier messages (`baton sessions show` prints them all)\n", len(msgs)-limit)
+		msgs = msgs[len(msgs)-limit:]
+	}
+	results := map[string]store.Message{}
+	for _, m := range msgs {
+		if m.Role == store.RoleTool {
+			results[m.ToolCallID] = m
+		}
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case store.RoleUser:
+			if agent.IsSummary(m) {
+				out.Printf("(earlier turns, summarized)\n")
+				continue
+			}
+			out.Printf("%s%s\n", prompt, m.Content)
+		case store.RoleAssistant:
+			if strings.TrimSpace(m.Content) != "" {
+				out.Delta(m.Content)
+				out.EndAnswer()
+			}
+			calls, _ := agent.DecodeToolCalls(m.ToolCalls)
+			for _, c := range calls {
+				res, ok := results[c.ID]
+				e := agent.Event{Call: c, Output: res.Content}
+				if !ok {
+					e.Output = ""
+				}
+				out.Printf("%s\n", firstLine(toolLine(e)))
+			}
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// explain turns a turn's error into one line a person can act on.
+func explain(err error) string {
+	var api *llm.APIError
+	if errors.As(err, &api) {
+		hint := ""
+		switch {
+		case errors.Is(err, llm.ErrAuth):
+			hint = " — check the API key (see README, Configuration)"
+		case errors.Is(err, llm.ErrRateLimited):
+			hint = " — rate limited; wait a moment, then /retry"
+		case errors.Is(err, llm.ErrServer), errors.Is(err, llm.ErrStream):
+			hint = " — the provider failed; /retry to try again"
+		case errors.Is(err, llm.ErrBadRequest):
+			hint = " — the provider refused the request"
+		}
+		return firstLine(api.Error()) + hint
+	}
+	if errors.Is(err, agent.ErrMaxSteps) {
+		return "stopped after too many steps; say \"continue\" to let it go on"
+	}
+	return firstLine(err.Error())
+}
