@@ -1,0 +1,186 @@
+// Package daemon assembles `baton gateway` from configuration: the store,
+// the model, the enabled platforms and the gateway itself. It is the one
+// place that knows every concrete platform adapter.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-agent/baton/internal/cli"
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/web"
+)
+
+// LogFile is where a gateway started in the background writes its log.
+const LogFile = "gateway.log"
+
+// Options tune Run.
+type Options struct {
+	Out io.Writer  // where the start-up summary goes
+	Log io.Writer  // where logs go (text); nil: Out
+	Env func(string) string
+}
+
+// Run runs the gateway configured in home until ctx ends.
+func Run(ctx context.Context, home string, o Options) error {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Log == nil {
+		o.Log = o.Out
+	}
+	if o.Env == nil {
+		o.Env = os.Getenv
+	}
+	log := slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	app, err := cli.Open(ctx, home)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	ag, err := app.NewAgent(nil)
+	if err != nil {
+		return err
+	}
+	cfg := app.Config
+	gcfg := cfg.Gateway.WithDefaults()
+	homes := map[string]string{}
+	for p, k := range gcfg.Homes {
+		homes[p] = k
+	}
+
+	var adapters []platform.Adapter
+	var webURL string
+	if cfg.Web.On() {
+		tok, err := web.LoadToken(home)
+		if err != nil {
+			return err
+		}
+		w, err := web.New(web.Config{Listen: cfg.Web.Addr(), Token: tok, Backend: web.StoreBackend{Store: app.Store, OwnerID: app.Owner.ID}, Log: log})
+		if err != nil {
+			return err
+		}
+		adapters = append(adapters, w)
+		webURL = w.URL()
+		if homes[web.Name] == "" {
+			homes[web.Name] = web.Home.Key()
+		}
+	}
+	extra, err := chatAdapters(cfg, o.Env, log)
+	if err != nil {
+		return err
+	}
+	adapters = append(adapters, extra...)
+
+	gw, err := gateway.New(gateway.Config{
+		Store:            app.Store,
+		Agent:            ag,
+		Adapters:         adapters,
+		OwnerID:          app.Owner.ID,
+		Owners:           gcfg.Owners,
+		TrustedPlatforms: []string{web.Name},
+		Homes:            homes,
+		Socket:           control.SocketPath(home),
+		Lease:            gcfg.HandoffLease,
+		ShutdownGrace:    gcfg.ShutdownGrace,
+		Log:              log,
+		WebURL:           webURL,
+	})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, a := range adapters {
+		names = append(names, a.Name())
+	}
+	fmt.Fprintf(o.Out, "baton gateway — model: %s — platforms: %s\n", app.ModelLabel(), strings.Join(names, ", "))
+	if webURL != "" {
+		fmt.Fprintf(o.Out, "Web chat: %s\n", webURL)
+	}
+	fmt.Fprintln(o.Out, "In the terminal, /handoff web moves a chat here. Stop with Ctrl-C.")
+	return gw.Run(ctx)
+}
+
+// PrintStatus writes what the running gateway reports, or how to start one.
+func PrintStatus(ctx context.Context, home string, out io.Writer) error {
+	s, err := control.NewClient(control.SocketPath(home)).Status(ctx)
+	if errors.Is(err, control.ErrNoGateway) {
+		fmt.Fprintln(out, "No gateway is running. Start one with: baton gateway")
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Gateway running (pid %d, since %s)\n", s.PID, s.Started.Format(time.DateTime))
+	sort.Slice(s.Platforms, func(i, j int) bool { return s.Platforms[i].Name < s.Platforms[j].Name })
+	for _, p := range s.Platforms {
+		state := "live"
+		if !p.Live {
+			state = "down"
+			if p.Error != "" {
+				state += ": " + p.Error
+			}
+		}
+		home := p.Home
+		if home == "" {
+			home = "no home channel (type /sethome there)"
+		}
+		fmt.Fprintf(out, "  %-10s %-6s home: %s\n", p.Name, state, home)
+	}
+	if s.WebURL != "" {
+		fmt.Fprintf(out, "Web chat: %s\n", s.WebURL)
+	}
+	return nil
+}
+
+// StartBackground starts `baton gateway` as a detached process logging to
+// $home/gateway.log, and waits until it answers on its socket.
+func StartBackground(ctx context.Context, home string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the baton binary: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(home, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open gateway log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "gateway")
+	cmd.Env = append(os.Environ(), "BATON_HOME="+home)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives the terminal
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start gateway: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	c := control.NewClient(control.SocketPath(home))
+	deadline := time.After(15 * time.Second)
+	for {
+		if _, err := c.Status(ctx); err == nil {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the gateway exited at start (%v); see %s", err, filepath.Join(home, LogFile))
+		case <-deadline:
+			return fmt.Errorf("the gateway did not answer within 15s; see %s", filepath.Join(home, LogFile))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
