@@ -29,8 +29,8 @@ const LogFile = "gateway.log"
 
 // Options tune Run.
 type Options struct {
-	Out io.Writer  // where the start-up summary goes
-	Log io.Writer  // where logs go (text); nil: Out
+	Out io.Writer // where the start-up summary goes
+	Log io.Writer // where logs go (text); nil: Out
 	Env func(string) string
 }
 
