@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// TerminalPlatform is the destination name of handoffs back to the terminal.
+const TerminalPlatform = Platform
+
+// Handoffs is the terminal's side of handoffs: asking the running gateway
+// to move a session elsewhere, and picking up sessions handed back here.
+type Handoffs struct {
+	App *App
+	// StartGateway starts a gateway in the background; nil means the
+	// terminal only says how to start one.
+	StartGateway func(ctx context.Context) error
+	// LostWait is how long to keep watching the store when the gateway
+	// goes away mid-handoff (its lease may run out and a restarted gateway
+	// retry it); 0: two minutes.
+	LostWait time.Duration
+	// Poll is how often the store is read meanwhile; 0: 500ms.
+	Poll time.Duration
+}
+
+// Ask puts a question to the person and returns their answer.
+type Ask func(prompt string) (string, error)
+
+func (h *Handoffs) client() *control.Client {
+	return control.NewClient(control.SocketPath(h.App.Home))
+}
+
+// Handoff moves the session to platform through the gateway, writing
+// progress to out. detach is true only once the gateway has confirmed the
+// session is live at its destination; on every other outcome the person
+// stays in the session here, told plainly what is known.
+func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out io.Writer, ask Ask) (detach bool, err error) {
+	platform = strings.ToLower(strings.TrimSpace(platform))
+	switch platform {
+	case "":
+		return false, errors.New("usage: /handoff <platform>, e.g. /handoff web or /handoff telegram")
+	case TerminalPlatform, "terminal":
+		return false, errors.New("this conversation is already in the terminal")
+	}
+	c := h.client()
+	status, err := c.Status(ctx)
+	if errors.Is(err, control.ErrNoGateway) {
+		if status, err = h.offerGateway(ctx, out, ask); err != nil {
+			return false, err
+		}
+	} else if err != nil {
+		return false, err
+	}
+	p, ok := status.Platform(platform)
+	switch {
+	case !ok:
+		var names []string
+		for _, p := range status.Platforms {
+			names = append(names, p.Name)
+		}
+		return false, fmt.Errorf("%s is not enabled in the gateway (enabled: %s); see README.md for its setup", platform, strings.Join(names, ", "))
+	case !p.Live:
+		return false, fmt.Errorf("%s is enabled but not running in the gateway: %s (see `baton gateway status`)", platform, p.Error)
+	case p.Home == "":
+		return false, fmt.Errorf("%s has no home channel: type /sethome in the %s chat where handoffs should land, or set gateway.homes.%s in config.yaml", platform, platform, platform)
+	}
+	hf, err := c.RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: TerminalPlatform, To: platform})
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(out, "Handing off to %s…\n", platform)
+	final, werr := c.Watch(ctx, hf.ID, func(p control.Progress) {
+		if !p.Terminal() && p.Step != "current state" && p.Step != "requested" {
+			fmt.Fprintf(out, "  %s\n", p.Step)
+		}
+	})
+	if werr != nil {
+		if ctx.Err() != nil {
+			return false, h.notConfirmed(hf.ID)
+		}
+		fmt.Fprintf(out, "Lost contact with the gateway mid-handoff. Waiting to see whether it is retried or fails (Ctrl-C stops waiting)…\n")
+		if final, werr = h.waitInStore(ctx, hf.ID); werr != nil {
+			return false, werr
+		}
+	}
+	if final.State == string(store.HandoffFailed) {
+		return false, fmt.Errorf("the handoff failed: %s — you are still here, in the same session", final.Error)
+	}
+	fmt.Fprintf(out, "This conversation now continues in %s (%s).\nTo come back: type /handoff cli there, then run `baton` here. This terminal is detaching; the session goes on.\n", platform, final.Destination)
+	return true, nil
+}
+
+// offerGateway is what happens when no gateway runs: offer to start one.
+func (h *Handoffs) offerGateway(ctx context.Context, out io.Writer, ask Ask) (control.Status, error) {
+	how := errors.New("no gateway is running: start one with `baton gateway` (in another terminal, or in the background), then /handoff again")
+	if h.StartGateway == nil || ask == nil {
+		return control.Status{}, how
+	}
+	answer, err := ask("No gateway is running. Start one in the background now? [y/N] ")
+	if err != nil || !strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y") {
+		return control.Status{}, how
+	}
+	fmt.Fprintln(out, "Starting the gateway (its log: $BATON_HOME/gateway.log)…")
+	if err := h.StartGateway(ctx); err != nil {
+		return control.Status{}, err
+	}
+	return h.client().Status(ctx)
+}
+
+// waitInStore follows a handoff in the store after the gateway went away.
+func (h *Handoffs) waitInStore(ctx context.Context, id int64) (control.Progress, error) {
+	wait, poll := h.LostWait, h.Poll
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		hf, err := h.App.Store.GetHandoff(ctx, id)
+		if err == nil && hf.State.Terminal() {
+			return control.Progress{HandoffID: id, State: string(hf.State), Destination: hf.Destination, Error: hf.Error}, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return control.Progress{}, h.notConfirmed(id)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (h *Handoffs) notConfirmed(id int64) error {
+	return fmt.Errorf("handoff %d is not confirmed: it is still pending and a gateway will retry it (or fail it after %d attempts). You are still here, in the same session; `baton gateway status` shows the gateway", id, store.MaxHandoffAttempts)
+}
+
+// Waiting lists the owner's sessions handed off to the terminal, oldest first.
+func (h *Handoffs) Waiting(ctx context.Context) ([]store.Handoff, error) {
+	pending, err := h.App.Store.PendingHandoffs(ctx, TerminalPlatform)
+	if err != nil {
+		return nil, fmt.Errorf("list handoffs to the terminal: %w", err)
+	}
+	var out []store.Handoff
+	for _, p := range pending {
+		if s, err := h.App.Store.GetSession(ctx, p.SessionID); err == nil && s.OwnerID == h.App.Owner.ID {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// PickUp takes a handoff to the terminal: claimed and completed here, so it
+// is no longer waiting, and returns its session.
+func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session, error) {
+	claimer := fmt.Sprintf("cli:%d", os.Getpid())
+	_, ok, err := h.App.Store.ClaimHandoff(ctx, hf.ID, claimer, time.Minute)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
+	}
+	if !ok {
+		return store.Session{}, fmt.Errorf("handoff %d was picked up elsewhere", hf.ID)
+	}
+	if _, err := h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, TerminalPlatform+":dm:"+h.App.Owner.ID); err != nil {
+		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
+	}
+	if _, err := h.App.Store.CompleteHandoff(ctx, hf.ID, claimer); err != nil {
+		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
+	}
+	return h.App.Store.GetSession(ctx, hf.SessionID)
+}
+
+// Describe is one line about a waiting handoff, for the start-up list.
+func (h *Handoffs) Describe(ctx context.Context, hf store.Handoff) string {
+	s, err := h.App.Store.GetSession(ctx, hf.SessionID)
+	title := hf.SessionID
+	if err == nil && s.Title != "" {
+		title = fmt.Sprintf("%q", s.Title)
+	} else if len(title) > 8 {
+		title = "session " + title[:8]
+	}
+	from := hf.FromPlatform
+	if from == "" {
+		from = "a chat"
+	}
+	return fmt.Sprintf("%s, handed off from %s %s ago", title, from, time.Since(hf.RequestedAt).Round(time.Second))
+}
