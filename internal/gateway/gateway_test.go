@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -424,3 +425,49 @@ func TestWebNeedsToken(t *testing.T) {
 		t.Errorf("app.js with cookie: %d", resp.StatusCode)
 	}
 }
+
+// A gateway that claimed a handoff and died leaves it running with a
+// lease; once the lease ends, a live gateway takes it back and finishes
+// it, reusing what the dead one had done and posting the reply once.
+func TestExpiredClaimIsRetried(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	sess := r.terminalSession(t)
+	pg := r.openPage(t)
+	ctx := context.Background()
+	h, err := r.st.RequestHandoff(ctx, sess.ID, "cli", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := r.st.ClaimHandoff(ctx, h.ID, "dead-gateway", 300*time.Millisecond); err != nil || !ok {
+		t.Fatalf("claim as the dead gateway: %v %v", ok, err)
+	}
+	// The dead gateway had got as far as storing the synthetic turn's input.
+	if _, err := r.st.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleUser, Content: gateway.HandedOffPrefix + " handed off", Platform: "web", PlatformMsgID: "handoff:" + itoa(h.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	r.model.Push(llmtest.Reply{Text: "Back on track after a restart."})
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.State != "completed" {
+		t.Fatalf("retried handoff ended %+v", final)
+	}
+	got, _ := r.st.GetHandoff(ctx, h.ID)
+	if got.Attempts != 2 || got.ClaimedBy == "dead-gateway" {
+		t.Errorf("handoff after retry: attempts %d, claimed by %q", got.Attempts, got.ClaimedBy)
+	}
+	pg.await("reply", func(f map[string]any) bool { return f["type"] == "message" && f["text"] == "Back on track after a restart." })
+	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	n := 0
+	for _, m := range msgs {
+		if strings.HasPrefix(m.Content, gateway.HandedOffPrefix) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the synthetic turn's input is in the transcript %d times, want 1", n)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
