@@ -457,7 +457,9 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 	if got.Attempts != 2 || got.ClaimedBy == "dead-gateway" {
 		t.Errorf("handoff after retry: attempts %d, claimed by %q", got.Attempts, got.ClaimedBy)
 	}
-	pg.await("reply", func(f map[string]any) bool { return f["type"] == "message" && f["text"] == "Back on track after a restart." })
+	pg.await("reply", func(f map[string]any) bool {
+		return f["type"] == "message" && f["text"] == "Back on track after a restart."
+	})
 	msgs, _ := r.st.Transcript(ctx, sess.ID)
 	n := 0
 	for _, m := range msgs {
