@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/store"
@@ -35,7 +36,7 @@ const handoffPrefix = "[baton handoff]"
 // summaryPrefix marks a compression summary.
 const summaryPrefix = "[Summary of the earlier conversation"
 
-// Conversations lists web conversations, newest first, with the home first.
+// Conversations lists web conversations, most recently active first.
 func (b StoreBackend) Conversations(ctx context.Context) ([]Conversation, error) {
 	ss, err := b.Store.ListSessions(ctx, store.SessionFilter{OwnerID: b.OwnerID, Limit: 50})
 	if err != nil {
@@ -62,6 +63,7 @@ func (b StoreBackend) Conversations(ctx context.Context) ([]Conversation, error)
 			out = append(out, Conversation{Key: bd.Key, Title: title, Updated: s.UpdatedAt})
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Updated.After(out[j].Updated) })
 	return out, nil
 }
 

@@ -4,7 +4,9 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const home = "web:dm:main";
-  let ws, current = home, streaming = null, seq = 0, conversations = [];
+  // chosen: the person picked a conversation; until then the page follows
+  // the most recently active one (where a handoff just landed).
+  let ws, current = home, chosen = false, streaming = null, seq = 0, conversations = [];
 
   function connect() {
     ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
@@ -19,6 +21,7 @@
     switch (f.type) {
       case "conversations":
         conversations = f.items || [];
+        if (!chosen && conversations.length && conversations[0].key !== current) { open(conversations[0].key); }
         if (!conversations.some((c) => c.key === current)) conversations.unshift({ key: current, title: titleOf(current) });
         drawList();
         break;
@@ -71,7 +74,7 @@
       li.textContent = c.title || (c.key === home ? "Home" : c.key);
       li.dataset.key = c.key;
       if (c.key === current) li.className = "active";
-      li.onclick = () => open(c.key);
+      li.onclick = () => { chosen = true; open(c.key); };
       ul.append(li);
     }
     $("title").textContent = titleOf(current);
@@ -125,6 +128,6 @@
   }
   $("composer").onsubmit = (e) => { e.preventDefault(); submit(); };
   $("input").onkeydown = (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); submit(); } };
-  $("new").onclick = () => send({ type: "new" });
+  $("new").onclick = () => { chosen = true; send({ type: "new" }); };
   connect();
 })();
