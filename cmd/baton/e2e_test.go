@@ -1,0 +1,211 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
+)
+
+// modelEnv points baton at the fake model server.
+func modelEnv(srv *llmtest.Server) []string {
+	return []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=test-key", "BATON_MODEL=fake-model"}
+}
+
+func openStore(t *testing.T, home string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(home, "baton", sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestTerminalChatAndContinue is the terminal's must-show: three turns in
+// the real binary in a real terminal, one with a tool call that asks for
+// approval, /title, /quit; then `baton -c` shows the same transcript and
+// continues it in the same stored session.
+func TestTerminalChatAndContinue(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+
+	srv.Push(
+		llmtest.Reply{Text: "Hi! How can I help?"},
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "shell", Args: `{"command":"echo baton-tool-ok > proof.txt && cat proof.txt"}`}}},
+		llmtest.Reply{Text: "The check printed **baton-tool-ok**."},
+		llmtest.Reply{Text: "You are welcome."},
+	)
+	tm := startTerm(t, env, work)
+	tm.expect("baton · openai · fake-model")
+	tm.line("hello there")
+	tm.expect("Hi! How can I help?")
+	tm.line("please run the check")
+	tm.expect("baton wants to run shell: echo baton-tool-ok > proof.txt && cat proof.txt")
+	tm.expect("allow? [o]nce, [a]lways this session, [d]eny")
+	tm.answer("o")
+	tm.expect("✓ shell: echo baton-tool-ok")
+	tm.expect("The check printed baton-tool-ok.")
+	tm.line("thanks")
+	tm.expect("You are welcome.")
+	tm.line("/title e2e chat")
+	tm.expect("Title set: e2e chat")
+	tm.line("/quit")
+	tm.expect("saved — continue it with `baton -c`")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("baton exited with %v; screen:\n%s", err, tm.Screen())
+	}
+	if data, err := os.ReadFile(filepath.Join(work, "proof.txt")); err != nil || strings.TrimSpace(string(data)) != "baton-tool-ok" {
+		t.Fatalf("the approved command did not run in the working directory: %q, %v", data, err)
+	}
+
+	// baton -c: the same transcript comes back and the conversation goes on.
+	srv.Push(llmtest.Reply{Text: "Still here, same conversation."})
+	tm = startTerm(t, env, work, "-c")
+	tm.expect(`Continuing "e2e chat"`)
+	tm.expect("hello there")
+	tm.expect("Hi! How can I help?")
+	tm.expect("please run the check")
+	tm.expect("shell: echo baton-tool-ok")
+	tm.expect("The check printed baton-tool-ok.")
+	tm.expect("thanks")
+	tm.expect("You are welcome.")
+	tm.line("one more thing")
+	tm.expect("Still here, same conversation.")
+	tm.line("/exit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("baton -c exited with %v; screen:\n%s", err, tm.Screen())
+	}
+
+	// The store: one session, titled, holding all four turns in order.
+	st := openStore(t, home)
+	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions: %+v, %v", ss, err)
+	}
+	if ss[0].Title != "e2e chat" || ss[0].Platform != "cli" {
+		t.Errorf("session %+v", ss[0])
+	}
+	msgs, err := st.Transcript(t.Context(), ss[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	var tool store.Message
+	for _, m := range msgs {
+		switch m.Role {
+		case store.RoleUser:
+			users = append(users, m.Content)
+		case store.RoleTool:
+			tool = m
+		}
+	}
+	if got := strings.Join(users, "|"); got != "hello there|please run the check|thanks|one more thing" {
+		t.Errorf("user turns %q", got)
+	}
+	if tool.ToolName != "shell" || !strings.Contains(tool.Content, "baton-tool-ok") {
+		t.Errorf("tool result %+v", tool)
+	}
+	if last := msgs[len(msgs)-1]; last.Role != store.RoleAssistant || last.Content != "Still here, same conversation." {
+		t.Errorf("last message %+v", last)
+	}
+	// And the model saw the earlier conversation when asked the new turn.
+	reqs := srv.Requests()
+	lastReq := reqs[len(reqs)-1]
+	if n := len(lastReq.Messages()); n < len(msgs)-1 {
+		t.Errorf("the continued turn sent %d messages to the model; the transcript has %d", n, len(msgs))
+	}
+	if lastReq.LastUserText() != "one more thing" {
+		t.Errorf("last user text sent: %q", lastReq.LastUserText())
+	}
+}
+
+// TestPrintMode is `baton -p` for scripts: the answer alone on stdout,
+// stdin added to the prompt, approvals denied with a note, errors on
+// stderr with a failing exit code.
+func TestPrintMode(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	run := func(stdin string, args ...string) (string, string, error) {
+		t.Helper()
+		cmd := exec.Command(batonBin, args...)
+		cmd.Env, cmd.Dir = env, work
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+
+	out, errOut, err := run("", "-p", "what is two plus two")
+	if err != nil || out != "echo: what is two plus two\n" {
+		t.Fatalf("-p: stdout %q stderr %q err %v", out, errOut, err)
+	}
+
+	out, _, err = run("line one\nline two\n", "-p", "summarize this:")
+	if err != nil || !strings.Contains(out, "summarize this:") || !strings.Contains(out, "line two") {
+		t.Fatalf("-p with stdin: %q, %v", out, err)
+	}
+
+	out, _, err = run("only stdin")
+	if err != nil || out != "echo: only stdin\n" {
+		t.Fatalf("stdin alone: %q, %v", out, err)
+	}
+
+	srv.Push(
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "write_file", Args: `{"path":"x.txt","content":"no"}`}}},
+		llmtest.Reply{Text: "I could not write it."},
+	)
+	out, errOut, err = run("", "-p", "write x.txt")
+	if err != nil || out != "I could not write it.\n" || !strings.Contains(errOut, "denied write_file: x.txt") {
+		t.Fatalf("denied tool: stdout %q stderr %q err %v", out, errOut, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "x.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a denied write happened: %v", err)
+	}
+
+	srv.Push(llmtest.Fail{Status: 401})
+	out, errOut, err = run("", "-p", "hello?")
+	if err == nil || out != "" || !strings.Contains(errOut, "HTTP 401") || !strings.Contains(errOut, "check the API key") {
+		t.Fatalf("401: stdout %q stderr %q err %v", out, errOut, err)
+	}
+
+	// -c -p continues the latest session: the model sees the earlier turn.
+	out, _, err = run("", "-c", "-p", "and again")
+	if err != nil || out != "echo: and again\n" {
+		t.Fatalf("-c -p: %q, %v", out, err)
+	}
+	reqs := srv.Requests()
+	if n := len(reqs[len(reqs)-1].Messages()); n < 3 {
+		t.Errorf("-c -p sent %d messages; want the earlier turn too", n)
+	}
+}
+
+// TestFreshMachineOffline: no key, no config: the chat starts with the
+// offline responder and says so.
+func TestFreshMachineOffline(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home)
+	tm := startTerm(t, env, work)
+	tm.expect("No model is configured")
+	tm.line("hi")
+	tm.expect(`You said: "hi"`)
+	tm.line("/sessions")
+	tm.expect("cli")
+	tm.expect("› ")
+	tm.waitFor("prompt drawn", func(raw string) bool {
+		return strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	})
+	tm.send("\x04") // Ctrl-D
+	tm.expect("saved")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+}
