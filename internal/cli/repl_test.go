@@ -3,11 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/offline"
 
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
@@ -151,5 +156,183 @@ func TestREPLCommandsNeverCrash(t *testing.T) {
 	}
 }
 
-var _ = io.EOF
-var _ = context.Background
+// blockingProvider streams one piece of an answer, then waits for the
+// turn to be cancelled.
+type blockingProvider struct{ streamed chan struct{} }
+
+func (blockingProvider) Name() string { return "blocking" }
+
+func (p blockingProvider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
+	onDelta(llm.Delta{Text: "Once upon a time"})
+	close(p.streamed)
+	<-ctx.Done()
+	return llm.Response{}, ctx.Err()
+}
+
+func TestREPLInterruptKeepsWhatWasSaid(t *testing.T) {
+	app := testApp(t, nil)
+	p := blockingProvider{streamed: make(chan struct{})}
+	app.Provider = p
+	interrupts := make(chan os.Signal)
+	go func() {
+		<-p.streamed
+		interrupts <- os.Interrupt // received by the running turn only
+	}()
+	out := runREPL(t, app, Config{Interrupts: interrupts}, "tell me a story", "/title still alive")
+	if !strings.Contains(out, "⏹ interrupted — everything said so far is kept") || !strings.Contains(out, "Title set: still alive") {
+		t.Fatalf("output:\n%s", out)
+	}
+	s := onlySession(t, app)
+	msgs, err := app.Store.Transcript(t.Context(), s.ID)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("transcript %+v, %v", msgs, err)
+	}
+	if msgs[0].Content != "tell me a story" || msgs[1].Content != "Once upon a time "+agent.InterruptedMarker {
+		t.Fatalf("transcript %q / %q", msgs[0].Content, msgs[1].Content)
+	}
+}
+
+func TestREPLApprovals(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	shell := func(cmd string) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "shell", Args: `{"command":"` + cmd + `"}`}}}
+	}
+	srv.Push(
+		shell("echo one"), llmtest.Reply{Text: "done one"},
+		shell("echo two"), llmtest.Reply{Text: "done two"},
+		shell("echo three"), llmtest.Reply{Text: "done three"},
+	)
+	out := runREPL(t, app, Config{},
+		"first", "maybe", "a", // garbage is asked again; "always" covers the session
+		"second", // not asked
+		"/new",   // a new session forgets "always"
+		"third", "d",
+	)
+	if n := strings.Count(out, "allow? [o]nce"); n != 3 {
+		t.Errorf("asked %d times, want 3", n)
+	}
+	for _, want := range []string{
+		"baton wants to run shell: echo one",
+		"answer o (once), a (always for this session) or d (deny)",
+		"✓ shell: echo one", "done one",
+		"✓ shell: echo two", "done two",
+		"✗ shell: echo three — denied", "done three",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "baton wants to run shell: echo two") {
+		t.Error("asked again after \"always\"")
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+func TestREPLHandoffHook(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	var gotSession, gotPlatform string
+	startupSaw := "unset"
+	cfg := Config{
+		Startup: func(ctx context.Context, out io.Writer, sessionID string) error {
+			startupSaw = sessionID
+			_, err := io.WriteString(out, "1 handoff waiting for the terminal\n")
+			return err
+		},
+		Handoff: func(ctx context.Context, sessionID, platform string, out io.Writer) (bool, error) {
+			if platform == "nowhere" {
+				return false, errors.New("no adapter for nowhere")
+			}
+			gotSession, gotPlatform = sessionID, platform
+			io.WriteString(out, "handed to telegram\n")
+			return true, nil
+		},
+	}
+	out := runREPL(t, app, cfg, "hello", "/handoff nowhere", "/handoff Telegram", "never read")
+	if startupSaw != "" || !strings.HasPrefix(out[strings.Index(out, "1 handoff waiting"):], "1 handoff waiting for the terminal\n› hello") {
+		t.Errorf("startup hook: saw session %q; output:\n%s", startupSaw, out)
+	}
+	if !strings.Contains(out, "handoff failed: no adapter for nowhere") {
+		t.Errorf("failed handoff not reported:\n%s", out)
+	}
+	s := onlySession(t, app)
+	if gotSession != s.ID || gotPlatform != "telegram" {
+		t.Errorf("hook got %q %q, want %q telegram", gotSession, gotPlatform, s.ID)
+	}
+	if !s.Open() {
+		t.Error("a detaching handoff ended the session")
+	}
+	if strings.Contains(out, "never read") || len(srv.Requests()) != 1 {
+		t.Errorf("the REPL went on after detaching:\n%s", out)
+	}
+}
+
+func TestREPLResumeShowsTranscript(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	ctx := t.Context()
+	old, err := app.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Store.SetTitle(ctx, old.ID, "old plans"); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := agent.EncodeToolCalls([]llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: []byte(`{"path":"notes.md"}`)}})
+	if _, err := app.Store.AppendMessages(ctx, old.ID,
+		store.Message{Role: store.RoleUser, Content: "what was the plan?"},
+		store.Message{Role: store.RoleAssistant, ToolCalls: calls},
+		store.Message{Role: store.RoleTool, ToolCallID: "c1", ToolName: "read_file", Content: "ship friday"},
+		store.Message{Role: store.RoleAssistant, Content: "The plan was to ship on Friday."},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Store.EndSession(ctx, old.ID, "quit"); err != nil {
+		t.Fatal(err)
+	}
+	out := runREPL(t, app, Config{}, "hi", "/resume old plans", "and now?")
+	for _, want := range []string{
+		`Continuing "old plans"`, "› what was the plan?", "✓ read_file: notes.md", "The plan was to ship on Friday.", "echo: and now?",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	msgs, _ := app.Store.Transcript(ctx, old.ID)
+	if last := msgs[len(msgs)-1]; last.Content != "echo: and now?" {
+		t.Errorf("the resumed session did not get the turn: %+v", last)
+	}
+	// The model got the resumed transcript, tool call and all.
+	reqs := srv.Requests()
+	if n := len(reqs[len(reqs)-1].Messages()); n != 6 {
+		t.Errorf("sent %d messages, want 6 (system, the four resumed, the new one)", n)
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+func TestREPLOfflineNotice(t *testing.T) {
+	app := testApp(t, nil)
+	out := runREPL(t, app, Config{}, "/model")
+	if !strings.Contains(out, offline.Setup) || !strings.Contains(out, "No model is configured (offline responder)") {
+		t.Fatalf("output:\n%s", out)
+	}
+	if ss, _ := app.Store.ListSessions(t.Context(), store.SessionFilter{}); len(ss) != 0 {
+		t.Fatalf("leaving at once left %d sessions behind", len(ss))
+	}
+}
+
+func TestParseDecision(t *testing.T) {
+	for in, want := range map[string]agent.Decision{"o": agent.Once, " Yes ": agent.Once, "A": agent.AlwaysForSession, "deny": agent.Deny, "n": agent.Deny} {
+		if d, ok := parseDecision(in); !ok || d != want {
+			t.Errorf("parseDecision(%q) = %v, %v", in, d, ok)
+		}
+	}
+	if _, ok := parseDecision("maybe"); ok {
+		t.Error("maybe accepted")
+	}
+}
