@@ -5,7 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/store"
@@ -207,5 +209,53 @@ func TestFreshMachineOffline(t *testing.T) {
 	tm.expect("saved")
 	if err := tm.wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+}
+
+// TestTerminalCtrlC: Ctrl-C while the model is answering stops the turn,
+// keeps the question, and the chat goes on.
+func TestTerminalCtrlC(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	// A model that would take an hour to answer the slow question: only
+	// Ctrl-C ends that turn. Other questions get the echo.
+	asked := make(chan struct{})
+	var once sync.Once
+	srv.SetDefault(func(r llmtest.Request) llmtest.Step {
+		if r.LastUserText() == "a slow question" {
+			once.Do(func() { close(asked) })
+			return llmtest.Reply{Text: "never finished", Delay: time.Hour}
+		}
+		return llmtest.EchoReply(r)
+	})
+	tm := startTerm(t, env, work)
+	tm.line("a slow question")
+	tm.expect("thinking…") // the turn runs; the terminal is back in cooked mode
+	select {               // and the model has the question
+	case <-asked:
+	case <-time.After(hangGuard):
+		t.Fatalf("the model never got the question:\n%s", tm.Screen())
+	}
+	tm.send("\x03")
+	tm.expect("⏹ interrupted — everything said so far is kept")
+	tm.line("still there?")
+	tm.expect("echo: still there?")
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+	st := openStore(t, home)
+	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions %+v, %v", ss, err)
+	}
+	msgs, _ := st.Transcript(t.Context(), ss[0].ID)
+	var got []string
+	for _, m := range msgs {
+		got = append(got, string(m.Role)+":"+m.Content)
+	}
+	if strings.Join(got, "|") != "user:a slow question|user:still there?|assistant:echo: still there?" {
+		t.Fatalf("transcript %q", got)
 	}
 }
