@@ -259,3 +259,53 @@ func TestTerminalCtrlC(t *testing.T) {
 		t.Fatalf("transcript %q", got)
 	}
 }
+
+// TestSessionsCommands drives `baton sessions …` on sessions made by -p.
+func TestSessionsCommands(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(batonBin, args...)
+		cmd.Env, cmd.Dir = env, work
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("baton %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("-p", "the walrus said")
+	st := openStore(t, home)
+	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions %+v, %v", ss, err)
+	}
+	id := ss[0].ID[:8]
+	if out := run("sessions", "list"); !strings.Contains(out, id) || !strings.Contains(out, "cli") {
+		t.Errorf("list:\n%s", out)
+	}
+	if out := run("sessions", "rename", id, "Walrus", "notes"); !strings.Contains(out, `Renamed "Walrus notes"`) {
+		t.Errorf("rename:\n%s", out)
+	}
+	if out := run("sessions", "show", "Walrus notes"); !strings.Contains(out, "› the walrus said") || !strings.Contains(out, "echo: the walrus said") {
+		t.Errorf("show:\n%s", out)
+	}
+	if out := run("sessions", "search", "walrus"); !strings.Contains(out, "[walrus]") || !strings.Contains(out, "Walrus notes") {
+		t.Errorf("search:\n%s", out)
+	}
+	if out := run("sessions", "export", id); !strings.Contains(out, `"Title": "Walrus notes"`) || !strings.Contains(out, `"Content": "the walrus said"`) {
+		t.Errorf("export:\n%s", out)
+	}
+	if out := run("sessions", "delete", id); !strings.Contains(out, "Deleted") {
+		t.Errorf("delete:\n%s", out)
+	}
+	if out := run("sessions", "list"); !strings.Contains(out, "No sessions yet") {
+		t.Errorf("list after delete:\n%s", out)
+	}
+	cmd := exec.Command(batonBin, "sessions", "show", "nope")
+	cmd.Env, cmd.Dir = env, work
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `session "nope": `) {
+		t.Errorf("show of an unknown session: %v\n%s", err, out)
+	}
+}

@@ -336,3 +336,34 @@ func TestParseDecision(t *testing.T) {
 		t.Error("maybe accepted")
 	}
 }
+
+func TestREPLRetryCompressSearch(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	srv.Push(llmtest.Reply{Text: "first try"}, llmtest.Reply{Text: "second try"})
+	out := runREPL(t, app, Config{}, "pineapple question", "/retry", "two", "three", "/compress", "/search pineapple")
+	for _, want := range []string{"first try", "second try", "Compressed: ~", "pineapple"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	s := onlySession(t, app)
+	hist, _ := app.Store.History(t.Context(), s.ID)
+	var retried bool
+	for _, m := range hist {
+		retried = retried || (m.Content == "first try" && m.Superseded)
+	}
+	if !retried {
+		t.Error("/retry did not supersede the first answer")
+	}
+	msgs, _ := app.Store.Transcript(t.Context(), s.ID)
+	if len(msgs) == 0 || !agent.IsSummary(msgs[0]) {
+		t.Errorf("/compress left no summary first: %+v", msgs)
+	}
+	if !strings.Contains(out[strings.LastIndex(out, "/search pineapple"):], "[pineapple]") {
+		t.Errorf("search hit not shown:\n%s", out)
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
