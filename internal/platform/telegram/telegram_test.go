@@ -1,0 +1,606 @@
+package telegram_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/telegram"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+)
+
+const token = "123456:TEST-secret-token-value"
+
+var owner = telegramtest.User{ID: 5001, FirstName: "Ada", Username: "ada"}
+
+// syncBuffer collects log output from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type fixture struct {
+	srv  *telegramtest.Server
+	tg   *telegram.Adapter
+	logs *syncBuffer
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	srv := telegramtest.New(t, token)
+	logs := &syncBuffer{}
+	tg, err := telegram.New(telegram.Config{
+		Token:       token,
+		ServerURL:   srv.URL(),
+		PollTimeout: time.Second,
+		RetryBase:   5 * time.Millisecond,
+		RetryMax:    20 * time.Millisecond,
+		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if strings.Contains(logs.String(), "TEST-secret") {
+			t.Errorf("the bot token appears in the logs:\n%s", logs.String())
+		}
+	})
+	return &fixture{srv: srv, tg: tg, logs: logs}
+}
+
+// run starts the adapter's Run with h and stops it when the test ends.
+func (f *fixture) run(t *testing.T, h platform.Handler) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.tg.Run(ctx, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// collector is a Handler that records events and lets a test wait for them.
+type collector struct {
+	mu     sync.Mutex
+	events []platform.Event
+	wake   chan struct{}
+}
+
+func newCollector() *collector { return &collector{wake: make(chan struct{})} }
+
+func (c *collector) handle(_ context.Context, ev platform.Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, ev)
+	close(c.wake)
+	c.wake = make(chan struct{})
+	return nil
+}
+
+// waitFor blocks until an event satisfying pred has arrived.
+func (c *collector) waitFor(t *testing.T, pred func(platform.Event) bool) platform.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		c.mu.Lock()
+		for _, ev := range c.events {
+			if pred(ev) {
+				c.mu.Unlock()
+				return ev
+			}
+		}
+		wake := c.wake
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no matching event; have %+v", c.all())
+		case <-wake:
+		}
+	}
+}
+
+func (c *collector) all() []platform.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]platform.Event(nil), c.events...)
+}
+
+func textIs(s string) func(platform.Event) bool {
+	return func(ev platform.Event) bool { return ev.Text == s }
+}
+
+func dm(chat int64) platform.Address {
+	return platform.Address{Platform: "telegram", Kind: platform.DM, Chat: strconv.FormatInt(chat, 10)}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestAdapterCapabilities(t *testing.T) {
+	f := setup(t)
+	var a platform.Adapter = f.tg
+	for name, ok := range map[string]bool{
+		"Threader": is[platform.Threader](a), "Typer": is[platform.Typer](a), "Editor": is[platform.Editor](a),
+		"Limiter": is[platform.Limiter](a), "Commander": is[platform.Commander](a),
+	} {
+		if !ok {
+			t.Errorf("adapter is not a %s", name)
+		}
+	}
+	if f.tg.Name() != "telegram" || f.tg.MaxMessageLen() != 4096 || f.tg.MessageLen("a😀") != 3 {
+		t.Errorf("Name/MaxMessageLen/MessageLen = %q %d %d", f.tg.Name(), f.tg.MaxMessageLen(), f.tg.MessageLen("a😀"))
+	}
+}
+
+func is[T any](a platform.Adapter) bool { _, ok := a.(T); return ok }
+
+func TestNewNeedsToken(t *testing.T) {
+	if _, err := telegram.New(telegram.Config{}); err == nil {
+		t.Fatal("New without a token succeeded")
+	}
+	t.Setenv(telegram.EnvToken, "from-env")
+	if c := telegram.FromEnv(telegram.Config{}); c.Token != "from-env" {
+		t.Errorf("FromEnv token = %q", c.Token)
+	}
+	if c := telegram.FromEnv(telegram.Config{Token: "from-config"}); c.Token != "from-config" {
+		t.Errorf("FromEnv overrode the config token: %q", c.Token)
+	}
+	c := telegram.Config{Token: "123:secret"}
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("cfg", "config", c)
+	if strings.Contains(buf.String()+c.String(), "secret") {
+		t.Errorf("config shows its token: %s / %s", buf.String(), c.String())
+	}
+}
+
+func TestSendRendersHTML(t *testing.T) {
+	f := setup(t)
+	id, err := f.tg.Send(ctxT(t), dm(5001), "**Done.** Run `go test` & check <output>:\n\n```go\nx := 1 < 2\n```")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := f.srv.Sent()
+	if len(sent) != 1 {
+		t.Fatalf("sent %d messages, want 1", len(sent))
+	}
+	m := sent[0]
+	if id != strconv.Itoa(m.MessageID) {
+		t.Errorf("Send returned id %q, server gave %d", id, m.MessageID)
+	}
+	if m.ParseMode != "HTML" || m.ChatID != "5001" || m.ThreadID != 0 {
+		t.Errorf("sent %+v", m)
+	}
+	for _, want := range []string{"<b>Done.</b>", "<code>go test</code>", "&amp; check &lt;output&gt;", `<pre><code class="language-go">x := 1 &lt; 2</code></pre>`} {
+		if !strings.Contains(m.Text, want) {
+			t.Errorf("HTML %q lacks %q", m.Text, want)
+		}
+	}
+	if !strings.Contains(m.Plain, "Run go test & check <output>:") {
+		t.Errorf("displayed text = %q", m.Plain)
+	}
+}
+
+func TestSendFallsBackToPlainWhenEntitiesRefused(t *testing.T) {
+	f := setup(t)
+	f.srv.RejectEntities(1)
+	if _, err := f.tg.Send(ctxT(t), dm(5001), "**bold** move"); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.srv.Sent()
+	if len(sent) != 1 || sent[0].ParseMode != "" || sent[0].Text != "**bold** move" {
+		t.Fatalf("sent %+v, want the markdown once as plain text", sent)
+	}
+	if n := f.srv.CallCount("sendMessage"); n != 2 {
+		t.Errorf("sendMessage called %d times, want 2 (HTML, then plain)", n)
+	}
+}
+
+// longReply is about 10,000 characters of prose with emoji (two UTF-16
+// units each) and paragraph breaks.
+func longReply() string {
+	var b strings.Builder
+	for i := 0; b.Len() < 10000 || len([]rune(b.String())) < 10000; i++ {
+		b.WriteString("Sentence " + strconv.Itoa(i) + " says something useful 🚀 about the work. ")
+		if i%9 == 8 {
+			b.WriteString("\n\n")
+		}
+	}
+	return b.String()
+}
+
+func TestSendSplitsLongReplyInOrder(t *testing.T) {
+	f := setup(t)
+	text := longReply()
+	if _, err := f.tg.Send(ctxT(t), dm(5001), text); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.srv.Sent()
+	if len(sent) < 3 {
+		t.Fatalf("sent %d parts, want at least 3", len(sent))
+	}
+	var got []string
+	for i, m := range sent {
+		if n := platform.UTF16Len(m.Plain); n > 4096 {
+			t.Errorf("part %d is %d UTF-16 units", i, n)
+		}
+		got = append(got, m.Plain)
+	}
+	if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.Join(strings.Fields(text), " ") {
+		t.Errorf("parts do not rejoin to the reply in order")
+	}
+}
+
+func TestSendHonoursRetryAfterAndDeliversOnce(t *testing.T) {
+	f := setup(t)
+	f.srv.FailNext("sendMessage", 429, 1)
+	f.srv.FailNext("sendMessage", 429, 1)
+	text := longReply()[:6000]
+	if _, err := f.tg.Send(ctxT(t), dm(5001), text); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.srv.Sent()
+	if len(sent) != 2 {
+		t.Fatalf("delivered %d parts, want 2", len(sent))
+	}
+	if sent[0].Plain == sent[1].Plain {
+		t.Errorf("a part was delivered twice")
+	}
+	if n := f.srv.CallCount("sendMessage"); n != 4 {
+		t.Errorf("sendMessage called %d times, want 4 (two refused)", n)
+	}
+}
+
+func TestSendRetriesServerErrors(t *testing.T) {
+	f := setup(t)
+	f.srv.FailNext("sendMessage", 500, 0)
+	f.srv.FailNext("sendMessage", 502, 0)
+	if _, err := f.tg.Send(ctxT(t), dm(5001), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if sent := f.srv.Sent(); len(sent) != 1 {
+		t.Fatalf("sent %d, want 1", len(sent))
+	}
+}
+
+func TestSendGivesUpOnPersistentServerErrors(t *testing.T) {
+	f := setup(t)
+	for range 10 {
+		f.srv.FailNext("sendMessage", 503, 0)
+	}
+	_, err := f.tg.Send(ctxT(t), dm(5001), "hello")
+	if err == nil || errors.Is(err, platform.ErrPermanent) {
+		t.Fatalf("err = %v, want a transient failure", err)
+	}
+	if n := f.srv.CallCount("sendMessage"); n != 5 {
+		t.Errorf("tried %d times, want 5", n)
+	}
+}
+
+func TestSendPermanentFailures(t *testing.T) {
+	f := setup(t)
+	f.srv.FailNext("sendMessage", 403, 0)
+	if _, err := f.tg.Send(ctxT(t), dm(5001), "hi"); !errors.Is(err, platform.ErrPermanent) {
+		t.Errorf("403: err = %v, want ErrPermanent", err)
+	}
+	bad := platform.Address{Platform: "telegram", Kind: platform.DM, Chat: "not-a-chat"}
+	if _, err := f.tg.Send(ctxT(t), bad, "hi"); !errors.Is(err, platform.ErrPermanent) {
+		t.Errorf("chat not found: err = %v, want ErrPermanent", err)
+	}
+	if _, err := f.tg.Send(ctxT(t), platform.Address{Platform: "slack", Kind: platform.DM, Chat: "1"}, "hi"); !errors.Is(err, platform.ErrPermanent) {
+		t.Errorf("foreign address: err = %v, want ErrPermanent", err)
+	}
+	if _, err := f.tg.Send(ctxT(t), dm(5001), " \n "); !errors.Is(err, platform.ErrPermanent) {
+		t.Errorf("empty text: err = %v, want ErrPermanent", err)
+	}
+	if n := f.srv.CallCount("sendMessage"); n != 2 {
+		t.Errorf("sendMessage called %d times, want 2 (no retries of refusals)", n)
+	}
+}
+
+func TestRunDeliversAddressesAndStripsBotName(t *testing.T) {
+	f := setup(t)
+	f.srv.AddChat(telegramtest.Chat{ID: -100777, Type: telegramtest.Supergroup, Title: "work", IsForum: true})
+	f.srv.AddChat(telegramtest.Chat{ID: -4000, Type: telegramtest.Group, Title: "friends"})
+	f.srv.PushMessage(5001, 0, owner, "hello from the DM")
+	f.srv.PushMessage(-4000, 0, owner, "/handoff@"+f.srv.BotUsername()+" cli")
+	f.srv.PushMessage(-4000, 0, owner, "/start@some_other_bot")
+	f.srv.PushMessage(-100777, 42, owner, "in a topic")
+	f.srv.PushMessage(-100777, 0, owner, "in General")
+	c := newCollector()
+	f.run(t, c.handle)
+
+	ev := c.waitFor(t, textIs("hello from the DM"))
+	if ev.At.Key() != "telegram:dm:5001" || ev.SenderID != "5001" || ev.Sender != "Ada" || ev.Time.IsZero() {
+		t.Errorf("DM event %+v", ev)
+	}
+	if !strings.HasPrefix(ev.ID, "5001:") {
+		t.Errorf("event id %q is not <chat>:<message>", ev.ID)
+	}
+	ev = c.waitFor(t, textIs("/handoff cli"))
+	if ev.At.Key() != "telegram:group:-4000" {
+		t.Errorf("group event at %s", ev.At.Key())
+	}
+	ev = c.waitFor(t, textIs("in a topic"))
+	if ev.At.Key() != "telegram:thread:-100777:42" {
+		t.Errorf("topic event at %s", ev.At.Key())
+	}
+	ev = c.waitFor(t, textIs("in General"))
+	if ev.At.Key() != "telegram:group:-100777" {
+		t.Errorf("General-topic event at %s", ev.At.Key())
+	}
+	for _, ev := range c.all() {
+		if strings.Contains(ev.Text, "some_other_bot") {
+			t.Errorf("a command for another bot was delivered: %+v", ev)
+		}
+	}
+}
+
+func TestRunAdvancesOffsetOnlyAfterHandlerSucceeds(t *testing.T) {
+	f := setup(t)
+	upd, _ := f.srv.PushMessage(5001, 0, owner, "store me")
+	var mu sync.Mutex
+	calls := 0
+	var confirmedDuring []int64
+	done := make(chan struct{})
+	f.run(t, func(_ context.Context, ev platform.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		confirmedDuring = append(confirmedDuring, f.srv.Confirmed())
+		if calls == 1 {
+			return errors.New("database is locked")
+		}
+		if calls == 2 {
+			close(done)
+		}
+		return nil
+	})
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the update was not redelivered after the handler failed")
+	}
+	ctx := ctxT(t)
+	if err := f.srv.WaitConfirmed(ctx, upd+1); err != nil {
+		t.Fatalf("offset never advanced past the stored update: %v", err)
+	}
+	mu.Lock()
+	for i, c := range confirmedDuring {
+		if c > upd {
+			t.Errorf("call %d: update %d already confirmed (offset %d) while being handled", i, upd, c)
+		}
+	}
+	mu.Unlock()
+	// Nothing more arrives: the handled update is not handed over again.
+	next, _ := f.srv.PushMessage(5001, 0, owner, "next")
+	if err := f.srv.WaitConfirmed(ctx, next+1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 {
+		t.Errorf("handler called %d times, want 3 (fail, store, next)", calls)
+	}
+}
+
+func TestRunAnswersARepeatedUpdateOnce(t *testing.T) {
+	f := setup(t)
+	// The same update twice (a server that lost our acknowledgement), and
+	// the same message again under a new update id.
+	msg := map[string]any{
+		"message_id": 77, "date": time.Now().Unix(), "text": "only once",
+		"chat": map[string]any{"id": 5001, "type": "private"},
+		"from": map[string]any{"id": 5001, "is_bot": false, "first_name": "Ada"},
+	}
+	f.srv.PushUpdate(map[string]any{"update_id": 5000, "message": msg})
+	f.srv.PushUpdate(map[string]any{"update_id": 5000, "message": msg})
+	f.srv.PushMessageID(5001, 0, owner, "only once", 77)
+	f.srv.PushMessage(5001, 0, owner, "sentinel")
+	c := newCollector()
+	f.run(t, c.handle)
+	c.waitFor(t, textIs("sentinel"))
+	n := 0
+	for _, ev := range c.all() {
+		if ev.Text == "only once" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("repeated message handled %d times, want 1", n)
+	}
+}
+
+func TestNewThreadKeyMatchesLaterMessages(t *testing.T) {
+	cases := []struct {
+		name string
+		chat telegramtest.Chat
+		home platform.Address
+		kind platform.Kind
+	}{
+		{"forum supergroup", telegramtest.Chat{ID: -100777, Type: telegramtest.Supergroup, Title: "work", IsForum: true},
+			platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-100777"}, platform.Thread},
+		{"private chat with topics", telegramtest.Chat{ID: 5001, Type: telegramtest.Private, IsForum: true},
+			dm(5001), platform.DM},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := setup(t)
+			f.srv.AddChat(tc.chat)
+			title := strings.Repeat("Refactor the store ", 10) // longer than 128
+			addr, err := f.tg.NewThread(ctxT(t), tc.home, title)
+			if err != nil {
+				t.Fatal(err)
+			}
+			topics := f.srv.Topics()
+			if len(topics) != 1 || !strings.HasPrefix(topics[0].Name, "Refactor the store") || platform.UTF16Len(topics[0].Name) > 128 {
+				t.Fatalf("topics = %+v", topics)
+			}
+			if addr.Kind != tc.kind || addr.Thread != strconv.Itoa(topics[0].ThreadID) {
+				t.Errorf("NewThread = %+v", addr)
+			}
+			if _, err := f.tg.Send(ctxT(t), addr, "Handed off here."); err != nil {
+				t.Fatal(err)
+			}
+			if s := f.srv.Sent(); s[0].ThreadID != topics[0].ThreadID {
+				t.Errorf("confirmation went to thread %d, want %d", s[0].ThreadID, topics[0].ThreadID)
+			}
+			f.srv.PushMessage(tc.chat.ID, topics[0].ThreadID, owner, "my reply in the topic")
+			c := newCollector()
+			f.run(t, c.handle)
+			ev := c.waitFor(t, textIs("my reply in the topic"))
+			if ev.At.Key() != addr.Key() {
+				t.Errorf("later message key %q, NewThread key %q", ev.At.Key(), addr.Key())
+			}
+			if ev.At != addr {
+				t.Errorf("later message address %+v, NewThread address %+v", ev.At, addr)
+			}
+		})
+	}
+}
+
+func TestNewThreadWhereTopicsAreRefused(t *testing.T) {
+	f := setup(t)
+	f.srv.AddChat(telegramtest.Chat{ID: -4000, Type: telegramtest.Group})
+	home := platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-4000"}
+	if _, err := f.tg.NewThread(ctxT(t), home, "s"); !errors.Is(err, platform.ErrUnsupported) {
+		t.Errorf("plain group: err = %v, want ErrUnsupported", err)
+	}
+	if _, err := f.tg.NewThread(ctxT(t), dm(5001), "s"); !errors.Is(err, platform.ErrUnsupported) {
+		t.Errorf("private chat without topics: err = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestOptionalMethodsUnsupported(t *testing.T) {
+	f := setup(t)
+	f.srv.AddChat(telegramtest.Chat{ID: -100777, Type: telegramtest.Supergroup, IsForum: true})
+	f.srv.Unsupported("sendChatAction", "createForumTopic", "setMyCommands", "editMessageText")
+	ctx := ctxT(t)
+	forum := platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-100777"}
+	for i := range 3 {
+		if err := f.tg.Typing(ctx, dm(5001)); !errors.Is(err, platform.ErrUnsupported) {
+			t.Errorf("Typing #%d: %v", i, err)
+		}
+	}
+	if _, err := f.tg.NewThread(ctx, forum, "t"); !errors.Is(err, platform.ErrUnsupported) {
+		t.Errorf("NewThread: %v", err)
+	}
+	if err := f.tg.SetCommands(ctx, []platform.Command{{Name: "help", Description: "help"}}); !errors.Is(err, platform.ErrUnsupported) {
+		t.Errorf("SetCommands: %v", err)
+	}
+	id, err := f.tg.Send(ctx, forum, "sending still works")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tg.Edit(ctx, forum, id, "changed"); !errors.Is(err, platform.ErrUnsupported) {
+		t.Errorf("Edit: %v", err)
+	}
+	if n := strings.Count(f.logs.String(), "method=sendChatAction"); n != 1 {
+		t.Errorf("sendChatAction refusal logged %d times, want once", n)
+	}
+}
+
+func TestTypingCommandsAndEdit(t *testing.T) {
+	f := setup(t)
+	f.srv.AddChat(telegramtest.Chat{ID: -100777, Type: telegramtest.Supergroup, IsForum: true})
+	ctx := ctxT(t)
+	topic := platform.Address{Platform: "telegram", Kind: platform.Thread, Chat: "-100777", Thread: "9"}
+	if err := f.tg.Typing(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	var typing *telegramtest.Call
+	for _, c := range f.srv.Calls() {
+		if c.Method == "sendChatAction" {
+			typing = &c
+		}
+	}
+	if typing == nil || typing.Params["action"] != "typing" || typing.Params["message_thread_id"] != "9" || typing.Params["chat_id"] != "-100777" {
+		t.Errorf("sendChatAction call = %+v", typing)
+	}
+
+	err := f.tg.SetCommands(ctx, []platform.Command{
+		{Name: "/handoff", Description: "Move this session elsewhere"},
+		{Name: "Resume", Description: ""},
+		{Name: "bad-name", Description: "refused by Telegram"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := f.srv.Commands()
+	var got []struct{ Command, Description string }
+	if len(cmds) != 1 || json.Unmarshal(cmds[0], &got) != nil {
+		t.Fatalf("setMyCommands calls = %s", cmds)
+	}
+	if len(got) != 2 || got[0].Command != "handoff" || got[1].Command != "resume" || got[1].Description == "" {
+		t.Errorf("commands = %+v", got)
+	}
+
+	id, err := f.tg.Send(ctx, topic, "draft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tg.Edit(ctx, topic, id, "**final**"); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.srv.Sent()
+	last := sent[len(sent)-1]
+	if last.Method != "editMessageText" || strconv.Itoa(last.MessageID) != id || last.Text != "<b>final</b>" {
+		t.Errorf("edit = %+v", last)
+	}
+}
+
+func TestRunRefusedToken(t *testing.T) {
+	srv := telegramtest.New(t, token)
+	tg, err := telegram.New(telegram.Config{Token: "999:wrong", ServerURL: srv.URL(), RetryBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tg.Run(ctxT(t), func(context.Context, platform.Event) error { return nil })
+	if err == nil {
+		t.Fatal("Run with a refused token returned nil")
+	}
+	if strings.Contains(err.Error(), "wrong") {
+		t.Errorf("the error shows the token: %v", err)
+	}
+}
+
+func TestRunReturnsWhenContextEnds(t *testing.T) {
+	f := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.tg.Run(ctx, func(context.Context, platform.Event) error { return nil }) }()
+	// Wait until polling has begun, then cancel it.
+	for f.srv.CallCount("getMe") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil at ctx end", err)
+	}
+}

@@ -1,0 +1,766 @@
+// Package telegramtest is a fake Telegram Bot API server for tests: real
+// HTTP on 127.0.0.1, requests parsed as the real API receives them
+// (multipart/form-data, application/x-www-form-urlencoded, JSON or query
+// string), updates handed out by getUpdates with the real offset and
+// long-poll semantics, forum topics, and failures on demand (429 with
+// retry_after, 5xx, unsupported methods, rejected HTML).
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// Chat types, as the Bot API names them.
+const (
+	Private    = "private"
+	Group      = "group"
+	Supergroup = "supergroup"
+)
+
+// Chat is a chat the fake knows. A forum supergroup has IsForum set; a
+// private chat with IsForum set has topics enabled (Bot API 9 private chat
+// topics), so createForumTopic works there too.
+type Chat struct {
+	ID      int64
+	Type    string // Private, Group or Supergroup
+	Title   string
+	IsForum bool
+}
+
+// User is a message's sender.
+type User struct {
+	ID        int64
+	FirstName string
+	Username  string
+}
+
+// SentMessage is a message the bot posted (sendMessage) or changed
+// (editMessageText) and the fake accepted.
+type SentMessage struct {
+	Method    string // "sendMessage" or "editMessageText"
+	ChatID    string
+	ThreadID  int    // message_thread_id; 0 for none
+	MessageID int    // the id the fake gave it (or the edited one)
+	Text      string // as sent: HTML when ParseMode is "HTML"
+	ParseMode string
+	Plain     string // the text a person sees: tags stripped, entities decoded
+}
+
+// Call is one request the fake received, answered or not.
+type Call struct {
+	Method string
+	Params map[string]string
+	Status int // HTTP status answered
+}
+
+// Topic is a forum topic created with createForumTopic.
+type Topic struct {
+	ChatID   string
+	ThreadID int
+	Name     string
+}
+
+// Server is the fake Bot API. Its methods are safe for concurrent use.
+type Server struct {
+	tb     testing.TB
+	token  string
+	http   *httptest.Server
+	botID  int64
+	botTag string
+
+	mu          sync.Mutex
+	wake        chan struct{} // closed and replaced whenever state changes
+	updates     []json.RawMessage
+	updateIDs   []int64
+	nextUpdate  int64
+	confirmed   int64 // every update below this id was confirmed by an offset
+	nextMsg     int
+	nextThread  int
+	chats       map[int64]Chat
+	calls       []Call
+	sent        []SentMessage
+	topics      []Topic
+	commands    []json.RawMessage
+	failures    map[string][]failure
+	unsupported map[string]bool
+	rejectHTML  int
+}
+
+type failure struct {
+	status     int
+	retryAfter int
+}
+
+// New starts a fake Bot API for token on 127.0.0.1, closed when tb ends.
+// Point the client at URL() (bot.WithServerURL).
+func New(tb testing.TB, token string) *Server {
+	tb.Helper()
+	s := &Server{
+		tb:          tb,
+		token:       token,
+		botTag:      "baton_test_bot",
+		wake:        make(chan struct{}),
+		nextUpdate:  1000,
+		nextMsg:     1,
+		nextThread:  100,
+		chats:       map[int64]Chat{},
+		failures:    map[string][]failure{},
+		unsupported: map[string]bool{},
+	}
+	if id, err := strconv.ParseInt(strings.SplitN(token, ":", 2)[0], 10, 64); err == nil {
+		s.botID = id
+	} else {
+		s.botID = 4242
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("telegramtest: listen: %v", err)
+	}
+	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.http.Listener.Close()
+	s.http.Listener = l
+	s.http.Start()
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// URL is the server URL to configure the client with.
+func (s *Server) URL() string { return s.http.URL }
+
+// Token is the bot token the fake accepts.
+func (s *Server) Token() string { return s.token }
+
+// BotUsername is the username getMe reports, without "@".
+func (s *Server) BotUsername() string { return s.botTag }
+
+// Close stops the server; pending long polls return at once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.changed()
+	s.mu.Unlock()
+	s.http.CloseClientConnections()
+	s.http.Close()
+}
+
+// AddChat registers a chat, so messages in it carry its type and
+// createForumTopic works in it when it is a forum. Chats not added are
+// private when their id is positive and plain groups otherwise.
+func (s *Server) AddChat(c Chat) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chats[c.ID] = c
+}
+
+func (s *Server) chat(id int64) Chat {
+	if c, ok := s.chats[id]; ok {
+		return c
+	}
+	if id > 0 {
+		return Chat{ID: id, Type: Private}
+	}
+	return Chat{ID: id, Type: Group, Title: "group"}
+}
+
+// PushUpdate queues a raw update for getUpdates. An update without an
+// "update_id" gets the next one; the id used is returned. Pushing the same
+// id twice queues it twice, as a server that lost an acknowledgement would.
+func (s *Server) PushUpdate(update map[string]any) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var id int64
+	switch v := update["update_id"].(type) {
+	case int64:
+		id = v
+	case int:
+		id = int64(v)
+	case float64:
+		id = int64(v)
+	default:
+		s.nextUpdate++
+		id = s.nextUpdate
+		update["update_id"] = id
+	}
+	if id > s.nextUpdate {
+		s.nextUpdate = id
+	}
+	raw, err := json.Marshal(update)
+	if err != nil {
+		s.tb.Errorf("telegramtest: marshal update: %v", err)
+		return id
+	}
+	s.updates = append(s.updates, raw)
+	s.updateIDs = append(s.updateIDs, id)
+	s.changed()
+	return id
+}
+
+// PushMessage queues a text message from a person in a chat (thread 0 for
+// none; a thread in a forum is a topic message) and returns its update id
+// and message id.
+func (s *Server) PushMessage(chatID int64, thread int, from User, text string) (updateID int64, messageID int) {
+	s.mu.Lock()
+	s.nextMsg++
+	messageID = s.nextMsg
+	c := s.chat(chatID)
+	s.mu.Unlock()
+	return s.PushUpdate(map[string]any{"message": s.message(c, thread, from, text, messageID)}), messageID
+}
+
+// PushMessageID queues a message with a given message id, for tests of a
+// message delivered again under a new update id.
+func (s *Server) PushMessageID(chatID int64, thread int, from User, text string, messageID int) int64 {
+	s.mu.Lock()
+	c := s.chat(chatID)
+	s.mu.Unlock()
+	return s.PushUpdate(map[string]any{"message": s.message(c, thread, from, text, messageID)})
+}
+
+func (s *Server) message(c Chat, thread int, from User, text string, id int) map[string]any {
+	chat := map[string]any{"id": c.ID, "type": c.Type}
+	if c.Title != "" {
+		chat["title"] = c.Title
+	}
+	if c.IsForum {
+		chat["is_forum"] = true
+	}
+	if c.Type == Private {
+		chat["first_name"] = from.FirstName
+	}
+	m := map[string]any{
+		"message_id": id,
+		"date":       time.Now().Unix(),
+		"chat":       chat,
+		"from":       map[string]any{"id": from.ID, "is_bot": false, "first_name": from.FirstName, "username": from.Username},
+		"text":       text,
+	}
+	if thread != 0 {
+		m["message_thread_id"] = thread
+		m["is_topic_message"] = true
+	}
+	if strings.HasPrefix(text, "/") {
+		cmd := strings.Fields(text)[0]
+		m["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": platform.UTF16Len(cmd)}}
+	}
+	return m
+}
+
+// Confirmed is the offset the client last confirmed: every update with a
+// smaller id is acknowledged and will not be handed out again.
+func (s *Server) Confirmed() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.confirmed
+}
+
+// Pending is the number of queued updates not yet confirmed.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.updates)
+}
+
+// WaitConfirmed blocks until the client has confirmed every update below
+// offset, or ctx ends.
+func (s *Server) WaitConfirmed(ctx context.Context, offset int64) error {
+	return s.wait(ctx, func() bool { return s.confirmed >= offset })
+}
+
+// Sent returns the messages the bot posted or edited, in order.
+func (s *Server) Sent() []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SentMessage(nil), s.sent...)
+}
+
+// WaitSent blocks until at least n messages were sent (or edited), then
+// returns them all; it fails with ctx's error otherwise.
+func (s *Server) WaitSent(ctx context.Context, n int) ([]SentMessage, error) {
+	if err := s.wait(ctx, func() bool { return len(s.sent) >= n }); err != nil {
+		return s.Sent(), fmt.Errorf("waiting for %d sent messages (have %d): %w", n, len(s.Sent()), err)
+	}
+	return s.Sent(), nil
+}
+
+// Calls returns every request received, in order, failures included.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// CallCount is the number of requests received for method.
+func (s *Server) CallCount(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if strings.EqualFold(c.Method, method) {
+			n++
+		}
+	}
+	return n
+}
+
+// Topics returns the forum topics created, in order.
+func (s *Server) Topics() []Topic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Topic(nil), s.topics...)
+}
+
+// Commands returns the "commands" parameter of each setMyCommands call.
+func (s *Server) Commands() []json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]json.RawMessage(nil), s.commands...)
+}
+
+// FailNext makes the next call of method fail with status (429 answers
+// carry parameters.retry_after = retryAfter seconds). Calls queue: three
+// FailNext calls fail the next three requests.
+func (s *Server) FailNext(method string, status, retryAfter int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := strings.ToLower(method)
+	s.failures[k] = append(s.failures[k], failure{status, retryAfter})
+}
+
+// Unsupported makes methods answer 404 "method not supported", as a Bot
+// API server without them would.
+func (s *Server) Unsupported(methods ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range methods {
+		s.unsupported[strings.ToLower(m)] = true
+	}
+}
+
+// RejectEntities makes the next n sendMessage/editMessageText calls with a
+// parse_mode fail with 400 "can't parse entities", whatever their text.
+// (Malformed HTML is always rejected so.)
+func (s *Server) RejectEntities(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rejectHTML += n
+}
+
+// changed wakes every waiter; s.mu must be held.
+func (s *Server) changed() {
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// wait blocks until cond (checked under s.mu) holds or ctx ends.
+func (s *Server) wait(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ok, wake := cond(), s.wake
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// serve routes /bot<token>/<method>.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	token, method, ok := strings.Cut(rest, "/")
+	if !ok || token != s.token {
+		s.reply(w, r, "", nil, 401, "Unauthorized", 0, nil)
+		return
+	}
+	params, err := parseParams(r)
+	if err != nil {
+		s.reply(w, r, method, params, 400, "Bad Request: "+err.Error(), 0, nil)
+		return
+	}
+	key := strings.ToLower(method)
+
+	s.mu.Lock()
+	if s.unsupported[key] {
+		s.mu.Unlock()
+		s.reply(w, r, method, params, 404, "Not Found: method not supported", 0, nil)
+		return
+	}
+	if q := s.failures[key]; len(q) > 0 {
+		f := q[0]
+		s.failures[key] = q[1:]
+		s.mu.Unlock()
+		desc := http.StatusText(f.status)
+		if f.status == 429 {
+			desc = "Too Many Requests: retry after " + strconv.Itoa(f.retryAfter)
+		}
+		s.reply(w, r, method, params, f.status, desc, f.retryAfter, nil)
+		return
+	}
+	s.mu.Unlock()
+
+	switch key {
+	case "getme":
+		s.reply(w, r, method, params, 200, "", 0, map[string]any{
+			"id": s.botID, "is_bot": true, "first_name": "baton", "username": s.botTag,
+			"can_join_groups": true, "has_topics_enabled": true,
+		})
+	case "getupdates":
+		s.getUpdates(w, r, params)
+	case "sendmessage", "editmessagetext":
+		s.sendMessage(w, r, method, params)
+	case "sendchataction":
+		if params["chat_id"] == "" || params["action"] == "" {
+			s.reply(w, r, method, params, 400, "Bad Request: chat_id and action are required", 0, nil)
+			return
+		}
+		s.reply(w, r, method, params, 200, "", 0, true)
+	case "setmycommands":
+		var cmds []map[string]string
+		if err := json.Unmarshal([]byte(params["commands"]), &cmds); err != nil {
+			s.reply(w, r, method, params, 400, "Bad Request: can't parse commands JSON", 0, nil)
+			return
+		}
+		s.mu.Lock()
+		s.commands = append(s.commands, json.RawMessage(params["commands"]))
+		s.mu.Unlock()
+		s.reply(w, r, method, params, 200, "", 0, true)
+	case "createforumtopic":
+		s.createForumTopic(w, r, params)
+	case "deletewebhook", "sendmessagedraft":
+		s.reply(w, r, method, params, 200, "", 0, true)
+	default:
+		s.reply(w, r, method, params, 404, "Not Found", 0, nil)
+	}
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	offset, _ := strconv.ParseInt(p["offset"], 10, 64)
+	timeout, _ := strconv.Atoi(p["timeout"])
+	limit, _ := strconv.Atoi(p["limit"])
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
+	for {
+		s.mu.Lock()
+		if offset > 0 {
+			// An offset confirms every update below it, for good.
+			keptU, keptID := s.updates[:0:0], s.updateIDs[:0:0]
+			for i, id := range s.updateIDs {
+				if id >= offset {
+					keptU, keptID = append(keptU, s.updates[i]), append(keptID, id)
+				}
+			}
+			s.updates, s.updateIDs = keptU, keptID
+			if offset > s.confirmed {
+				s.confirmed = offset
+				s.changed()
+			}
+		}
+		idx := make([]int, len(s.updateIDs))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return s.updateIDs[idx[a]] < s.updateIDs[idx[b]] })
+		var out []json.RawMessage
+		for _, i := range idx {
+			if len(out) == limit {
+				break
+			}
+			out = append(out, s.updates[i])
+		}
+		wake := s.wake
+		s.mu.Unlock()
+		if len(out) > 0 || !time.Now().Before(deadline) {
+			if out == nil {
+				out = []json.RawMessage{}
+			}
+			s.reply(w, r, "getUpdates", p, 200, "", 0, out)
+			return
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method string, p map[string]string) {
+	chatID, err := strconv.ParseInt(p["chat_id"], 10, 64)
+	if err != nil {
+		s.reply(w, r, method, p, 400, "Bad Request: chat not found", 0, nil)
+		return
+	}
+	text := p["text"]
+	plain := text
+	if p["parse_mode"] != "" {
+		s.mu.Lock()
+		reject := s.rejectHTML > 0
+		if reject {
+			s.rejectHTML--
+		}
+		s.mu.Unlock()
+		if !strings.EqualFold(p["parse_mode"], "HTML") {
+			reject = true // the fake only speaks HTML
+		}
+		var perr error
+		if !reject {
+			plain, perr = CheckHTML(text)
+		}
+		if reject || perr != nil {
+			why := "unsupported start tag"
+			if perr != nil {
+				why = perr.Error()
+			}
+			s.reply(w, r, method, p, 400, "Bad Request: can't parse entities: "+why, 0, nil)
+			return
+		}
+	}
+	if strings.TrimSpace(plain) == "" {
+		s.reply(w, r, method, p, 400, "Bad Request: message text is empty", 0, nil)
+		return
+	}
+	if platform.UTF16Len(plain) > 4096 {
+		s.reply(w, r, method, p, 400, "Bad Request: message is too long", 0, nil)
+		return
+	}
+	thread, _ := strconv.Atoi(p["message_thread_id"])
+	s.mu.Lock()
+	c := s.chat(chatID)
+	if thread != 0 && !s.topicExists(p["chat_id"], thread) {
+		s.mu.Unlock()
+		s.reply(w, r, method, p, 400, "Bad Request: message thread not found", 0, nil)
+		return
+	}
+	var id int
+	if method == "editMessageText" || strings.EqualFold(method, "editmessagetext") {
+		id, _ = strconv.Atoi(p["message_id"])
+	} else {
+		s.nextMsg++
+		id = s.nextMsg
+	}
+	s.sent = append(s.sent, SentMessage{
+		Method: method, ChatID: p["chat_id"], ThreadID: thread, MessageID: id,
+		Text: text, ParseMode: p["parse_mode"], Plain: plain,
+	})
+	s.changed()
+	s.mu.Unlock()
+	msg := map[string]any{
+		"message_id": id, "date": time.Now().Unix(), "text": plain,
+		"chat": map[string]any{"id": c.ID, "type": c.Type},
+		"from": map[string]any{"id": s.botID, "is_bot": true, "first_name": "baton", "username": s.botTag},
+	}
+	if thread != 0 {
+		msg["message_thread_id"] = thread
+		msg["is_topic_message"] = true
+	}
+	s.reply(w, r, method, p, 200, "", 0, msg)
+}
+
+// topicExists reports whether thread is a topic of chat the fake made, or
+// any thread in a chat the test pushed messages for (tests may push topic
+// messages without creating the topic first). s.mu must be held.
+func (s *Server) topicExists(chat string, thread int) bool {
+	for _, t := range s.topics {
+		if t.ChatID == chat && t.ThreadID == thread {
+			return true
+		}
+	}
+	id, _ := strconv.ParseInt(chat, 10, 64)
+	return s.chat(id).IsForum
+}
+
+func (s *Server) createForumTopic(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	chatID, err := strconv.ParseInt(p["chat_id"], 10, 64)
+	if err != nil {
+		s.reply(w, r, "createForumTopic", p, 400, "Bad Request: chat not found", 0, nil)
+		return
+	}
+	name := p["name"]
+	if name == "" || platform.UTF16Len(name) > 128 {
+		s.reply(w, r, "createForumTopic", p, 400, "Bad Request: invalid topic name", 0, nil)
+		return
+	}
+	s.mu.Lock()
+	c := s.chat(chatID)
+	if !c.IsForum {
+		s.mu.Unlock()
+		s.reply(w, r, "createForumTopic", p, 400, "Bad Request: the chat is not a forum", 0, nil)
+		return
+	}
+	s.nextThread++
+	t := Topic{ChatID: p["chat_id"], ThreadID: s.nextThread, Name: name}
+	s.topics = append(s.topics, t)
+	s.changed()
+	s.mu.Unlock()
+	s.reply(w, r, "createForumTopic", p, 200, "", 0, map[string]any{
+		"message_thread_id": t.ThreadID, "name": name, "icon_color": 7322096,
+	})
+}
+
+// reply records the call and writes a Bot API answer.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, method string, p map[string]string, status int, desc string, retryAfter int, result any) {
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Method: method, Params: p, Status: status})
+	s.changed()
+	s.mu.Unlock()
+	body := map[string]any{"ok": status == 200}
+	if status == 200 {
+		body["result"] = result
+	} else {
+		body["error_code"] = status
+		body["description"] = desc
+		if retryAfter > 0 {
+			body["parameters"] = map[string]any{"retry_after": retryAfter}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// parseParams reads a request's parameters however the client sent them.
+// Values are strings as in a form; JSON bodies keep strings as they are
+// and give other values as their JSON text.
+func parseParams(r *http.Request) (map[string]string, error) {
+	out := map[string]string{}
+	for k, v := range r.URL.Query() {
+		out[k] = v[0]
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "multipart/form-data":
+		if err := r.ParseMultipartForm(32 << 20); err != nil {
+			if errors.Is(err, io.EOF) {
+				// A method without parameters: the go-telegram client
+				// sends an empty multipart body, which Telegram accepts.
+				return out, nil
+			}
+			return out, fmt.Errorf("multipart: %w", err)
+		}
+		for k, v := range r.MultipartForm.Value {
+			out[k] = v[0]
+		}
+	case "application/x-www-form-urlencoded":
+		if err := r.ParseForm(); err != nil {
+			return out, fmt.Errorf("form: %w", err)
+		}
+		for k, v := range r.PostForm {
+			out[k] = v[0]
+		}
+	case "application/json":
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return out, fmt.Errorf("read body: %w", err)
+		}
+		if len(strings.TrimSpace(string(body))) == 0 {
+			return out, nil
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			return out, fmt.Errorf("json: %w", err)
+		}
+		for k, v := range m {
+			var str string
+			if json.Unmarshal(v, &str) == nil {
+				out[k] = str
+			} else {
+				out[k] = string(v)
+			}
+		}
+	}
+	return out, nil
+}
+
+// The tags Telegram's HTML parse mode accepts.
+var (
+	allowedTags = map[string]bool{
+		"b": true, "strong": true, "i": true, "em": true, "u": true, "ins": true,
+		"s": true, "strike": true, "del": true, "span": true, "tg-spoiler": true,
+		"a": true, "code": true, "pre": true, "blockquote": true, "tg-emoji": true,
+	}
+	tagRE = regexp.MustCompile(`^<(/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s+[a-zA-Z-]+\s*=\s*"[^"]*")*)\s*>`)
+)
+
+// checkHTML validates text as Telegram's HTML parse mode would — known
+// tags only, properly nested, only &lt; &gt; &amp; &quot; and numeric
+// entities — and returns what a person sees.
+func CheckHTML(text string) (string, error) {
+	var plain strings.Builder
+	var stack []string
+	for i := 0; i < len(text); {
+		switch text[i] {
+		case '<':
+			m := tagRE.FindStringSubmatch(text[i:])
+			if m == nil {
+				return "", fmt.Errorf("unexpected < at byte offset %d", i)
+			}
+			name := strings.ToLower(m[2])
+			if !allowedTags[name] {
+				return "", fmt.Errorf("unsupported start tag %q at byte offset %d", name, i)
+			}
+			if m[1] == "/" {
+				if len(stack) == 0 || stack[len(stack)-1] != name {
+					return "", fmt.Errorf("unexpected end tag at byte offset %d", i)
+				}
+				stack = stack[:len(stack)-1]
+			} else {
+				stack = append(stack, name)
+			}
+			i += len(m[0])
+		case '&':
+			end := strings.IndexByte(text[i:], ';')
+			if end < 0 {
+				return "", fmt.Errorf("unterminated entity at byte offset %d", i)
+			}
+			ent := text[i : i+end+1]
+			switch {
+			case ent == "&lt;", ent == "&gt;", ent == "&amp;", ent == "&quot;":
+			case strings.HasPrefix(ent, "&#"):
+			default:
+				return "", fmt.Errorf("unsupported entity %q at byte offset %d", ent, i)
+			}
+			plain.WriteString(html.UnescapeString(ent))
+			i += end + 1
+		default:
+			_, w := utf8.DecodeRuneInString(text[i:])
+			plain.WriteString(text[i : i+w])
+			i += w
+		}
+	}
+	if len(stack) > 0 {
+		return "", fmt.Errorf("unclosed start tag %q", stack[len(stack)-1])
+	}
+	return plain.String(), nil
+}
