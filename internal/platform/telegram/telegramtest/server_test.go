@@ -1,0 +1,99 @@
+package telegramtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func post(t *testing.T, s *Server, method, ctype, body string) map[string]any {
+	t.Helper()
+	resp, err := http.Post(s.URL()+"/bot"+s.Token()+"/"+method, ctype, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestParsesFormAndJSON(t *testing.T) {
+	s := New(t, "1:tok")
+	form := url.Values{"chat_id": {"7"}, "text": {"<b>hi</b> &amp; bye"}, "parse_mode": {"HTML"}}
+	if r := post(t, s, "sendMessage", "application/x-www-form-urlencoded", form.Encode()); r["ok"] != true {
+		t.Fatalf("form: %v", r)
+	}
+	if r := post(t, s, "sendMessage", "application/json", `{"chat_id":7,"text":"plain","message_thread_id":0}`); r["ok"] != true {
+		t.Fatalf("json: %v", r)
+	}
+	if r := post(t, s, "sendMessage", "application/json", `{"chat_id":7,"text":"<b>open","parse_mode":"HTML"}`); r["ok"] != false || !strings.Contains(r["description"].(string), "can't parse entities") {
+		t.Fatalf("bad HTML accepted: %v", r)
+	}
+	sent := s.Sent()
+	if len(sent) != 2 || sent[0].Plain != "hi & bye" || sent[0].ChatID != "7" || sent[1].Text != "plain" {
+		t.Fatalf("sent = %+v", sent)
+	}
+	if r := post(t, s, "noSuchMethod", "application/json", `{}`); r["error_code"] != float64(404) {
+		t.Fatalf("unknown method: %v", r)
+	}
+	resp, err := http.Post(s.URL()+"/botWRONG/getMe", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("wrong token: status %d", resp.StatusCode)
+	}
+}
+
+func TestGetUpdatesLongPollsAndHonoursOffset(t *testing.T) {
+	s := New(t, "1:tok")
+	got := make(chan map[string]any, 1)
+	go func() { got <- post(t, s, "getUpdates", "application/json", `{"offset":0,"timeout":30}`) }()
+	// The poll (30 s) answers as soon as an update arrives.
+	id, _ := s.PushMessage(5, 0, User{ID: 5, FirstName: "A"}, "hi")
+	r := <-got
+	if res := r["result"].([]any); len(res) != 1 {
+		t.Fatalf("result = %v", r)
+	}
+	// Without an offset past it, the update is handed out again.
+	r = post(t, s, "getUpdates", "application/json", `{"offset":0,"timeout":0}`)
+	if len(r["result"].([]any)) != 1 || s.Pending() != 1 {
+		t.Fatalf("unconfirmed update not redelivered: %v", r)
+	}
+	form := url.Values{"offset": {strconv.FormatInt(id+1, 10)}, "timeout": {"0"}}
+	r = post(t, s, "getUpdates", "application/x-www-form-urlencoded", form.Encode())
+	if len(r["result"].([]any)) != 0 || s.Pending() != 0 || s.Confirmed() != id+1 {
+		t.Fatalf("confirmed update redelivered: %v (confirmed %d)", r, s.Confirmed())
+	}
+}
+
+func TestFailuresOnDemand(t *testing.T) {
+	s := New(t, "1:tok")
+	s.FailNext("sendMessage", 429, 3)
+	s.Unsupported("sendChatAction")
+	r := post(t, s, "sendMessage", "application/json", `{"chat_id":1,"text":"x"}`)
+	if r["error_code"] != float64(429) || r["parameters"].(map[string]any)["retry_after"] != float64(3) {
+		t.Fatalf("429 = %v", r)
+	}
+	if r := post(t, s, "sendMessage", "application/json", `{"chat_id":1,"text":"x"}`); r["ok"] != true {
+		t.Fatalf("second call = %v", r)
+	}
+	if r := post(t, s, "sendChatAction", "application/json", `{"chat_id":1,"action":"typing"}`); r["error_code"] != float64(404) {
+		t.Fatalf("unsupported = %v", r)
+	}
+	s.AddChat(Chat{ID: -100, Type: Supergroup, IsForum: true})
+	r = post(t, s, "createForumTopic", "application/json", `{"chat_id":-100,"name":"t"}`)
+	if r["ok"] != true || len(s.Topics()) != 1 {
+		t.Fatalf("createForumTopic = %v", r)
+	}
+	if r := post(t, s, "createForumTopic", "application/json", `{"chat_id":-5,"name":"t"}`); r["ok"] != false {
+		t.Fatalf("topic in a non-forum = %v", r)
+	}
+}
