@@ -1,0 +1,283 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/telegram"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+)
+
+const (
+	botToken = "123456:test-token"
+	ownerTG  = 42
+	forum    = -100777
+)
+
+var ownerUser = telegramtest.User{ID: ownerTG, FirstName: "Owner"}
+
+func telegramRig(t *testing.T, fake *telegramtest.Server, home string) *rig {
+	t.Helper()
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second, RetryBase: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		extra:  []platform.Adapter{tg},
+		owners: map[string][]string{"telegram": {"42"}},
+		homes:  map[string]string{"web": web.Home.Key(), "telegram": home},
+	})
+	r.waitLive(t, "telegram")
+	return r
+}
+
+// sentWhere waits for a message the bot sent that matches.
+func sentWhere(t *testing.T, fake *telegramtest.Server, what string, match func(telegramtest.SentMessage) bool) telegramtest.SentMessage {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		for _, m := range fake.Sent() {
+			if match(m) {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bot never sent %s; it sent %+v", what, fake.Sent())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func countSent(fake *telegramtest.Server, match func(telegramtest.SentMessage) bool) int {
+	n := 0
+	for _, m := range fake.Sent() {
+		if match(m) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestTelegramHandoffTopicAndBack(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	// Terminal → /handoff telegram: a topic named after the session, the
+	// agent's confirmation in it.
+	r.model.Push(llmtest.Reply{Text: "Hi on Telegram — we were booking the 9:40 train."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	topics := fake.Topics()
+	if len(topics) != 1 || !strings.HasPrefix(topics[0].Name, "Trip planning") {
+		t.Fatalf("topics %+v", topics)
+	}
+	topic := topics[0].ThreadID
+	dest, err := platform.ParseKey(final.Destination)
+	if err != nil || dest.Kind != platform.Thread || dest.Thread != itoa(int64(topic)) {
+		t.Fatalf("destination %q (%v), topic %d", final.Destination, err, topic)
+	}
+	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
+		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
+	}
+	sentWhere(t, fake, "the confirmation in the topic", inTopic("Hi on Telegram"))
+
+	// The person's reply in the topic continues the same session.
+	r.model.Push(llmtest.Reply{Text: "Done, it is booked."})
+	fake.PushMessage(forum, topic, ownerUser, "book it please")
+	sentWhere(t, fake, "the answer", inTopic("Done, it is booked."))
+	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	if m := msgs[len(msgs)-2]; m.Content != "book it please" || m.Platform != "telegram" {
+		t.Fatalf("the topic's message went to %+v", m)
+	}
+
+	// A 10,000-character reply arrives split, in order, each part within
+	// 4096 UTF-16 units.
+	var long strings.Builder
+	for i := 0; long.Len() < 10000; i++ {
+		long.WriteString("Paragraph ")
+		long.WriteString(itoa(int64(i)))
+		long.WriteString(": the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n")
+	}
+	longText := strings.TrimSpace(long.String())
+	before := len(fake.Sent())
+	r.model.Push(llmtest.Reply{Text: longText})
+	fake.PushMessage(forum, topic, ownerUser, "tell me a long story")
+	sentWhere(t, fake, "the story's end", inTopic("Paragraph "+itoa(int64(strings.Count(longText, "Paragraph ")-1))+":"))
+	parts := fake.Sent()[before:]
+	if len(parts) < 3 {
+		t.Fatalf("a %d-character reply came in %d parts", len(longText), len(parts))
+	}
+	var joined []string
+	for _, p := range parts {
+		if n := platform.UTF16Len(p.Plain); n > telegram.MaxMessageLen {
+			t.Errorf("a part is %d UTF-16 units", n)
+		}
+		joined = append(joined, p.Plain)
+	}
+	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(longText), " ") {
+		t.Errorf("the parts do not rejoin to the reply")
+	}
+
+	// A 429 with retry_after delays delivery, then everything arrives once.
+	fake.FailNext("sendMessage", 429, 1)
+	r.model.Push(llmtest.Reply{Text: "Rate-limited but delivered."})
+	fake.PushMessage(forum, topic, ownerUser, "and now?")
+	sentWhere(t, fake, "the rate-limited answer", inTopic("Rate-limited but delivered."))
+	if n := countSent(fake, inTopic("Rate-limited but delivered.")); n != 1 {
+		t.Errorf("the rate-limited answer was posted %d times", n)
+	}
+
+	// A repeated update is answered once: same update id, and the same
+	// message under a new update id.
+	r.model.Push(llmtest.Reply{Text: "Answer to the repeated message."})
+	upd, msgID := fake.PushMessage(forum, topic, ownerUser, "repeated message")
+	sentWhere(t, fake, "the answer to the repeated message", inTopic("Answer to the repeated message."))
+	fake.PushUpdate(map[string]any{"update_id": upd, "message": map[string]any{
+		"message_id": msgID, "message_thread_id": topic, "is_topic_message": true, "date": time.Now().Unix(), "text": "repeated message",
+		"chat": map[string]any{"id": forum, "type": "supergroup", "title": "baton", "is_forum": true},
+		"from": map[string]any{"id": ownerTG, "is_bot": false, "first_name": "Owner"},
+	}})
+	fake.PushMessageID(forum, topic, ownerUser, "repeated message", msgID)
+	// A marker message after the repeats: once it is answered, the
+	// repeats were processed (or dropped) before it.
+	r.model.Push(llmtest.Reply{Text: "Marker answered."})
+	fake.PushMessage(forum, topic, ownerUser, "marker")
+	sentWhere(t, fake, "the marker's answer", inTopic("Marker answered."))
+	if n := countSent(fake, inTopic("Answer to the repeated message.")); n != 1 {
+		t.Errorf("a repeated update was answered %d times", n)
+	}
+	users := 0
+	msgs, _ = r.st.Transcript(ctx, sess.ID)
+	for _, m := range msgs {
+		if m.Content == "repeated message" {
+			users++
+		}
+	}
+	if users != 1 {
+		t.Errorf("the repeated message is in the transcript %d times", users)
+	}
+
+	// A stranger is not answered; a stranger's /start is told no.
+	sentBefore := len(fake.Sent())
+	fake.PushMessage(forum, topic, telegramtest.User{ID: 99, FirstName: "Eve"}, "what is the owner up to?")
+	fake.PushMessage(99, 0, telegramtest.User{ID: 99, FirstName: "Eve"}, "/start")
+	sentWhere(t, fake, "the refusal", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "99" && strings.Contains(m.Plain, "not its owner")
+	})
+	for _, m := range fake.Sent()[sentBefore:] {
+		if m.ChatID != "99" {
+			t.Errorf("the bot answered a stranger in the group: %+v", m)
+		}
+	}
+	msgs, _ = r.st.Transcript(ctx, sess.ID)
+	for _, m := range msgs {
+		if strings.Contains(m.Content, "owner up to") {
+			t.Errorf("a stranger's message reached the session")
+		}
+	}
+
+	// /handoff cli from the topic leaves the session waiting for the terminal.
+	fake.PushMessage(forum, topic, ownerUser, "/handoff@"+fake.BotUsername()+" cli")
+	sentWhere(t, fake, "the handoff answer", inTopic("baton resume"))
+	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
+	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "telegram" {
+		t.Fatalf("waiting %+v %v", waiting, err)
+	}
+	if got := fake.Commands(); len(got) == 0 || !strings.Contains(string(got[len(got)-1]), "handoff") {
+		t.Errorf("command menu not published: %s", got)
+	}
+}
+
+// Against a Bot API server that supports none of the optional methods, a
+// handoff lands in the home chat and completes.
+func TestTelegramHandoffWithoutOptionalMethods(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.Unsupported("createForumTopic", "sendChatAction", "setMyCommands", "editMessageText")
+	r := telegramRig(t, fake, "telegram:dm:42")
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	r.model.Push(llmtest.Reply{Text: "Landed in your DM."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" || final.Destination != "telegram:dm:42" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	sentWhere(t, fake, "the confirmation in the DM", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "42" && m.ThreadID == 0 && strings.Contains(m.Plain, "Landed in your DM.")
+	})
+	// The DM is bound to the session: a reply there continues it.
+	r.model.Push(llmtest.Reply{Text: "Still the same session."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "hello again")
+	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Still the same session.") })
+	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	if msgs[len(msgs)-2].Content != "hello again" {
+		t.Fatalf("the DM's message went elsewhere: %+v", msgs[len(msgs)-2])
+	}
+}
+
+// Binding a home chat that holds another live session tells the person
+// which session is active now and how to go back.
+func TestTelegramHomeRebindTellsWhichSession(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.Unsupported("createForumTopic")
+	r := telegramRig(t, fake, "telegram:dm:42")
+	ctx := context.Background()
+
+	// The DM already has a session of its own.
+	r.model.Push(llmtest.Reply{Text: "Morning chat answer."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "good morning")
+	sentWhere(t, fake, "the morning answer", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Morning chat answer.") })
+	b, err := r.st.LookupBinding(ctx, "telegram:dm:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := b.SessionID
+
+	sess := r.terminalSession(t)
+	r.model.Push(llmtest.Reply{Text: "Handed off."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final, err := r.client.Watch(ctx, h.ID, nil); err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	notice := sentWhere(t, fake, "the notice", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "/resume "+old[:8]) })
+	if !strings.Contains(notice.Plain, "Trip planning") {
+		t.Errorf("the notice does not name the session now active: %q", notice.Plain)
+	}
+	// The old session is intact, and /resume brings it back here.
+	if s, err := r.st.GetSession(ctx, old); err != nil || !s.Open() {
+		t.Fatalf("the old session was ended or lost: %+v %v", s, err)
+	}
+	fake.PushMessage(ownerTG, 0, ownerUser, "/resume "+old[:8])
+	sentWhere(t, fake, "the resume answer", func(m telegramtest.SentMessage) bool {
+		return strings.Contains(m.Plain, "now continues session "+old[:8])
+	})
+	if b, _ := r.st.LookupBinding(ctx, "telegram:dm:42"); b.SessionID != old {
+		t.Fatalf("/resume did not rebind: %s", b.SessionID)
+	}
+}
