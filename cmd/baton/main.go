@@ -45,8 +45,7 @@ func newRoot() *cobra.Command {
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
 	root.MarkFlagsMutuallyExclusive("continue", "resume")
 
-	root.AddCommand(newVersion(), newSessions())
-	// The gateway daemon registers here: root.AddCommand(newGateway()) (cmd/baton/gateway.go).
+	root.AddCommand(newVersion(), newSessions(), newGateway())
 	return root
 }
 
