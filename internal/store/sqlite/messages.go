@@ -101,6 +101,9 @@ func validate(msgs []store.Message) error {
 		if m.Role == "" {
 			return fmt.Errorf("message %d has no role: %w", i, store.ErrInvalid)
 		}
+		if err := checkSeparators(i, m); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -115,8 +118,9 @@ func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Messa
 	defer tx.Rollback() // one snapshot for the version and the rows
 	var v transcriptVersion
 	var n int
-	err = tx.QueryRowContext(ctx, `SELECT created_at, generation, next_seq, message_count FROM sessions WHERE id = ?`,
-		sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n)
+	var liveFrom int64
+	err = tx.QueryRowContext(ctx, `SELECT created_at, generation, next_seq, message_count, live_from FROM sessions WHERE id = ?`,
+		sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
 	if errors.Is(err, sql.ErrNoRows) {
 		if s.transcripts != nil {
 			s.transcripts.drop(sessionID)
@@ -137,23 +141,8 @@ func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Messa
 	}
 	out := make([]store.Message, len(have), max(n, len(have)))
 	copy(out, have)
-	if from < v.nextSeq {
-		rows, err := tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
-			WHERE session_id = ? AND seq >= ? AND superseded = 0 ORDER BY seq`, sessionID, from)
-		if err != nil {
-			return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			m, err := scanMessage(rows)
-			if err != nil {
-				return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
-			}
-			out = append(out, m)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
-		}
+	if out, err = s.loadRange(ctx, tx, sessionID, v, max(from, liveFrom), out); err != nil {
+		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
 	}
 	if s.transcripts == nil {
 		return out, nil
@@ -194,7 +183,7 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 	}
 	var out []store.Message
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = 0, generation = generation + 1 WHERE id = ?`, sessionID)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = 0, generation = generation + 1, live_from = next_seq WHERE id = ?`, sessionID)
 		if err := affected(res, err, "session "+sessionID); err != nil {
 			return err
 		}

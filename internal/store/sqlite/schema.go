@@ -149,4 +149,14 @@ CREATE TABLE home_channels (
 	updated_at  INTEGER NOT NULL
 );
 `,
+	// 3: live_from, the first seq of the live transcript. Appends add live
+	// rows at the end and a replacement supersedes every live row before
+	// appending, so the live rows are exactly live_from <= seq < next_seq:
+	// a load after a compression starts there instead of stepping over
+	// every superseded row, and can split the range evenly between readers.
+	`
+ALTER TABLE sessions ADD COLUMN live_from INTEGER NOT NULL DEFAULT 1;
+UPDATE sessions SET live_from = COALESCE(
+	(SELECT MIN(seq) FROM messages WHERE session_id = sessions.id AND superseded = 0), next_seq);
+`,
 }

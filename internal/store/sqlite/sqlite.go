@@ -35,11 +35,16 @@ type Store struct {
 	path string
 	w    *sql.DB
 	r    *sql.DB
+	// helpers read parts of long transcripts next to a reader of r. They
+	// are a pool of their own so that a reader holding an r connection
+	// never waits for another r connection (that could deadlock the pool).
+	helpers *sql.DB // nil when parallel loading is off
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared once on the writer connection
 
 	transcripts *transcriptCache // nil when disabled
+	sequential  bool             // WithSequentialLoads
 }
 
 // Option changes how Open sets up a store.
@@ -48,6 +53,10 @@ type Option func(*Store)
 // WithoutTranscriptCache makes every Transcript call read all rows from the
 // file, as a process that never read the session before would.
 func WithoutTranscriptCache() Option { return func(s *Store) { s.transcripts = nil } }
+
+// WithSequentialLoads reads every transcript on one connection, never
+// splitting a long one between readers.
+func WithSequentialLoads() Option { return func(s *Store) { s.sequential = true } }
 
 var _ store.Store = (*Store)(nil)
 
@@ -95,6 +104,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if !s.sequential {
+		if s.helpers, err = sql.Open("sqlite", path+"?"+rq); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+		s.helpers.SetMaxOpenConns(maxHelpers)
+	}
 	if err := s.setUp(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -119,7 +135,11 @@ func (s *Store) Close() error {
 	}
 	s.stmts = map[string]*sql.Stmt{}
 	s.stmtMu.Unlock()
-	return errors.Join(s.w.Close(), s.r.Close())
+	var helpers error
+	if s.helpers != nil {
+		helpers = s.helpers.Close()
+	}
+	return errors.Join(s.w.Close(), s.r.Close(), helpers)
 }
 
 // setUp switches a new file to WAL and migrates it. While another process
@@ -276,6 +296,12 @@ func isUnique(err error) bool {
 func isBusy(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
+}
+
+// isTooBig reports a string or blob over SQLite's length limit.
+func isTooBig(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG
 }
 
 func isForeignKey(err error) bool { return isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) }

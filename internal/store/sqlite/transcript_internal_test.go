@@ -1,0 +1,187 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+func TestNextInt(t *testing.T) {
+	good := []struct {
+		in   string
+		last bool
+		want int64
+		rest string
+	}{
+		{"0", true, 0, ""},
+		{"12,34", false, 12, "34"},
+		{"-5,", false, -5, ""},
+		{"9223372036854775807", true, 1<<63 - 1, ""},
+		{"-9223372036854775808", true, -1 << 63, ""},
+	}
+	for _, c := range good {
+		v, rest, ok := nextInt(c.in, c.last)
+		if !ok || v != c.want || rest != c.rest {
+			t.Errorf("nextInt(%q, %v) = %d, %q, %v; want %d, %q", c.in, c.last, v, rest, ok, c.want, c.rest)
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		last bool
+	}{
+		{"", true}, {"", false}, {"-", true}, {"12", false}, {"12,", true}, {"1x", true},
+		{"9223372036854775808", true}, {"-9223372036854775809", true}, {"99999999999999999999", true}, {",1", false},
+	} {
+		if v, _, ok := nextInt(c.in, c.last); ok {
+			t.Errorf("nextInt(%q, %v) = %d, ok; want a refusal", c.in, c.last, v)
+		}
+	}
+}
+
+func TestUnpackRefusesWhatDoesNotAddUp(t *testing.T) {
+	meta := "user" + unitSep + unitSep + unitSep + unitSep + unitSep
+	ok := []string{"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta}
+	got, err := unpack(nil, "s", 2, ok[0], ok[1], ok[2], ok[3], ok[4], ok[5])
+	if err != nil || len(got) != 2 || got[0].Content != "hi" || got[1].Content != "bye" || got[1].Seq != 2 || got[1].Role != store.RoleUser {
+		t.Fatalf("good chunk: %+v, %v", got, err)
+	}
+	bad := map[string][6]string{
+		"seq not increasing":     {"1,2", "2,2", "5,6", "2,3", "hibye", ok[5]},
+		"too few ids":            {"1", "1,2", "5,6", "2,3", "hibye", ok[5]},
+		"content too short":      {"1,2", "1,2", "5,6", "2,4", "hibye", ok[5]},
+		"content left over":      {"1,2", "1,2", "5,6", "2,2", "hibye", ok[5]},
+		"one record short":       {"1,2", "1,2", "5,6", "2,3", "hibye", meta},
+		"a field too many":       {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta + unitSep},
+		"a record too many":      {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta + recordSep + meta},
+		"negative length":        {"1,2", "1,2", "5,6", "-1,3", "hibye", ok[5]},
+		"created not a number":   {"1,2", "1,2", "5,x", "2,3", "hibye", ok[5]},
+		"a field too few (\x1f)": {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + "user" + unitSep},
+	}
+	for name, b := range bad {
+		dst := make([]store.Message, 1, 8)
+		got, err := unpack(dst, "s", 2, b[0], b[1], b[2], b[3], b[4], b[5])
+		if err != errUnpack || got != nil {
+			t.Errorf("%s: got %d messages, %v; want errUnpack", name, len(got), err)
+		}
+	}
+}
+
+// A file written at schema version 2, with a replaced transcript, gets
+// live_from set by migration 3 so that loads start at the live rows.
+func TestMigrationSetsLiveFrom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
+	for v := 1; v <= 2; v++ {
+		exec(migrations[v-1])
+		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
+	}
+	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('replaced', 1, 1), ('plain', 1, 1), ('empty', 1, 1)`)
+	for i := range 5 {
+		exec(`INSERT INTO messages (session_id, seq, role, content, created_at, superseded) VALUES ('replaced', ?, 'user', ?, 1, ?)`,
+			i+1, fmt.Sprint("m", i), i < 3)
+		exec(`INSERT INTO messages (session_id, seq, role, content, created_at) VALUES ('plain', ?, 'user', 'x', 1)`, i+1)
+	}
+	exec(`UPDATE sessions SET message_count = 2 WHERE id = 'replaced'`)
+	db.Close()
+
+	s, err := Open(t.Context(), path, WithoutTranscriptCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := map[string]int64{"replaced": 4, "plain": 1, "empty": 1} // empty: next_seq is still 1
+	for id, from := range want {
+		var got int64
+		if err := s.r.QueryRow(`SELECT live_from FROM sessions WHERE id = ?`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != from {
+			t.Errorf("%s: live_from = %d, want %d", id, got, from)
+		}
+	}
+	tr, err := s.Transcript(t.Context(), "replaced")
+	if err != nil || len(tr) != 2 || tr[0].Content != "m3" || tr[1].Content != "m4" {
+		t.Fatalf("transcript after migration: %+v, %v", tr, err)
+	}
+}
+
+// A helper whose snapshot is newer than the caller's must not contribute
+// rows: the caller reads that part itself, from its own snapshot.
+func TestStaleHelperPartIsReadAgain(t *testing.T) {
+	msgs := func(tag string, n int) []store.Message {
+		out := make([]store.Message, n)
+		for i := range out {
+			out[i] = store.Message{Role: store.RoleUser, Content: fmt.Sprint(tag, i)}
+		}
+		return out
+	}
+	for name, change := range map[string]func(s *Store, id string) error{
+		"replaced": func(s *Store, id string) error {
+			_, err := s.ReplaceTranscript(t.Context(), id, msgs("new", 3000))
+			return err
+		},
+		// Same id, same seqs, other rows: only the session's creation time
+		// tells the versions apart.
+		"recreated": func(s *Store, id string) error {
+			if err := s.DeleteSession(t.Context(), id); err != nil {
+				return err
+			}
+			if _, err := s.CreateSession(t.Context(), store.Session{ID: id}); err != nil {
+				return err
+			}
+			_, err := s.AppendMessages(t.Context(), id, msgs("new", 3000)...)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Open(t.Context(), filepath.Join(t.TempDir(), FileName), WithoutTranscriptCache())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			sess, _ := s.CreateSession(t.Context(), store.Session{})
+			if _, err := s.AppendMessages(t.Context(), sess.ID, msgs("old", 3000)...); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			var changed error = errors.New("the hook did not run: the load was not split between readers")
+			testHookBeforeHelper = func() { once.Do(func() { changed = change(s, sess.ID) }) }
+			defer func() { testHookBeforeHelper = nil }()
+			tr, err := s.Transcript(t.Context(), sess.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if changed != nil {
+				t.Fatal(changed)
+			}
+			if len(tr) != 3000 {
+				t.Fatalf("%d messages, want 3000", len(tr))
+			}
+			for i, m := range tr {
+				if m.Content != fmt.Sprint("old", i) {
+					t.Fatalf("message %d = %q: the load mixed in the newer transcript", i, m.Content)
+				}
+			}
+			// The next load sees the new transcript whole.
+			tr, err = s.Transcript(t.Context(), sess.ID)
+			if err != nil || len(tr) != 3000 || tr[0].Content != "new0" || tr[2999].Content != "new2999" {
+				t.Fatalf("next load: %d messages, %v", len(tr), err)
+			}
+		})
+	}
+}
