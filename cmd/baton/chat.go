@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
@@ -70,7 +71,35 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	finished := make(chan struct{})
+	defer close(finished)
+	go exitWhenStopped(ctx, finished, cli.SaveTerminal(os.Stdin))
 	return repl.Run(ctx)
+}
+
+// stopGrace is how long a SIGTERM'd chat gets to finish by itself: a
+// running turn stores what it has and the REPL returns.
+const stopGrace = 2 * time.Second
+
+// exitWhenStopped ends the process after SIGTERM/SIGHUP if the REPL does
+// not return by itself: a read waiting for a key cannot be interrupted, so
+// at an idle prompt the signal would otherwise go unheeded. The terminal's
+// modes are restored first, since the line editor may have it in raw mode.
+func exitWhenStopped(ctx context.Context, finished <-chan struct{}, restore func()) {
+	select {
+	case <-finished:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		restore()
+		fmt.Fprintln(os.Stderr, "\nbaton: stopped")
+		os.Exit(143)
+	}
 }
 
 // pickSession is the session -c or -r names, "" for a new one.

@@ -20,3 +20,14 @@ func WidthOf(f *os.File) func() int {
 		return w
 	}
 }
+
+// SaveTerminal records f's terminal modes and returns a function putting
+// them back, for exiting cleanly while the line editor has the terminal in
+// raw mode. It does nothing when f is not a terminal.
+func SaveTerminal(f *os.File) (restore func()) {
+	st, err := term.GetState(f.Fd())
+	if err != nil {
+		return func() {}
+	}
+	return func() { _ = term.SetState(f.Fd(), st) }
+}
