@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/gateway/daemon"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -125,11 +126,12 @@ func pickSession(ctx context.Context, app *cli.App, o chatOptions, stderr io.Wri
 	return "", nil
 }
 
-// terminalHooks connects the REPL to the gateway: /handoff and the list of
-// handoffs waiting for the terminal at start. Until the gateway exists both
-// are nil, and /handoff says the gateway is needed. The gateway wiring
-// replaces this body, e.g. with a control-API client built from app.Home.
+// terminalHooks connects the REPL to the gateway: /handoff asks the
+// running gateway (offering to start one), and at start the sessions
+// handed back to the terminal are offered.
 func terminalHooks(app *cli.App) (cli.HandoffFunc, cli.StartupFunc) {
-	_ = app
-	return nil, nil
+	h := &cli.Handoffs{App: app, StartGateway: func(ctx context.Context) error {
+		return daemon.StartBackground(ctx, app.Home)
+	}}
+	return h.Handoff, h.Startup
 }

@@ -48,7 +48,7 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 	case "undo":
 		r.undo(ctx)
 	case "handoff":
-		return false, r.handoff(ctx, inv.Args)
+		return false, r.handoff(ctx, inv.Args, interrupts)
 	default:
 		// Registered for the terminal but not wired here: say so rather
 		// than pretend it worked.
@@ -253,7 +253,8 @@ func (r *REPL) undo(ctx context.Context) {
 }
 
 // handoff runs the Handoff hook; true means the REPL should detach.
-func (r *REPL) handoff(ctx context.Context, platform string) bool {
+// Ctrl-C stops waiting for the gateway; the session stays here.
+func (r *REPL) handoff(ctx context.Context, platform string, interrupts <-chan os.Signal) bool {
 	if r.cfg.Handoff == nil {
 		r.out.Printf("handoff needs the gateway: run `baton gateway`\n")
 		return false
@@ -263,7 +264,11 @@ func (r *REPL) handoff(ctx context.Context, platform string) bool {
 		return false
 	}
 	r.out.ClearStatus()
-	detach, err := r.cfg.Handoff(ctx, r.session.ID, strings.ToLower(platform), r.cfg.Out)
+	var detach bool
+	var err error
+	r.withInterrupt(ctx, interrupts, func(ctx context.Context) {
+		detach, err = r.cfg.Handoff(ctx, r.session.ID, strings.ToLower(platform), r.cfg.Out, r.in.Ask)
+	})
 	if err != nil {
 		r.out.Printf("handoff failed: %s\n", firstLine(err.Error()))
 		return false

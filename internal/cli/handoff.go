@@ -194,3 +194,55 @@ func (h *Handoffs) Describe(ctx context.Context, hf store.Handoff) string {
 	}
 	return fmt.Sprintf("%s, handed off from %s %s ago", title, from, time.Since(hf.RequestedAt).Round(time.Second))
 }
+
+// Startup is the REPL's StartupFunc: it lists sessions handed off to the
+// terminal and, on one keypress, continues the first (or the one whose
+// number is typed) here.
+func (h *Handoffs) Startup(ctx context.Context, out io.Writer, current string, ask Ask) (string, error) {
+	waiting, err := h.Waiting(ctx)
+	if err != nil || len(waiting) == 0 {
+		return "", err
+	}
+	fmt.Fprintf(out, "\nWaiting for you here (handed off to the terminal):\n")
+	for i, hf := range waiting {
+		fmt.Fprintf(out, "  %d. %s\n", i+1, h.Describe(ctx, hf))
+	}
+	if ask == nil {
+		return "", nil
+	}
+	prompt := "Press Enter to continue it here, or n to stay › "
+	if len(waiting) > 1 {
+		prompt = fmt.Sprintf("Press Enter to continue 1, a number (1–%d) for another, or n to stay › ", len(waiting))
+	}
+	answer, err := ask(prompt)
+	if err != nil {
+		return "", nil // Ctrl-C / Ctrl-D at the question: stay where we are
+	}
+	pick, ok := choose(strings.TrimSpace(answer), len(waiting))
+	if !ok {
+		fmt.Fprintln(out, "Staying here; the handoffs keep waiting (`baton resume` lists them).")
+		return "", nil
+	}
+	s, err := h.PickUp(ctx, waiting[pick])
+	if err != nil {
+		return "", err
+	}
+	if s.ID == current {
+		return "", nil
+	}
+	return s.ID, nil
+}
+
+// choose maps an answer to an index: "" or "y" is the first, a number its
+// entry, anything else none.
+func choose(answer string, n int) (int, bool) {
+	switch strings.ToLower(answer) {
+	case "", "y", "yes":
+		return 0, true
+	}
+	var i int
+	if _, err := fmt.Sscanf(answer, "%d", &i); err == nil && i >= 1 && i <= n {
+		return i - 1, true
+	}
+	return 0, false
+}

@@ -25,14 +25,17 @@ import (
 //
 // The gateway engineer provides this; when Config.Handoff is nil, /handoff
 // prints that the gateway is needed.
-type HandoffFunc func(ctx context.Context, sessionID, platform string, out io.Writer) (detach bool, err error)
+type HandoffFunc func(ctx context.Context, sessionID, platform string, out io.Writer, ask Ask) (detach bool, err error)
 
 // StartupFunc runs once after the banner and before the first prompt, with
 // the session the REPL starts in ("" for a new session not yet created).
 // It is the place to tell the person about handoffs waiting to come back to
 // the terminal (e.g. "2 sessions handed to cli: /resume <id>"). An error is
 // shown as a warning; the REPL starts anyway.
-type StartupFunc func(ctx context.Context, out io.Writer, sessionID string) error
+//
+// ask puts a question to the person (e.g. "continue it? [Enter]"); a
+// non-empty switchTo makes the REPL continue that session instead.
+type StartupFunc func(ctx context.Context, out io.Writer, sessionID string, ask Ask) (switchTo string, err error)
 
 // Config sets up a REPL.
 type Config struct {
@@ -157,8 +160,18 @@ func (r *REPL) start(ctx context.Context) error {
 		}
 	}
 	if r.cfg.Startup != nil {
-		if err := r.cfg.Startup(ctx, r.cfg.Out, r.session.ID); err != nil {
+		switchTo, err := r.cfg.Startup(ctx, r.cfg.Out, r.session.ID, r.in.Ask)
+		if err != nil {
 			r.out.Printf("warning: %v\n", err)
+		}
+		if switchTo != "" && switchTo != r.session.ID {
+			s, err := r.app.Store.GetSession(ctx, switchTo)
+			if err != nil {
+				return fmt.Errorf("open session: %w", err)
+			}
+			if err := r.enter(ctx, s); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -237,12 +237,12 @@ func TestREPLHandoffHook(t *testing.T) {
 	var gotSession, gotPlatform string
 	startupSaw := "unset"
 	cfg := Config{
-		Startup: func(ctx context.Context, out io.Writer, sessionID string) error {
+		Startup: func(ctx context.Context, out io.Writer, sessionID string, _ Ask) (string, error) {
 			startupSaw = sessionID
 			_, err := io.WriteString(out, "1 handoff waiting for the terminal\n")
-			return err
+			return "", err
 		},
-		Handoff: func(ctx context.Context, sessionID, platform string, out io.Writer) (bool, error) {
+		Handoff: func(ctx context.Context, sessionID, platform string, out io.Writer, _ Ask) (bool, error) {
 			if platform == "nowhere" {
 				return false, errors.New("no adapter for nowhere")
 			}

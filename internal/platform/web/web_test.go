@@ -167,4 +167,3 @@ func TestLoadTokenIsPrivateAndStable(t *testing.T) {
 		t.Fatalf("token file mode %v %v", fi, err)
 	}
 }
-
