@@ -88,11 +88,16 @@ func Lines(msgs []store.Message) []Line {
 	for _, m := range msgs {
 		switch m.Role {
 		case store.RoleUser:
-			role := "user"
-			if strings.HasPrefix(m.Content, handoffPrefix) || strings.HasPrefix(m.Content, summaryPrefix) {
-				role = "note"
+			switch {
+			case strings.HasPrefix(m.Content, handoffPrefix):
+				// Its first sentence says where from; the rest is for the model.
+				note, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(m.Content, handoffPrefix)), ". ")
+				out = append(out, Line{Role: "note", Text: "↪ " + strings.TrimSuffix(note, "."), Time: m.CreatedAt})
+			case strings.HasPrefix(m.Content, summaryPrefix):
+				out = append(out, Line{Role: "note", Text: m.Content, Time: m.CreatedAt})
+			default:
+				out = append(out, Line{Role: "user", Text: m.Content, Time: m.CreatedAt})
 			}
-			out = append(out, Line{Role: role, Text: m.Content, Time: m.CreatedAt})
 		case store.RoleAssistant:
 			if m.Content != "" {
 				out = append(out, Line{Role: "assistant", Text: m.Content, Time: m.CreatedAt})

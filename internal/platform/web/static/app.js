@@ -7,6 +7,9 @@
   // chosen: the person picked a conversation; until then the page follows
   // the most recently active one (where a handoff just landed).
   let ws, current = home, chosen = false, streaming = null, seq = 0, conversations = [];
+  // extras: messages sent to a conversation that are not in its transcript
+  // (answers to slash commands, notices), shown after the history.
+  const extras = {};
 
   function connect() {
     ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
@@ -35,6 +38,11 @@
         $("messages").replaceChildren();
         streaming = null;
         (f.lines || []).forEach((l) => add(l.role, l.text, l.tool));
+        {
+          const said = new Set((f.lines || []).filter((l) => l.role === "assistant").map((l) => l.text));
+          extras[f.key] = (extras[f.key] || []).filter((t) => !said.has(t));
+          extras[f.key].forEach((t) => add("assistant", t));
+        }
         break;
       case "delta":
         if (f.key !== current) return;
@@ -47,6 +55,7 @@
         if (f.key === current) status("baton is working…");
         break;
       case "message":
+        (extras[f.key] = extras[f.key] || []).push(f.text);
         if (f.key !== current) { mark(f.key); return; }
         status("");
         // The store has the whole turn (tool calls included): reload it.

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// gatewayProc is `baton gateway` running as a real process.
+type gatewayProc struct {
+	cmd    *exec.Cmd
+	webURL string
+	exited chan struct{}
+	mu     sync.Mutex
+	log    strings.Builder
+}
+
+// startGateway runs `baton gateway` and waits until it answers on its
+// control socket. Cleanup stops it with SIGTERM (SIGKILL if it hangs).
+func startGateway(t *testing.T, env []string, batonHome string) *gatewayProc {
+	t.Helper()
+	cmd := exec.Command(batonBin, "gateway")
+	cmd.Env = env
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatewayProc{cmd: cmd, exited: make(chan struct{})}
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.log.Write(p)
+	})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			g.mu.Lock()
+			g.log.WriteString(line + "\n")
+			g.mu.Unlock()
+			if u, ok := strings.CutPrefix(line, "Web chat: "); ok {
+				select {
+				case urls <- u:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(g.exited) }()
+	t.Cleanup(func() { g.stop(t) })
+
+	select {
+	case g.webURL = <-urls:
+	case <-g.exited:
+		t.Fatalf("gateway exited at start:\n%s", g.Log())
+	case <-time.After(hangGuard):
+		t.Fatalf("gateway printed no web address:\n%s", g.Log())
+	}
+	c := control.NewClient(control.SocketPath(batonHome))
+	deadline := time.Now().Add(hangGuard)
+	for {
+		if s, err := c.Status(context.Background()); err == nil {
+			if p, ok := s.Platform("web"); ok && p.Live {
+				return g
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway never answered on its socket:\n%s", g.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (g *gatewayProc) Log() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.log.String()
+}
+
+func (g *gatewayProc) stop(t *testing.T) {
+	select {
+	case <-g.exited:
+		return
+	default:
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.exited:
+	case <-time.After(hangGuard):
+		t.Errorf("gateway ignored SIGTERM; killing it")
+		_ = g.cmd.Process.Kill()
+		<-g.exited
+	}
+}
+
+func (g *gatewayProc) kill() {
+	_ = g.cmd.Process.Kill()
+	<-g.exited
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+var _ io.Writer = writerFunc(nil)
+
+// chromium finds Debian's Chromium. Outside CI a machine without it skips
+// the browser tests; under CI=true (where .ci/run installs it) its absence
+// fails them.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/chromium-headless-shell"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium at /usr/bin/chromium: .ci/run should have installed it (apt-get install chromium)")
+	}
+	t.Skip("no Chromium installed (apt-get install chromium); the browser test needs one")
+	return ""
+}
+
+// browser starts a headless Chromium for the test and returns a tab context.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(filepath.Join(t.TempDir(), "chromium")),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// pageText waits until the page's messages contain want, and returns them.
+func pageText(ctx context.Context, t *testing.T, want string) string {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, hangGuard)
+	defer cancel()
+	_, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.getElementById("messages").innerText.includes(`+jsString(want)+`)`))
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("messages").innerText`))
+	if err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("the page never showed %q: %v\npage:\n%s", want, err, status)
+	}
+	return text
+}
+
+func jsString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// handoffModel answers the synthetic handoff turn with a greeting and
+// everything else from the queue, then by echo.
+func handoffModel(t *testing.T, greeting string) *llmtest.Server {
+	srv := llmtest.Start(t)
+	srv.SetDefault(func(r llmtest.Request) llmtest.Step {
+		if strings.HasPrefix(r.LastUserText(), gateway.HandedOffPrefix) {
+			return llmtest.Reply{Text: greeting}
+		}
+		return llmtest.EchoReply(r)
+	})
+	return srv
+}
+
+func writeConfig(t *testing.T, batonHome, yaml string) {
+	t.Helper()
+	if err := os.MkdirAll(batonHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(batonHome, "config.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHandoffTerminalWebAndBack is the gateway's must-show, with real
+// processes: `baton gateway` running; the REPL in a pty has three turns
+// (one tool call); /handoff web; headless Chromium opens the page with its
+// token, sees every earlier message and the agent's greeting, replies and
+// gets an answer stored in the same session; /handoff cli from the page;
+// the terminal picks the session up with the whole transcript in order.
+func TestHandoffTerminalWebAndBack(t *testing.T) {
+	chromium(t)
+	srv := handoffModel(t, "Hello from the web chat! We had just run the check.")
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	batonHome := filepath.Join(home, "baton")
+	writeConfig(t, batonHome, "web:\n  listen: 127.0.0.1:0\n")
+	gw := startGateway(t, env, batonHome)
+
+	srv.Push(
+		llmtest.Reply{Text: "Hi! How can I help?"},
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "shell", Args: `{"command":"echo baton-tool-ok"}`}}},
+		llmtest.Reply{Text: "The check printed baton-tool-ok."},
+		llmtest.Reply{Text: "You are welcome."},
+	)
+	tm := startTerm(t, env, work)
+	tm.expect("baton · openai · fake-model")
+	tm.line("hello there")
+	tm.expect("Hi! How can I help?")
+	tm.line("please run the check")
+	tm.expect("allow? [o]nce, [a]lways this session, [d]eny")
+	tm.answer("o")
+	tm.expect("The check printed baton-tool-ok.")
+	tm.line("thanks")
+	tm.expect("You are welcome.")
+	tm.line("/handoff web")
+	tm.expect("This conversation now continues in web")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("the terminal did not detach cleanly: %v\n%s", err, tm.Screen())
+	}
+	if strings.Contains(tm.Screen(), "handoff failed") {
+		t.Fatalf("the terminal reported the handoff both failed and done:\n%s", tm.Screen())
+	}
+
+	st := openStore(t, home)
+	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
+	if err != nil || len(ss) != 1 || !ss[0].Open() {
+		t.Fatalf("after the handoff: sessions %+v %v", ss, err)
+	}
+	sessionID := ss[0].ID
+
+	// The browser: the page with its token shows the whole conversation.
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.webURL)); err != nil {
+		t.Fatal(err)
+	}
+	text := pageText(ctx, t, "Hello from the web chat!")
+	assertInOrder(t, text, "hello there", "Hi! How can I help?", "please run the check", "shell", "baton-tool-ok",
+		"The check printed baton-tool-ok.", "thanks", "You are welcome.", "Hello from the web chat!")
+	url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	if strings.Contains(url, "token") {
+		t.Errorf("the token stayed in the address bar: %s", url)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err == nil {
+		_ = os.WriteFile(filepath.Join(os.TempDir(), "baton-web-handoff.png"), shot, 0o644)
+	}
+
+	// A reply typed in the page is answered and stored in the same session.
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "great, book it"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	pageText(ctx, t, "echo: great, book it")
+	msgs, err := st.Transcript(t.Context(), sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := msgs[len(msgs)-2]; m.Content != "great, book it" || m.Platform != "web" {
+		t.Fatalf("the page's message is not in the session: %+v", m)
+	}
+
+	// /handoff cli from the page.
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "/handoff cli"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	pageText(ctx, t, "Handing off to the terminal")
+
+	// The terminal offers the waiting session and continues it on Enter,
+	// with the whole transcript in order.
+	tm = startTerm(t, env, work)
+	tm.expect("Waiting for you here")
+	tm.expect("handed off from web")
+	tm.expect("Press Enter to continue it here")
+	tm.answer("")
+	tm.expect("Continuing")
+	for _, want := range []string{"hello there", "Hi! How can I help?", "please run the check", "The check printed baton-tool-ok.",
+		"thanks", "You are welcome.", "Hello from the web chat!", "great, book it", "echo: great, book it"} {
+		tm.expect(want)
+	}
+	tm.line("back at the desk")
+	tm.expect("echo: back at the desk")
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("baton exited with %v", err)
+	}
+	ss, _ = st.ListSessions(t.Context(), store.SessionFilter{})
+	if len(ss) != 1 || ss[0].ID != sessionID {
+		t.Fatalf("the conversation split into sessions: %+v", ss)
+	}
+	msgs, _ = st.Transcript(t.Context(), sessionID)
+	var users []string
+	for _, m := range msgs {
+		if m.Role == store.RoleUser && !strings.HasPrefix(m.Content, gateway.HandedOffPrefix) {
+			users = append(users, m.Platform+":"+m.Content)
+		}
+	}
+	want := "cli:hello there|cli:please run the check|cli:thanks|web:great, book it|web:/handoff cli|cli:back at the desk"
+	if got := strings.Join(users, "|"); got != want && got != strings.Replace(want, "web:/handoff cli|", "", 1) {
+		t.Errorf("user turns %q", got)
+	}
+	if h, _ := st.HandoffState(t.Context(), sessionID); h.State != store.HandoffCompleted || h.Platform != "cli" {
+		t.Errorf("last handoff %+v", h)
+	}
+}
+
+func assertInOrder(t *testing.T, text string, wants ...string) {
+	t.Helper()
+	pos := 0
+	for _, w := range wants {
+		i := strings.Index(text[pos:], w)
+		if i < 0 {
+			t.Fatalf("%q missing (or out of order) in:\n%s", w, text)
+		}
+		pos += i + len(w)
+	}
+}
