@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -340,4 +341,143 @@ func assertInOrder(t *testing.T, text string, wants ...string) {
 		}
 		pos += i + len(w)
 	}
+}
+
+// TestHandoffSurvivesGatewayKill: the gateway is SIGKILLed while it runs a
+// handoff. The terminal says it lost contact and stays in the session;
+// the restarted gateway takes the handoff back once its lease ends and
+// finishes it, the first message posted once; only then does the terminal
+// say the session moved.
+func TestHandoffSurvivesGatewayKill(t *testing.T) {
+	srv := llmtest.Start(t)
+	var handoffCalls atomic.Int32
+	srv.SetDefault(func(r llmtest.Request) llmtest.Step {
+		if strings.HasPrefix(r.LastUserText(), gateway.HandedOffPrefix) || r.LastUserText() == "" {
+			if handoffCalls.Add(1) == 1 {
+				// The first attempt is slow: the gateway dies mid-answer.
+				return llmtest.Reply{Text: "this answer never finishes because the gateway dies", Delay: 2 * time.Second}
+			}
+			return llmtest.Reply{Text: "Hello after the restart."}
+		}
+		return llmtest.EchoReply(r)
+	})
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	batonHome := filepath.Join(home, "baton")
+	writeConfig(t, batonHome, "web:\n  listen: 127.0.0.1:0\ngateway:\n  handoff_lease: 1s\n")
+	gw := startGateway(t, env, batonHome)
+
+	tm := startTerm(t, env, work)
+	tm.line("remember the number 7")
+	tm.expect("echo: remember the number 7")
+	tm.line("/handoff web")
+	tm.expect("Handing off to web")
+	deadline := time.Now().Add(hangGuard)
+	for handoffCalls.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway never started the handoff turn:\n%s", gw.Log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	gw.kill()
+	tm.expect("Lost contact with the gateway")
+
+	st := openStore(t, home)
+	ss, _ := st.ListSessions(t.Context(), store.SessionFilter{})
+	if len(ss) != 1 {
+		t.Fatalf("sessions %+v", ss)
+	}
+	if h, _ := st.HandoffState(t.Context(), ss[0].ID); h.State != store.HandoffRunning || h.Attempts != 1 {
+		t.Fatalf("after the kill the handoff is %+v", h)
+	}
+
+	startGateway(t, env, batonHome)
+	tm.expect("This conversation now continues in web")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("terminal exit: %v", err)
+	}
+	screen := tm.Screen()
+	if strings.Contains(screen, "handoff failed") || strings.Contains(screen, "not confirmed") {
+		t.Fatalf("the terminal reported the handoff both moved and not:\n%s", screen)
+	}
+	h, _ := st.HandoffState(t.Context(), ss[0].ID)
+	if h.State != store.HandoffCompleted || h.Attempts != 2 || !strings.HasPrefix(h.Destination, "web:") {
+		t.Fatalf("handoff after the restart: %+v", h)
+	}
+	if pending, _ := st.PendingDeliveries(t.Context(), "", 0); len(pending) != 0 {
+		t.Errorf("deliveries left unsent: %+v", pending)
+	}
+	msgs, _ := st.Transcript(t.Context(), ss[0].ID)
+	synthetic, greetings := 0, 0
+	for _, m := range msgs {
+		if strings.HasPrefix(m.Content, gateway.HandedOffPrefix) {
+			synthetic++
+		}
+		if m.Content == "Hello after the restart." {
+			greetings++
+		}
+	}
+	if synthetic != 1 || greetings != 1 {
+		t.Errorf("transcript has %d handoff notes and %d greetings, want 1 and 1", synthetic, greetings)
+	}
+}
+
+// TestHandoffWithoutGateway: with no gateway running, /handoff offers to
+// start one; declining explains how and keeps the session; accepting
+// starts one in the background and the handoff goes through.
+func TestHandoffWithoutGateway(t *testing.T) {
+	srv := handoffModel(t, "Hello from a gateway started for you.")
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	batonHome := filepath.Join(home, "baton")
+	writeConfig(t, batonHome, "web:\n  listen: 127.0.0.1:0\n")
+
+	tm := startTerm(t, env, work)
+	tm.line("hello")
+	tm.expect("echo: hello")
+	tm.line("/handoff web")
+	tm.expect("No gateway is running. Start one in the background now? [y/N]")
+	tm.answer("n")
+	tm.expect("handoff failed: no gateway is running: start one with `baton gateway`")
+	tm.line("/handoff web")
+	tm.expect("Start one in the background now? [y/N]")
+	t.Cleanup(func() { stopBackgroundGateway(t, batonHome) })
+	tm.answer("y")
+	tm.expect("Starting the gateway")
+	tm.expect("This conversation now continues in web")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("terminal exit: %v", err)
+	}
+	st := openStore(t, home)
+	ss, _ := st.ListSessions(t.Context(), store.SessionFilter{})
+	if len(ss) != 1 || !ss[0].Open() {
+		t.Fatalf("sessions %+v", ss)
+	}
+	if h, _ := st.HandoffState(t.Context(), ss[0].ID); h.State != store.HandoffCompleted {
+		t.Fatalf("handoff %+v", h)
+	}
+}
+
+// stopBackgroundGateway stops a gateway the terminal started, by the pid it
+// reports.
+func stopBackgroundGateway(t *testing.T, batonHome string) {
+	c := control.NewClient(control.SocketPath(batonHome))
+	s, err := c.Status(context.Background())
+	if err != nil {
+		return
+	}
+	p, err := os.FindProcess(s.PID)
+	if err != nil {
+		return
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(hangGuard)
+	for time.Now().Before(deadline) {
+		if _, err := c.Status(context.Background()); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = p.Kill()
+	t.Errorf("the background gateway ignored SIGTERM")
 }
