@@ -3,10 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -57,14 +57,17 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 // answerApproval hands an /approve, /always or /deny to the turn waiting
 // for it; it reports whether ev was such an answer.
 func (g *Gateway) answerApproval(_ context.Context, ev platform.Event) bool {
-	cmd, _ := splitCommand(ev.Text)
+	inv, err := g.cmds.Parse(ev.Text, command.Chat)
+	if err != nil {
+		return false
+	}
 	var d agent.Decision
-	switch strings.ToLower(cmd) {
-	case "approve", "yes", "once":
+	switch inv.Command.Name {
+	case "approve":
 		d = agent.Once
 	case "always":
 		d = agent.AlwaysForSession
-	case "deny", "no":
+	case "deny":
 		d = agent.Deny
 	default:
 		return false

@@ -7,57 +7,39 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 )
 
-// chatCommand is a slash command typed in a chat.
-type chatCommand struct {
-	name, args, help string
-}
-
-var chatCommandList = []chatCommand{
-	{"help", "", "what you can type here"},
-	{"handoff", "<platform>", "move this conversation: cli (back to the terminal), web, telegram, …"},
-	{"sethome", "", "make this chat where handoffs land"},
-	{"new", "", "start a new session in this chat"},
-	{"sessions", "", "list your recent sessions"},
-	{"resume", "<id or title>", "continue another session in this chat"},
-	{"title", "<title>", "name this session"},
-	{"undo", "", "take back your last message and its answer"},
-	{"retry", "", "answer your last message again"},
-	{"approve", "", "let the tool the agent asked for run (also /always, /deny)"},
-}
-
 // chatCommands is the command menu for platforms that show one.
-func chatCommands() []platform.Command {
-	out := make([]platform.Command, len(chatCommandList))
-	for i, c := range chatCommandList {
-		out[i] = platform.Command{Name: c.name, Description: c.help}
+func (g *Gateway) chatCommands() []platform.Command {
+	var out []platform.Command
+	for _, c := range g.cmds.In(command.Chat) {
+		out = append(out, platform.Command{Name: c.Name, Description: c.Description})
 	}
 	return out
 }
 
-func helpText() string {
-	var b strings.Builder
-	b.WriteString("You can type:\n")
-	for _, c := range chatCommandList {
-		fmt.Fprintf(&b, "/%s", c.name)
-		if c.args != "" {
-			b.WriteString(" " + c.args)
-		}
-		fmt.Fprintf(&b, " — %s\n", c.help)
-	}
-	return b.String()
-}
-
 // command runs a slash command typed in a chat and returns the answer.
-func (g *Gateway) command(ctx context.Context, addr platform.Address, in store.Inbound, cmd, args string) string {
-	switch cmd {
+func (g *Gateway) command(ctx context.Context, addr platform.Address, line string) string {
+	inv, err := g.cmds.Parse(line, command.Chat)
+	if err != nil {
+		return err.Error()
+	}
+	args := inv.Args
+	switch inv.Command.Name {
 	case "start":
 		return "Hello! I am your baton agent. Talk to me here, or type /help."
 	case "help":
-		return helpText()
+		if args != "" {
+			h, err := g.cmds.HelpFor(args, command.Chat)
+			if err != nil {
+				return err.Error()
+			}
+			return h
+		}
+		return "You can type:\n\n" + g.cmds.Help(command.Chat)
 	case "sethome":
 		if err := g.st.SetHomeChannel(ctx, addr.Platform, addr.Home().Key()); err != nil {
 			return "Could not set the home channel: " + err.Error()
@@ -99,10 +81,63 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, in store.I
 			return "⚠️ " + turnError(err)
 		}
 		return res
-	case "approve", "always", "deny", "yes", "no", "once":
+	case "approve", "always", "deny":
 		return "Nothing is waiting for approval."
+	case "search":
+		return g.search(ctx, args)
+	case "compress":
+		sess, err := g.boundSession(ctx, addr)
+		if err != nil {
+			return err.Error()
+		}
+		before, after, err := g.ag.Compress(ctx, sess.ID)
+		if errors.Is(err, agent.ErrNothingToCompress) {
+			return "Nothing to compress yet."
+		} else if err != nil {
+			return "Could not compress: " + err.Error()
+		}
+		return fmt.Sprintf("Compressed the earlier conversation: about %d → %d tokens. The full history stays stored.", before, after)
+	case "model":
+		return g.model(ctx, addr, args)
 	}
-	return fmt.Sprintf("Unknown command /%s — type /help for what works here.", cmd)
+	return fmt.Sprintf("/%s does not work in a chat yet.", inv.Command.Name)
+}
+
+func (g *Gateway) search(ctx context.Context, q string) string {
+	hits, err := g.st.Search(ctx, store.SearchQuery{Text: q, Limit: 5})
+	if err != nil {
+		return "Search failed: " + err.Error()
+	}
+	if len(hits) == 0 {
+		return fmt.Sprintf("Nothing found for %q.", q)
+	}
+	var b strings.Builder
+	for _, h := range hits {
+		title := h.Title
+		if title == "" {
+			title = shortID(h.Message.SessionID)
+		}
+		fmt.Fprintf(&b, "- %s (%s): %s\n", title, h.Message.Role, h.Snippet)
+	}
+	return b.String()
+}
+
+func (g *Gateway) model(ctx context.Context, addr platform.Address, name string) string {
+	sess, err := g.boundSession(ctx, addr)
+	if err != nil {
+		return err.Error()
+	}
+	if name == "" {
+		m := sess.Model
+		if m == "" {
+			m = g.ag.Model
+		}
+		return "Model: " + m
+	}
+	if err := g.st.SetModel(ctx, sess.ID, name); err != nil {
+		return "Could not set the model: " + err.Error()
+	}
+	return "This session now uses " + name + "."
 }
 
 func (g *Gateway) retry(ctx context.Context, addr platform.Address, sessionID string) (string, error) {

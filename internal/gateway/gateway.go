@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
@@ -52,6 +53,8 @@ type Config struct {
 	Log           *slog.Logger
 	// WebURL is reported by Status (the web chat's address with token).
 	WebURL string
+	// Commands are the slash commands understood in chats; nil: command.Default().
+	Commands *command.Registry
 }
 
 // Gateway routes events between platforms, the agent and the store.
@@ -62,6 +65,7 @@ type Gateway struct {
 	log      *slog.Logger
 	adapters map[string]platform.Adapter
 	owners   map[string]map[string]bool
+	cmds     *command.Registry
 	started  time.Time
 
 	kick      chan struct{} // wakes the handoff worker
@@ -109,6 +113,10 @@ func New(cfg Config) (*Gateway, error) {
 		live:     map[string]bool{},
 		liveErr:  map[string]string{},
 		turnAddr: map[string]platform.Address{},
+	}
+	g.cmds = cfg.Commands
+	if g.cmds == nil {
+		g.cmds = command.Default()
 	}
 	for _, a := range cfg.Adapters {
 		if _, dup := g.adapters[a.Name()]; dup {
@@ -189,7 +197,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapter) {
 	g.setLive(name, true, "")
 	if c, ok := a.(platform.Commander); ok {
-		if err := c.SetCommands(ctx, chatCommands()); err != nil {
+		if err := c.SetCommands(ctx, g.chatCommands()); err != nil {
 			g.log.Info("command menu not published", "platform", name, "err", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -20,7 +21,7 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 	if !g.authorized(ev) {
 		g.log.Warn("ignored a message from someone who is not the owner",
 			"platform", ev.At.Platform, "sender_id", ev.SenderID, "at", ev.At.Key())
-		if cmd, _ := splitCommand(ev.Text); cmd == "start" {
+		if inv, err := g.cmds.Parse(ev.Text, command.Chat); err == nil && inv.Command.Name == "start" {
 			g.sendNow(ctx, ev.At, "Sorry, this is a personal agent and you are not its owner.")
 		}
 		return nil
@@ -74,8 +75,8 @@ func (g *Gateway) process(ctx context.Context, in store.Inbound) {
 		return
 	}
 	text := strings.TrimSpace(in.Text)
-	if cmd, args := splitCommand(text); cmd != "" {
-		reply := g.command(ctx, addr, in, cmd, args)
+	if command.IsCommand(text) {
+		reply := g.command(ctx, addr, text)
 		if reply != "" {
 			g.reply(ctx, addr, in, reply)
 		}
@@ -237,16 +238,4 @@ func turnError(err error) string {
 		return "I stopped after too many steps without an answer. Say \"continue\" to let me go on."
 	}
 	return "The model call failed: " + err.Error() + "\nEverything said so far is kept; send your message again or /retry."
-}
-
-// splitCommand splits "/cmd args" into ("cmd", "args"); "" if text is not
-// a slash command.
-func splitCommand(text string) (cmd, args string) {
-	text = strings.TrimSpace(text)
-	if !strings.HasPrefix(text, "/") || len(text) < 2 {
-		return "", ""
-	}
-	cmd, args, _ = strings.Cut(text[1:], " ")
-	cmd, _, _ = strings.Cut(cmd, "@") // "/handoff@mybot" in Telegram groups
-	return strings.ToLower(cmd), strings.TrimSpace(args)
 }
