@@ -44,7 +44,8 @@ type rig struct {
 }
 
 type rigOpts struct {
-	homes  map[string]string
+	beforeRun func(st store.Store, owner store.User)
+	homes     map[string]string
 	extra  []platform.Adapter
 	owners map[string][]string
 	lease  time.Duration
@@ -93,6 +94,9 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.beforeRun != nil {
+		o.beforeRun(st, owner)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
