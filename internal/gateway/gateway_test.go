@@ -46,9 +46,9 @@ type rig struct {
 type rigOpts struct {
 	beforeRun func(st store.Store, owner store.User)
 	homes     map[string]string
-	extra  []platform.Adapter
-	owners map[string][]string
-	lease  time.Duration
+	extra     []platform.Adapter
+	owners    map[string][]string
+	lease     time.Duration
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
