@@ -15,6 +15,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
 )
 
 const (
@@ -279,5 +280,36 @@ func TestTelegramHomeRebindTellsWhichSession(t *testing.T) {
 	})
 	if b, _ := r.st.LookupBinding(ctx, "telegram:dm:42"); b.SessionID != old {
 		t.Fatalf("/resume did not rebind: %s", b.SessionID)
+	}
+}
+
+// /handoff <platform> typed in one chat moves the session to another.
+func TestChatToChatHandoff(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	pg := r.openPage(t)
+	ctx := context.Background()
+
+	r.model.Push(llmtest.Reply{Text: "Noted from the web."})
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "note this down", "id": "w1"})
+	pg.await("answer", func(f map[string]any) bool { return f["type"] == "message" && f["text"] == "Noted from the web." })
+	b, err := r.st.LookupBinding(ctx, web.Home.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r.model.Push(llmtest.Reply{Text: "Here on Telegram now."})
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/handoff telegram", "id": "w2"})
+	pg.await("handoff answer", func(f map[string]any) bool {
+		return f["type"] == "message" && strings.Contains(f["text"].(string), "Handing off to Telegram")
+	})
+	msg := sentWhere(t, fake, "the greeting in a new topic", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Here on Telegram now.") })
+	if msg.ThreadID == 0 || len(fake.Topics()) != 1 {
+		t.Fatalf("greeting %+v, topics %+v", msg, fake.Topics())
+	}
+	h, _ := r.st.HandoffState(ctx, b.SessionID)
+	if h.State != store.HandoffCompleted || h.FromPlatform != "web" || h.Platform != "telegram" {
+		t.Fatalf("handoff %+v", h)
 	}
 }
