@@ -224,6 +224,17 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	batonHome := filepath.Join(home, "baton")
 	writeConfig(t, batonHome, "web:\n  listen: 127.0.0.1:0\n")
 	gw := startGateway(t, env, batonHome)
+	status := exec.Command(batonBin, "gateway", "status")
+	status.Env = env
+	out, err := status.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gateway status: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Gateway running", "web", "live", "home: web:dm:main", "Web chat: " + gw.webURL} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("gateway status lacks %q:\n%s", want, out)
+		}
+	}
 
 	srv.Push(
 		llmtest.Reply{Text: "Hi! How can I help?"},
@@ -431,6 +442,11 @@ func TestHandoffWithoutGateway(t *testing.T) {
 	env := cleanEnv(home, modelEnv(srv)...)
 	batonHome := filepath.Join(home, "baton")
 	writeConfig(t, batonHome, "web:\n  listen: 127.0.0.1:0\n")
+	status := exec.Command(batonBin, "gateway", "status")
+	status.Env = env
+	if out, err := status.CombinedOutput(); err == nil || !strings.Contains(string(out), "No gateway is running. Start one with: baton gateway") {
+		t.Errorf("gateway status with none running: %v\n%s", err, out)
+	}
 
 	tm := startTerm(t, env, work)
 	tm.line("hello")
