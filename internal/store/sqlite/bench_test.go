@@ -54,23 +54,28 @@ func seedAny(b testing.TB, s store.Store, n int) string {
 }
 
 // BenchmarkLoadTranscript20k loads a 20,000-message transcript: cold reads
-// every row (a process that never saw the session), warm is a later turn in
-// the same process after one new message.
+// every row (a process that never saw the session), split between readers
+// or on one; warm is a later turn in the same process after one new message.
 func BenchmarkLoadTranscript20k(b *testing.B) {
-	b.Run("cold", func(b *testing.B) {
-		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), sqlite.FileName), sqlite.WithoutTranscriptCache())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		sid := seed(b, s, 20000)
-		for b.Loop() {
-			tr, err := s.Transcript(b.Context(), sid)
-			if err != nil || len(tr) != 20000 {
-				b.Fatalf("%d rows, %v", len(tr), err)
+	cold := func(name string, opts ...sqlite.Option) {
+		b.Run(name, func(b *testing.B) {
+			s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), sqlite.FileName), opts...)
+			if err != nil {
+				b.Fatal(err)
 			}
-		}
-	})
+			defer s.Close()
+			sid := seed(b, s, 20000)
+			for b.Loop() {
+				tr, err := s.Transcript(b.Context(), sid)
+				if err != nil || len(tr) != 20000 {
+					b.Fatalf("%d rows, %v", len(tr), err)
+				}
+			}
+		})
+	}
+	cold("cold", sqlite.WithoutTranscriptCache())
+	// One reader only: the figure for a single CPU.
+	cold("cold-sequential", sqlite.WithoutTranscriptCache(), sqlite.WithSequentialLoads())
 	b.Run("warm", func(b *testing.B) {
 		s := openTemp(b)
 		defer s.Close()
@@ -122,6 +127,37 @@ func BenchmarkSearch20k(b *testing.B) {
 		hits, err := s.Search(b.Context(), store.SearchQuery{Text: "kubernetes cluster"})
 		if err != nil || len(hits) == 0 {
 			b.Fatalf("%d hits, %v", len(hits), err)
+		}
+	}
+}
+
+// BenchmarkAddInbound stores one inbound event with a fresh platform id,
+// as the gateway does before acknowledging each message.
+func BenchmarkAddInbound(b *testing.B) {
+	s := openTemp(b)
+	defer s.Close()
+	for i := 0; b.Loop(); i++ {
+		_, isNew, err := s.AddInbound(b.Context(), store.Inbound{Platform: "telegram", PlatformMsgID: fmt.Sprint(i),
+			AddressKey: "telegram:dm:1", SenderID: "1", Sender: "ada", Text: sentence(i)})
+		if err != nil || !isNew {
+			b.Fatal(isNew, err)
+		}
+	}
+}
+
+// BenchmarkDeliveryCycle enqueues one reply and marks it sent: the
+// outbox's cost per message delivered.
+func BenchmarkDeliveryCycle(b *testing.B) {
+	s := openTemp(b)
+	defer s.Close()
+	for i := 0; b.Loop(); i++ {
+		ds, err := s.EnqueueDeliveries(b.Context(), store.Delivery{Key: fmt.Sprintf("reply:%d:part:0", i),
+			AddressKey: "telegram:dm:1", Text: sentence(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.MarkDelivered(b.Context(), ds[0].ID, fmt.Sprint(i)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

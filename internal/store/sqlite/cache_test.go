@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -74,28 +75,30 @@ func TestTranscriptCacheSeesOtherWriters(t *testing.T) {
 }
 
 func TestTranscriptCacheIsBounded(t *testing.T) {
-	// Many sessions through one store: every load stays correct while the
-	// cache evicts.
-	s := openTemp(t)
+	// Many sessions through one store, ten times more messages than the
+	// cache holds: every load stays correct while the cache evicts.
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), sqlite.FileName), sqlite.WithCacheLimit(1200))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	ctx := t.Context()
 	var ids []string
-	for i := range 30 {
+	for range 30 {
 		sess, _ := s.CreateSession(ctx, store.Session{})
-		msgs := make([]store.Message, 10000)
+		msgs := make([]store.Message, 400)
 		for j := range msgs {
-			msgs[j] = store.Message{Role: store.RoleUser, Content: sess.ID}
+			msgs[j] = store.Message{Role: store.RoleUser, Content: fmt.Sprint(sess.ID, " ", j)}
 		}
 		if _, err := s.AppendMessages(ctx, sess.ID, msgs...); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, sess.ID)
-		_ = i
 	}
 	for round := range 2 {
 		for _, id := range ids {
 			tr, err := s.Transcript(ctx, id)
-			if err != nil || len(tr) != 10000 || tr[9999].Content != id {
+			if err != nil || len(tr) != 400 || tr[0].Content != id+" 0" || tr[399].Content != id+" 399" {
 				t.Fatalf("round %d session %s: %d rows, %v", round, id, len(tr), err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -104,6 +105,7 @@ func TestTwoProcessesAppendConcurrently(t *testing.T) {
 		own[w] = sess.ID
 	}
 
+	start := time.Now()
 	var wg sync.WaitGroup
 	outs := map[string][]byte{}
 	var mu sync.Mutex
@@ -120,7 +122,10 @@ func TestTwoProcessesAppendConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
+	locked := 0
 	for w, out := range outs {
+		locked += strings.Count(string(out), "database is locked")
 		if strings.Contains(string(out), "database is locked") || !strings.Contains(string(out), "errors=0") {
 			t.Fatalf("writer %s reported errors:\n%s", w, out)
 		}
@@ -160,6 +165,8 @@ func TestTwoProcessesAppendConcurrently(t *testing.T) {
 	if got.MessageCount != n {
 		t.Fatalf("shared session count = %d, want %d", got.MessageCount, n)
 	}
+	t.Logf("2 processes appended %d messages each in %v: %d rows, %d \"database is locked\", order kept per writer in all 3 sessions",
+		n, elapsed.Round(time.Millisecond), total, locked)
 }
 
 func TestProcessesMigrateNewFileTogether(t *testing.T) {
