@@ -110,6 +110,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 		s.helpers.SetMaxOpenConns(maxHelpers)
+		// Helpers serve the odd long load; let their page caches go after.
+		s.helpers.SetConnMaxIdleTime(time.Minute)
 	}
 	if err := s.setUp(ctx); err != nil {
 		s.Close()
