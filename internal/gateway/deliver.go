@@ -88,6 +88,18 @@ func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
 		}
 		for _, d := range pending {
 			id, err := g.sendOne(ctx, a, addr, d)
+			if errors.Is(err, platform.ErrPermanent) {
+				// It can never arrive; holding it would block every later
+				// message to this place. It stays in the store, abandoned.
+				g.log.Error("giving up on a message that cannot be delivered", "to", addr.Key(), "err", err)
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				aerr := g.st.AbandonDelivery(wctx, d.ID, err.Error())
+				cancel()
+				if aerr != nil {
+					return fmt.Errorf("abandon delivery %d: %w", d.ID, aerr)
+				}
+				return err
+			}
 			if err != nil {
 				return err
 			}

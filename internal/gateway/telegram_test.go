@@ -313,3 +313,44 @@ func TestChatToChatHandoff(t *testing.T) {
 		t.Fatalf("handoff %+v", h)
 	}
 }
+
+// A reply Telegram refuses for good (403: the bot was blocked) is
+// abandoned, not retried forever, and does not hold back later replies.
+func TestPermanentSendFailureDoesNotBlock(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := telegramRig(t, fake, "telegram:dm:42")
+	ctx := context.Background()
+
+	fake.FailNext("sendMessage", 403, 0)
+	r.model.Push(llmtest.Reply{Text: "This one is refused."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "first")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if n := fake.CallCount("sendMessage"); n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the refused reply was never tried")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.model.Push(llmtest.Reply{Text: "This one arrives."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "second")
+	sentWhere(t, fake, "the second reply", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "This one arrives.") })
+	if n := countSent(fake, func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "refused") }); n != 0 {
+		t.Errorf("the refused reply was posted %d times", n)
+	}
+	if pending, _ := r.st.PendingDeliveries(ctx, "", 0); len(pending) != 0 {
+		t.Errorf("deliveries still pending: %+v", pending)
+	}
+	// Both answers are in the transcript: nothing the agent said is lost.
+	b, _ := r.st.LookupBinding(ctx, "telegram:dm:42")
+	msgs, _ := r.st.Transcript(ctx, b.SessionID)
+	var said []string
+	for _, m := range msgs {
+		said = append(said, m.Content)
+	}
+	if strings.Join(said, "|") != "first|This one is refused.|second|This one arrives." {
+		t.Errorf("transcript %q", said)
+	}
+}

@@ -33,6 +33,7 @@ type Delivery struct {
 	Attempts      int       // failed sends so far
 	LastError     string    // cut to MaxHandoffError bytes
 	PlatformMsgID string    // the platform's id for the sent message
+	Abandoned     bool      // given up on: SentAt is when, LastError why
 }
 
 // Inbox stores inbound events until they have been handled.
@@ -67,6 +68,12 @@ type Outbox interface {
 	// already sent (a late failure cannot undo a success); an unknown id is
 	// ErrNotFound.
 	RecordDeliveryFailure(ctx context.Context, id int64, reason string) error
+	// AbandonDelivery gives up on an unsent delivery that can never be sent
+	// (the chat is gone, the bot was blocked), so it stops holding back
+	// the ones after it: it is no longer pending, its reason is kept and
+	// Abandoned is set. It does nothing to a delivery already sent; an
+	// unknown id is ErrNotFound.
+	AbandonDelivery(ctx context.Context, id int64, reason string) error
 }
 
 // Homes stores each platform's home channel: where handoffs land when no

@@ -87,12 +87,12 @@ func (s *Store) MarkInboundDone(ctx context.Context, id int64) error {
 	return affected(res, err, fmt.Sprintf("mark inbound %d done", id))
 }
 
-const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id`
+const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned`
 
 func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {
 	var d store.Delivery
 	var created, sent int64
-	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID)
+	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID, &d.Abandoned)
 	if err != nil {
 		return store.Delivery{}, err
 	}
@@ -197,6 +197,16 @@ func (s *Store) RecordDeliveryFailure(ctx context.Context, id int64, reason stri
 		last_error = CASE WHEN sent_at = 0 THEN ? ELSE last_error END
 		WHERE id = ?`, store.TruncateReason(reason), id)
 	return affected(res, err, fmt.Sprintf("record failure of delivery %d", id))
+}
+
+// AbandonDelivery gives up on an unsent delivery.
+func (s *Store) AbandonDelivery(ctx context.Context, id int64, reason string) error {
+	res, err := s.exec(ctx, `UPDATE deliveries SET
+		abandoned = CASE WHEN sent_at = 0 THEN 1 ELSE abandoned END,
+		last_error = CASE WHEN sent_at = 0 THEN ? ELSE last_error END,
+		sent_at = CASE WHEN sent_at = 0 THEN ? ELSE sent_at END
+		WHERE id = ?`, store.TruncateReason(reason), now(), id)
+	return affected(res, err, fmt.Sprintf("abandon delivery %d", id))
 }
 
 // SetHomeChannel sets or, with an empty address key, clears a platform's home.

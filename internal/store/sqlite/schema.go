@@ -159,4 +159,9 @@ ALTER TABLE sessions ADD COLUMN live_from INTEGER NOT NULL DEFAULT 1;
 UPDATE sessions SET live_from = COALESCE(
 	(SELECT MIN(seq) FROM messages WHERE session_id = sessions.id AND superseded = 0), next_seq);
 `,
+	// 4: abandoned, for deliveries given up on (AbandonDelivery): they
+	// leave the pending indexes like sent ones, but say they never arrived.
+	`
+ALTER TABLE deliveries ADD COLUMN abandoned INTEGER NOT NULL DEFAULT 0;
+`,
 }

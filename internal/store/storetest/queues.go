@@ -308,6 +308,30 @@ var outboxTests = map[string]func(*testing.T, store.Store){
 		}
 		wantErr(t, s.MarkDelivered(ctx(t), d.ID+1000, "x"), store.ErrNotFound)
 	},
+	"AbandonedDeliveryStopsBlocking": func(t *testing.T, s store.Store) {
+		ds := must(s.EnqueueDeliveries(ctx(t), delivery("a", "telegram:dm:1", "first"), delivery("b", "telegram:dm:1", "second")))
+		noErr(t, s.AbandonDelivery(ctx(t), ds[0].ID, "chat not found"))
+		p := must(s.PendingDeliveries(ctx(t), "telegram:dm:1", 0))
+		if len(p) != 1 || p[0].Key != "b" {
+			t.Fatalf("pending after abandoning the first: %+v", p)
+		}
+		got := storedDelivery(t, s, "a")
+		if !got.Abandoned || got.LastError != "chat not found" || got.SentAt.IsZero() || got.PlatformMsgID != "" {
+			t.Fatalf("abandoned delivery %+v", got)
+		}
+		// A sent delivery cannot be abandoned afterwards.
+		noErr(t, s.MarkDelivered(ctx(t), ds[1].ID, "m2"))
+		noErr(t, s.AbandonDelivery(ctx(t), ds[1].ID, "late"))
+		if got := storedDelivery(t, s, "b"); got.Abandoned || got.LastError != "" || got.PlatformMsgID != "m2" {
+			t.Fatalf("a sent delivery was abandoned: %+v", got)
+		}
+		// Re-enqueueing an abandoned key does not bring it back.
+		again := must(s.EnqueueDeliveries(ctx(t), delivery("a", "telegram:dm:1", "first")))
+		if !again[0].Abandoned || len(must(s.PendingDeliveries(ctx(t), "", 0))) != 0 {
+			t.Fatalf("re-enqueued abandoned key: %+v", again[0])
+		}
+		wantErr(t, s.AbandonDelivery(ctx(t), ds[1].ID+1000, "x"), store.ErrNotFound)
+	},
 	"DeliveryFailuresAreCounted": func(t *testing.T, s store.Store) {
 		d := must(s.EnqueueDeliveries(ctx(t), delivery("k", "web:thread:1", "x")))[0]
 		noErr(t, s.RecordDeliveryFailure(ctx(t), d.ID, "timeout"))
