@@ -141,17 +141,7 @@ func (g *Gateway) model(ctx context.Context, addr platform.Address, name string)
 }
 
 func (g *Gateway) retry(ctx context.Context, addr platform.Address, sessionID string) (string, error) {
-	a := g.adapters[addr.Platform]
-	stop := g.typing(ctx, a, addr)
-	defer stop()
-	g.mu.Lock()
-	g.turnAddr[sessionID] = addr
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		delete(g.turnAddr, sessionID)
-		g.mu.Unlock()
-	}()
+	defer g.working(ctx, addr, sessionID)()
 	res, err := g.ag.Retry(ctx, sessionID, nil)
 	return res.Text, err
 }

@@ -121,16 +121,7 @@ func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbo
 // platform can, retrying while another turn holds the session.
 func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID string, input store.Message) (agent.Result, error) {
 	a := g.adapters[addr.Platform]
-	stopTyping := g.typing(ctx, a, addr)
-	defer stopTyping()
-	g.mu.Lock()
-	g.turnAddr[sessionID] = addr
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		delete(g.turnAddr, sessionID)
-		g.mu.Unlock()
-	}()
+	defer g.working(ctx, addr, sessionID)()
 	emit := func(agent.Event) {}
 	if s, ok := a.(platform.Streamer); ok {
 		emit = func(ev agent.Event) {
@@ -153,6 +144,22 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 			return res, ctx.Err()
 		case <-time.After(wait):
 		}
+	}
+}
+
+// working marks a turn of the session as running at addr until the
+// returned function is called: the typing indicator shows there, and
+// approvals the turn needs are asked there.
+func (g *Gateway) working(ctx context.Context, addr platform.Address, sessionID string) (done func()) {
+	stopTyping := g.typing(ctx, g.adapters[addr.Platform], addr)
+	g.mu.Lock()
+	g.turnAddr[sessionID] = addr
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		delete(g.turnAddr, sessionID)
+		g.mu.Unlock()
+		stopTyping()
 	}
 }
 
