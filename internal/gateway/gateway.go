@@ -68,7 +68,10 @@ type Gateway struct {
 	cmds     *command.Registry
 	started  time.Time
 
-	kick      chan struct{} // wakes the handoff worker
+	kick chan struct{} // wakes the handoff worker
+	// work is the context of turns and deliveries: it outlives Run's ctx
+	// by the shutdown grace period. Set by Run before any adapter starts.
+	work      context.Context
 	boxes     mailboxes
 	send      sendLocks
 	progress  broker
@@ -155,6 +158,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// SIGTERM can finish and be delivered.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
+	g.work = work
 
 	var adapters sync.WaitGroup
 	for name, a := range g.adapters {

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,7 @@ type rigOpts struct {
 	extra     []platform.Adapter
 	owners    map[string][]string
 	lease     time.Duration
+	grace     time.Duration
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -89,7 +91,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Socket:           sock,
 		Lease:            o.lease,
 		PollEvery:        100 * time.Millisecond,
-		ShutdownGrace:    2 * time.Second,
+		ShutdownGrace:    cmp.Or(o.grace, 2*time.Second),
 		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -150,3 +150,29 @@ func TestControlSocketIsPrivate(t *testing.T) {
 		t.Fatalf("control socket mode %v, want 0600", fi.Mode().Perm())
 	}
 }
+
+// A turn still running when the grace period ends is cancelled: the
+// gateway stops, and what the model had said is kept, marked interrupted.
+func TestStopCancelsTurnAfterGrace(t *testing.T) {
+	r := newRig(t, rigOpts{grace: 200 * time.Millisecond})
+	pg := r.openPage(t)
+	r.model.Push(llmtest.Reply{Text: "this answer takes far too long to finish", Delay: time.Second})
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "slow job", "id": "j1"})
+	pg.await("first words", func(f map[string]any) bool { return f["type"] == "delta" })
+	stopped := make(chan struct{})
+	go func() { r.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
+		t.Fatal("the gateway did not stop after its grace period")
+	}
+	b, err := r.st.LookupBinding(context.Background(), web.Home.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := r.st.Transcript(context.Background(), b.SessionID)
+	last := msgs[len(msgs)-1]
+	if last.Role != store.RoleAssistant || !strings.HasSuffix(last.Content, "[interrupted]") || !strings.HasPrefix(last.Content, "this") {
+		t.Fatalf("last message %+v", last)
+	}
+}

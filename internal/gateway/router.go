@@ -49,7 +49,10 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 		g.log.Debug("duplicate inbound message", "platform", ev.At.Platform, "id", ev.ID)
 		return nil
 	}
-	g.boxes.push(in.AddressKey, func() { g.process(context.WithoutCancel(ctx), in) })
+	// Handled in the gateway's work context, not the adapter's: a page
+	// that disconnects does not cancel its turn, a shutdown past its grace
+	// period does.
+	g.boxes.push(in.AddressKey, func() { g.process(g.work, in) })
 	return nil
 }
 
