@@ -202,15 +202,26 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 
 // stmt returns the writer's prepared statement for q, preparing it once:
 // parsing SQL costs more than running these small statements.
+//
+// Preparing waits for the writer's one connection, so it must not hold
+// stmtMu meanwhile: a transaction holding that connection takes stmtMu in
+// txStmt, and the two would wait for each other until a deadline.
 func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if st, ok := s.stmts[q]; ok {
+	st, ok := s.stmts[q]
+	s.stmtMu.Unlock()
+	if ok {
 		return st, nil
 	}
 	st, err := s.w.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
+	}
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if prev, ok := s.stmts[q]; ok { // prepared meanwhile by another caller
+		st.Close()
+		return prev, nil
 	}
 	s.stmts[q] = st
 	return st, nil
