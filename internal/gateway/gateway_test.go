@@ -51,6 +51,7 @@ type rigOpts struct {
 	owners    map[string][]string
 	lease     time.Duration
 	grace     time.Duration
+	script    []llmtest.Step // queued on the model before the gateway starts
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -63,6 +64,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	t.Cleanup(func() { st.Close() })
 	model := llmtest.Start(t)
 	model.SetDefault(llmtest.EchoReply)
+	model.Push(o.script...)
 	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: model.URL, APIKey: "k", Name: "m"}, provider.Options{NoRetry: true})
 	if err != nil {
 		t.Fatal(err)

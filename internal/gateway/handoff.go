@@ -155,16 +155,28 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 		}
 	}()
 	g.step(h, "running", "claimed by the gateway", "")
-	dest, err := g.carry(ctx, h)
+	dest, undo, err := g.carry(ctx, h)
 	select {
 	case <-lost:
 		g.log.Warn("lost the lease of a handoff mid-way; leaving it to its new claimer", "id", h.ID)
 		return
 	default:
 	}
+	if err != nil && ctx.Err() != nil {
+		// The gateway is stopping: no verdict. The lease runs out and this
+		// or another gateway retries it, picking up where it stopped.
+		g.log.Info("handoff interrupted by shutdown; it will be retried", "id", h.ID)
+		return
+	}
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer wcancel()
 	if err != nil {
+		// Failed means not moved: take back the binding and anything not
+		// yet posted, so the destination never shows a handoff the
+		// terminal was told failed.
+		if undo != nil {
+			undo(wctx)
+		}
 		reason := err.Error()
 		g.log.Warn("handoff failed", "id", h.ID, "session", h.SessionID, "to", h.Platform, "err", reason)
 		if ok, ferr := g.st.FailHandoff(wctx, h.ID, g.cfg.Claimer, reason); ferr != nil || !ok {
@@ -190,56 +202,93 @@ func (g *Gateway) step(h store.Handoff, state, step, dest string) {
 // under the home, or the home itself), bind it to the session, run the
 // synthetic "you were just handed off" turn and deliver its answer. Each
 // step is idempotent, so a retried handoff picks up where one stopped.
-func (g *Gateway) carry(ctx context.Context, h store.Handoff) (platform.Address, error) {
+//
+// undo, once the destination is bound, takes the binding back (to the
+// session the place had before, if any) and abandons what is not yet sent.
+func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Address, undo func(context.Context), err error) {
 	sess, err := g.st.GetSession(ctx, h.SessionID)
 	if err != nil {
-		return platform.Address{}, fmt.Errorf("load session: %w", err)
+		return dest, nil, fmt.Errorf("load session: %w", err)
 	}
 	a, ok := g.adapters[h.Platform]
 	if !ok || !g.isLive(h.Platform) {
-		return platform.Address{}, fmt.Errorf("%s is not running in this gateway", h.Platform)
+		return dest, nil, fmt.Errorf("%s is not running in this gateway", h.Platform)
 	}
-	dest, notice, err := g.destination(ctx, h, sess, a)
+	dest, prev, notice, err := g.destination(ctx, h, sess, a)
 	if err != nil {
-		return dest, err
+		return dest, nil, err
 	}
+	undo = func(ctx context.Context) { g.undoHandoff(ctx, h, sess.ID, dest, prev) }
+	return dest, undo, g.greet(ctx, h, sess, dest, notice)
+}
+
+// greet posts the notice, if any, and the agent's first message at dest.
+func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address, notice string) error {
 	g.step(h, "running", "conversation ready at "+dest.Key(), dest.Key())
 	if notice != "" {
 		if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d:notice", h.ID), notice); err != nil {
-			return dest, fmt.Errorf("tell %s which session is active: %w", dest.Key(), err)
+			return fmt.Errorf("tell %s which session is active: %w", dest.Key(), err)
 		}
 	}
 	reply, err := g.handoffTurn(ctx, h, sess, dest)
 	if err != nil {
-		return dest, err
+		return err
 	}
 	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), reply); err != nil {
-		return dest, fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
+		return fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
 	}
 	g.step(h, "running", "first message delivered", dest.Key())
-	return dest, nil
+	return nil
+}
+
+// undoHandoff takes back what a failed handoff did at dest.
+func (g *Gateway) undoHandoff(ctx context.Context, h store.Handoff, sessionID string, dest platform.Address, prev string) {
+	if b, err := g.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID == sessionID {
+		if prev != "" && prev != sessionID {
+			_, err = g.st.Bind(ctx, dest.Key(), prev)
+		} else {
+			err = g.st.Unbind(ctx, dest.Key())
+		}
+		if err != nil {
+			g.log.Warn("take back a failed handoff's binding", "id", h.ID, "err", err)
+		}
+	}
+	pending, err := g.st.PendingDeliveries(ctx, dest.Key(), 0)
+	if err != nil {
+		g.log.Warn("list a failed handoff's messages", "id", h.ID, "err", err)
+		return
+	}
+	prefix := fmt.Sprintf("handoff:%d:", h.ID)
+	for _, d := range pending {
+		if strings.HasPrefix(d.Key, prefix) {
+			if err := g.st.AbandonDelivery(ctx, d.ID, "the handoff failed"); err != nil {
+				g.log.Warn("abandon a failed handoff's message", "id", h.ID, "err", err)
+			}
+		}
+	}
 }
 
 // destination creates (or, on a retry, reuses) the place the session moves
-// to and binds it. notice is set when binding took the home chat away from
-// another live session: the person must hear which one is active now.
-func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.Session, a platform.Adapter) (dest platform.Address, notice string, err error) {
+// to and binds it; prev is the session bound there before. notice is set
+// when binding took the home chat away from another live session: the
+// person must hear which one is active now.
+func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.Session, a platform.Adapter) (dest platform.Address, prev, notice string, err error) {
 	if h.Destination != "" {
 		if dest, err = platform.ParseKey(h.Destination); err != nil {
-			return dest, "", fmt.Errorf("recorded destination: %w", err)
+			return dest, "", "", fmt.Errorf("recorded destination: %w", err)
 		}
 	} else {
 		homes, err := g.homes(ctx)
 		if err != nil {
-			return dest, "", err
+			return dest, "", "", err
 		}
 		homeKey := homes[h.Platform]
 		if homeKey == "" {
-			return dest, "", fmt.Errorf("%s has no home channel: type /sethome in the chat where handoffs should land, or set gateway.homes.%s in config.yaml", h.Platform, h.Platform)
+			return dest, "", "", fmt.Errorf("%s has no home channel: type /sethome in the chat where handoffs should land, or set gateway.homes.%s in config.yaml", h.Platform, h.Platform)
 		}
 		home, err := platform.ParseKey(homeKey)
 		if err != nil {
-			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
+			return dest, "", "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
 		}
 		dest = home
 		if t, ok := a.(platform.Threader); ok {
@@ -255,15 +304,15 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		}
 		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
 		if err != nil {
-			return dest, "", fmt.Errorf("record destination: %w", err)
+			return dest, "", "", fmt.Errorf("record destination: %w", err)
 		}
 		if !ok {
-			return dest, "", errors.New("lost the claim on this handoff")
+			return dest, "", "", errors.New("lost the claim on this handoff")
 		}
 	}
-	prev, err := g.st.Bind(ctx, dest.Key(), sess.ID)
+	prev, err = g.st.Bind(ctx, dest.Key(), sess.ID)
 	if err != nil {
-		return dest, "", fmt.Errorf("bind %s: %w", dest.Key(), err)
+		return dest, "", "", fmt.Errorf("bind %s: %w", dest.Key(), err)
 	}
 	if prev != "" && prev != sess.ID {
 		if old, err := g.st.GetSession(ctx, prev); err == nil && old.Open() {
@@ -271,7 +320,7 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 				describe(sess), describe(old), shortID(old.ID))
 		}
 	}
-	return dest, notice, nil
+	return dest, prev, notice, nil
 }
 
 // handoffTurn runs the synthetic turn that tells the agent where it now
@@ -279,15 +328,13 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 // the answer an earlier attempt stored instead of asking twice.
 func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) (string, error) {
 	marker := fmt.Sprintf("handoff:%d", h.ID)
-	if prior, err := g.st.FindPlatformMessage(ctx, h.Platform, marker); err == nil {
-		msgs, err := g.st.Transcript(ctx, sess.ID)
-		if err != nil {
-			return "", fmt.Errorf("load transcript: %w", err)
-		}
-		for _, m := range msgs {
-			if m.Seq > prior.Seq && m.Role == store.RoleAssistant && len(m.ToolCalls) == 0 && m.Content != "" {
-				return m.Content, nil
-			}
+	p, err := g.priorTurn(ctx, h.Platform, marker)
+	if err != nil {
+		return "", err
+	}
+	if p.found {
+		if p.answer != "" || p.movedOn {
+			return p.answer, nil
 		}
 		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{}) // the input is stored; answer it
 		if err != nil {

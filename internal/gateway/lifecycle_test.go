@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
@@ -174,5 +175,126 @@ func TestStopCancelsTurnAfterGrace(t *testing.T) {
 	last := msgs[len(msgs)-1]
 	if last.Role != store.RoleAssistant || !strings.HasSuffix(last.Content, "[interrupted]") || !strings.HasPrefix(last.Content, "this") {
 		t.Fatalf("last message %+v", last)
+	}
+}
+
+// A message stored by a run that stopped mid-turn is answered at the next
+// start, without being stored twice; one that was answered but whose
+// answer was not yet sent gets that answer, not a second one.
+func TestInboundLeftMidTurnIsAnsweredAtStart(t *testing.T) {
+	var unanswered, answered string
+	r := newRig(t, rigOpts{script: []llmtest.Step{llmtest.Reply{Text: "answered after the restart"}}, beforeRun: func(st store.Store, owner store.User) {
+		ctx := context.Background()
+		for i, key := range []string{web.Home.Key(), "web:thread:main:other"} {
+			s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID, Platform: "web"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Bind(ctx, key, s.ID); err != nil {
+				t.Fatal(err)
+			}
+			id := "m" + itoa(int64(i))
+			if _, _, err := st.AddInbound(ctx, store.Inbound{Platform: "web", PlatformMsgID: id, AddressKey: key, SenderID: web.Owner, Text: "question " + id}); err != nil {
+				t.Fatal(err)
+			}
+			msgs := []store.Message{{Role: store.RoleUser, Content: "question " + id, Platform: "web", PlatformMsgID: id}}
+			if i == 1 {
+				msgs = append(msgs, store.Message{Role: store.RoleAssistant, Content: "the answer given before the crash", Platform: "web"})
+				answered = s.ID
+			} else {
+				unanswered = s.ID
+			}
+			if _, err := st.AppendMessages(ctx, s.ID, msgs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}})
+	waitAllSent(t, r.st)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		pending, _ := r.st.PendingInbound(context.Background(), 0)
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inbound never handled: %+v", pending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	msgs, _ := r.st.Transcript(context.Background(), unanswered)
+	if len(msgs) != 2 || msgs[0].Content != "question m0" || msgs[1].Content != "answered after the restart" {
+		t.Fatalf("unanswered session now %+v", msgs)
+	}
+	msgs, _ = r.st.Transcript(context.Background(), answered)
+	if len(msgs) != 2 {
+		t.Fatalf("the answered question was asked again: %+v", msgs)
+	}
+	if n := len(r.model.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
+	}
+	// Both answers went out, once each.
+	for key, want := range map[string]string{web.Home.Key(): "answered after the restart", "web:thread:main:other": "the answer given before the crash"} {
+		ds, _ := r.st.EnqueueDeliveries(context.Background(), store.Delivery{Key: "in:" + inboundID(t, r, key) + ":part:0", AddressKey: key, Text: "probe"})
+		if ds[0].Text != want || ds[0].SentAt.IsZero() {
+			t.Errorf("delivery to %s: %+v", key, ds[0])
+		}
+	}
+}
+
+// inboundID is the inbox id of the one event stored for key.
+func inboundID(t *testing.T, r *rig, key string) string {
+	t.Helper()
+	for _, id := range []string{"m0", "m1"} {
+		in, isNew, err := r.st.AddInbound(context.Background(), store.Inbound{Platform: "web", PlatformMsgID: id, AddressKey: key})
+		if err != nil || isNew {
+			t.Fatalf("inbound %s: new=%v %v", id, isNew, err)
+		}
+		if in.AddressKey == key {
+			return itoa(in.ID)
+		}
+	}
+	t.Fatalf("no inbound for %s", key)
+	return ""
+}
+
+// A handoff whose synthetic turn fails is failed with the reason, and
+// leaves nothing behind at the destination: no binding, nothing to post.
+func TestFailedHandoffLeavesNothingBehind(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+	r.model.Push(llmtest.Fail{Status: 500})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dest string
+	final, err := r.client.Watch(ctx, h.ID, func(p control.Progress) {
+		if p.Destination != "" {
+			dest = p.Destination
+		}
+	})
+	if err != nil || final.State != "failed" || !strings.Contains(final.Error, "500") {
+		t.Fatalf("final %+v %v", final, err)
+	}
+	if dest == "" {
+		t.Fatal("the handoff never reached a destination before failing")
+	}
+	if b, err := r.st.LookupBinding(ctx, dest); err == nil {
+		t.Errorf("the failed handoff left %s bound to %s", dest, b.SessionID)
+	}
+	if pending, _ := r.st.PendingDeliveries(ctx, "", 0); len(pending) != 0 {
+		t.Errorf("the failed handoff left messages to post: %+v", pending)
+	}
+	// The session is intact and a later handoff can go ahead.
+	if st, _ := r.st.HandoffState(ctx, sess.ID); st.State != store.HandoffFailed {
+		t.Errorf("state %s", st.State)
+	}
+	h2, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := r.client.Watch(ctx, h2.ID, nil); err != nil || p.State != "completed" {
+		t.Fatalf("retry after failure: %+v %v", p, err)
 	}
 }

@@ -68,7 +68,10 @@ func (g *Gateway) authorized(ev platform.Event) bool {
 // process handles one stored inbound event in its mailbox.
 func (g *Gateway) process(ctx context.Context, in store.Inbound) {
 	defer func() {
-		if err := g.st.MarkInboundDone(context.WithoutCancel(ctx), in.ID); err != nil {
+		if ctx.Err() != nil {
+			return // stopped mid-way: handled again at the next start
+		}
+		if err := g.st.MarkInboundDone(ctx, in.ID); err != nil {
 			g.log.Error("mark inbound done", "id", in.ID, "err", err)
 		}
 	}()
@@ -95,14 +98,66 @@ func (g *Gateway) process(ctx context.Context, in store.Inbound) {
 		return
 	}
 	if in.PlatformMsgID != "" {
-		// Stored by an earlier run that stopped mid-turn: do not say it twice.
-		if _, err := g.st.FindPlatformMessage(ctx, in.Platform, in.PlatformMsgID); err == nil {
+		// Stored by an earlier run that stopped mid-turn: never store it
+		// twice; deliver the answer it got, or answer it now.
+		prior, err := g.priorTurn(ctx, in.Platform, in.PlatformMsgID)
+		if err != nil {
+			g.log.Error("look for an earlier turn", "id", in.PlatformMsgID, "err", err)
+			return
+		}
+		switch {
+		case !prior.found:
+		case prior.movedOn:
+			return
+		case prior.answer != "":
+			g.reply(ctx, addr, in, prior.answer)
+			return
+		default:
+			g.turn(ctx, addr, in, prior.sessionID, store.Message{})
 			return
 		}
 	}
 	g.turn(ctx, addr, in, sess.ID, store.Message{
 		Role: store.RoleUser, Content: text, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
 	})
+}
+
+// prior is what an earlier run left of a turn whose input is stored.
+type prior struct {
+	found     bool
+	sessionID string
+	answer    string // the turn's final answer; "" if it did not finish
+	movedOn   bool   // later input followed it: leave it be
+}
+
+// priorTurn finds the input stored under a platform message id and what
+// followed it in its session.
+func (g *Gateway) priorTurn(ctx context.Context, platformName, msgID string) (prior, error) {
+	m, err := g.st.FindPlatformMessage(ctx, platformName, msgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return prior{}, nil
+	} else if err != nil {
+		return prior{}, err
+	}
+	p := prior{found: true, sessionID: m.SessionID}
+	msgs, err := g.st.Transcript(ctx, m.SessionID)
+	if err != nil {
+		return p, fmt.Errorf("load transcript: %w", err)
+	}
+	for _, later := range msgs {
+		if later.Seq <= m.Seq {
+			continue
+		}
+		switch {
+		case later.Role == store.RoleUser:
+			p.movedOn = true
+			return p, nil
+		case later.Role == store.RoleAssistant && len(later.ToolCalls) == 0 && later.Content != "" &&
+			!strings.HasSuffix(later.Content, agent.InterruptedMarker):
+			p.answer = later.Content
+		}
+	}
+	return p, nil
 }
 
 // turn runs one agent turn in the session and delivers its answer to addr.
@@ -135,13 +190,14 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 			}
 		}
 	}
-	for wait := 100 * time.Millisecond; ; wait *= 2 {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		res, err := g.ag.Run(ctx, sessionID, input, emit)
-		if !errors.Is(err, agent.ErrBusy) || wait > 30*time.Second {
+		if !errors.Is(err, agent.ErrBusy) {
 			return res, err
 		}
-		// The same session is mid-turn elsewhere (another chat bound to
-		// it, or the terminal): wait for it rather than interleave.
+		// The same session is mid-turn in another chat bound to it: wait
+		// for that turn (it may be waiting for an approval) rather than
+		// interleave with it. The input is in the inbox meanwhile.
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
@@ -180,10 +236,10 @@ func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.
 		defer tick.Stop()
 		for {
 			if err := t.Typing(ctx, addr); err != nil {
-				if !errors.Is(err, context.Canceled) {
-					g.log.Debug("typing indicator", "platform", addr.Platform, "err", err)
+				if errors.Is(err, platform.ErrUnsupported) || ctx.Err() != nil {
+					return // no typing here; the turn goes on
 				}
-				return // unsupported or failing: no typing, the turn goes on
+				g.log.Debug("typing indicator", "platform", addr.Platform, "err", err) // tried again at the next tick
 			}
 			select {
 			case <-ctx.Done():
