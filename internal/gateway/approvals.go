@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
@@ -46,9 +47,19 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	if err := g.deliver(ctx, addr, "approval:"+req.SessionID+":"+req.CallID, question); err != nil {
 		return agent.Deny, err
 	}
+	timeout := time.NewTimer(g.cfg.ApprovalTimeout)
+	defer timeout.Stop()
 	select {
 	case d := <-ch:
 		return d, nil
+	case <-timeout.C:
+		// Nobody answered (a closed tab, a phone in a pocket): deny, so the
+		// conversation is not held forever, and say so.
+		note := fmt.Sprintf("No answer within %s, so %s did not run. Ask again when you are back.", g.cfg.ApprovalTimeout, req.Tool)
+		if err := g.deliver(ctx, addr, "approval-timeout:"+req.SessionID+":"+req.CallID, note); err != nil {
+			g.log.Warn("tell of an approval timeout", "err", err)
+		}
+		return agent.Deny, nil
 	case <-ctx.Done():
 		return agent.Deny, ctx.Err()
 	}

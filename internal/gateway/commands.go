@@ -164,6 +164,9 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 		return fmt.Sprintf("This conversation is already on %s.", placeName(to))
 	}
 	h, err := g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
+	if errors.Is(err, store.ErrHandoffInFlight) && g.withdrawTerminalHandoff(ctx, sess.ID, to) {
+		h, err = g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
+	}
 	switch {
 	case errors.Is(err, store.ErrHandoffInFlight):
 		return "A handoff of this session is already under way."
@@ -174,6 +177,21 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there. (handoff %d)", describe(sess), h.ID)
 	}
 	return fmt.Sprintf("Handing off to %s… (handoff %d)", placeName(to), h.ID)
+}
+
+// withdrawTerminalHandoff fails a handoff of the session that is still
+// waiting for the terminal, because the person has since asked for
+// another; it reports whether there was one.
+func (g *Gateway) withdrawTerminalHandoff(ctx context.Context, sessionID, to string) bool {
+	h, err := g.st.HandoffState(ctx, sessionID)
+	if err != nil || h.State != store.HandoffPending || h.Platform != TerminalPlatform {
+		return false
+	}
+	if _, ok, err := g.st.ClaimHandoff(ctx, h.ID, g.cfg.Claimer, g.cfg.Lease); err != nil || !ok {
+		return false // the terminal took it meanwhile
+	}
+	ok, err := g.st.FailHandoff(ctx, h.ID, g.cfg.Claimer, "replaced by a handoff to "+to)
+	return err == nil && ok
 }
 
 // boundSession is the session this chat is on; an error a person can read

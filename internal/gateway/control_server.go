@@ -66,6 +66,8 @@ func (g *Gateway) controlHandler() http.Handler {
 		if err != nil {
 			status, code := http.StatusInternalServerError, control.CodeInternal
 			switch {
+			case errors.Is(err, ErrStopping):
+				status, code = http.StatusServiceUnavailable, control.CodeShuttingDown
 			case errors.Is(err, ErrNotLive):
 				status, code = http.StatusConflict, control.CodeNotLive
 			case errors.Is(err, ErrNoHome):

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
@@ -23,10 +24,11 @@ import (
 
 // Defaults for zero-valued Config fields.
 const (
-	DefaultLease         = 30 * time.Second
-	DefaultPollEvery     = 2 * time.Second
-	DefaultShutdownGrace = 10 * time.Second
-	typingEvery          = 4 * time.Second
+	DefaultLease           = 30 * time.Second
+	DefaultPollEvery       = 2 * time.Second
+	DefaultShutdownGrace   = 10 * time.Second
+	DefaultApprovalTimeout = 10 * time.Minute
+	typingEvery            = 4 * time.Second
 )
 
 // Config is what a Gateway is made of. Store, Agent and OwnerID are required.
@@ -55,6 +57,9 @@ type Config struct {
 	WebURL string
 	// Commands are the slash commands understood in chats; nil: command.Default().
 	Commands *command.Registry
+	// ApprovalTimeout is how long a tool waits for /approve in a chat
+	// before it is denied; 0: DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 }
 
 // Gateway routes events between platforms, the agent and the store.
@@ -82,6 +87,7 @@ type Gateway struct {
 	liveErr  map[string]string
 	turnAddr map[string]platform.Address // session → where its running turn answers
 	claims   sync.WaitGroup
+	stopping atomic.Bool // no new handoffs once set
 }
 
 // New checks cfg and builds a Gateway; Run starts it.
@@ -97,6 +103,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = DefaultApprovalTimeout
 	}
 	if cfg.Claimer == "" {
 		host, _ := os.Hostname()
@@ -178,6 +187,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}()
 
 	<-ctx.Done()
+	g.stopping.Store(true)
 	g.log.Info("gateway stopping", "grace", g.cfg.ShutdownGrace)
 	adapters.Wait()
 	worker.Wait()

@@ -52,6 +52,8 @@ type rigOpts struct {
 	lease     time.Duration
 	grace     time.Duration
 	script    []llmtest.Step // queued on the model before the gateway starts
+	tools     *agent.Registry
+	approval  time.Duration
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -84,7 +86,8 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	sock := filepath.Join(home, control.SocketName)
 	gw, err := gateway.New(gateway.Config{
 		Store:            st,
-		Agent:            &agent.Agent{Provider: p, Store: st, Model: "m"},
+		Agent:            &agent.Agent{Provider: p, Store: st, Model: "m", Tools: o.tools},
+		ApprovalTimeout:  o.approval,
 		Adapters:         append([]platform.Adapter{w}, o.extra...),
 		OwnerID:          owner.ID,
 		Owners:           o.owners,

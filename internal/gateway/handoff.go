@@ -24,13 +24,17 @@ const HandedOffPrefix = "[baton handoff]"
 
 // Sentinel errors of RequestHandoff.
 var (
-	ErrNotLive = errors.New("platform is not live in this gateway")
-	ErrNoHome  = errors.New("platform has no home channel")
+	ErrNotLive  = errors.New("platform is not live in this gateway")
+	ErrNoHome   = errors.New("platform has no home channel")
+	ErrStopping = errors.New("the gateway is stopping")
 )
 
 // RequestHandoff checks that the destination can take the session, records
 // a pending handoff, and wakes the worker at once.
 func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string) (store.Handoff, error) {
+	if g.stopping.Load() {
+		return store.Handoff{}, fmt.Errorf("%w: try again once it is back (`baton gateway`)", ErrStopping)
+	}
 	if _, err := g.st.GetSession(ctx, sessionID); err != nil {
 		return store.Handoff{}, fmt.Errorf("handoff of session %s: %w", sessionID, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
 )
 
 const (
@@ -298,6 +299,13 @@ func TestChatToChatHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A handoff left waiting for the terminal is replaced by the new one.
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/handoff cli", "id": "w1b"})
+	pg.await("waiting for the terminal", func(f map[string]any) bool {
+		return f["type"] == "message" && strings.Contains(f["text"].(string), "Handing off to the terminal")
+	})
+	waiting, _ := r.st.HandoffState(ctx, b.SessionID)
+
 	r.model.Push(llmtest.Reply{Text: "Here on Telegram now."})
 	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/handoff telegram", "id": "w2"})
 	pg.await("handoff answer", func(f map[string]any) bool {
@@ -311,6 +319,10 @@ func TestChatToChatHandoff(t *testing.T) {
 	final, err := r.client.Watch(ctx, h.ID, nil) // the greeting is sent just before completion
 	if err != nil || final.State != "completed" || h.FromPlatform != "web" || h.Platform != "telegram" {
 		t.Fatalf("handoff %+v, final %+v, %v", h, final, err)
+	}
+	old, _ := r.st.GetHandoff(ctx, waiting.ID)
+	if waiting.Platform != "cli" || old.State != store.HandoffFailed || !strings.Contains(old.Error, "replaced by a handoff to telegram") {
+		t.Errorf("the handoff that waited for the terminal: %+v", old)
 	}
 }
 
