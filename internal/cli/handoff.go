@@ -82,12 +82,14 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 			fmt.Fprintf(out, "  %s\n", p.Step)
 		}
 	})
-	if werr != nil {
-		if ctx.Err() != nil {
-			return false, h.notConfirmed(hf.ID)
-		}
+	if werr != nil && ctx.Err() == nil {
 		fmt.Fprintf(out, "Lost contact with the gateway mid-handoff. Waiting to see whether it is retried or fails (Ctrl-C stops waiting)…\n")
-		if final, werr = h.waitInStore(ctx, hf.ID); werr != nil {
+		final, werr = h.waitInStore(ctx, hf.ID)
+	}
+	if werr != nil {
+		// Stopped waiting: settle it in the store, so what the terminal
+		// says is what happened.
+		if final, werr = h.settle(context.WithoutCancel(ctx), hf.ID); werr != nil {
 			return false, werr
 		}
 	}
@@ -112,7 +114,28 @@ func (h *Handoffs) offerGateway(ctx context.Context, out io.Writer, ask Ask) (co
 	if err := h.StartGateway(ctx); err != nil {
 		return control.Status{}, err
 	}
-	return h.client().Status(ctx)
+	// It answers before its platforms are up; give them a moment.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s, err := h.client().Status(ctx)
+		if err != nil || allLive(s) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func allLive(s control.Status) bool {
+	for _, p := range s.Platforms {
+		if !p.Live {
+			return false
+		}
+	}
+	return true
 }
 
 // waitInStore follows a handoff in the store after the gateway went away.
@@ -131,7 +154,7 @@ func (h *Handoffs) waitInStore(ctx context.Context, id int64) (control.Progress,
 			return control.Progress{HandoffID: id, State: string(hf.State), Destination: hf.Destination, Error: hf.Error}, nil
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return control.Progress{}, h.notConfirmed(id)
+			return control.Progress{}, errors.New("stopped waiting")
 		}
 		select {
 		case <-ctx.Done():
@@ -140,8 +163,30 @@ func (h *Handoffs) waitInStore(ctx context.Context, id int64) (control.Progress,
 	}
 }
 
-func (h *Handoffs) notConfirmed(id int64) error {
-	return fmt.Errorf("handoff %d is not confirmed: it is still pending and a gateway will retry it (or fail it after %d attempts). You are still here, in the same session; `baton gateway status` shows the gateway", id, store.MaxHandoffAttempts)
+// settle decides a handoff the terminal stopped waiting for: one that
+// finished meanwhile is reported as it ended; one no gateway has taken yet
+// is withdrawn (failed), so it can no longer move the session behind the
+// person's back; one a gateway is carrying out is reported as such.
+func (h *Handoffs) settle(ctx context.Context, id int64) (control.Progress, error) {
+	hf, err := h.App.Store.GetHandoff(ctx, id)
+	if err != nil {
+		return control.Progress{}, fmt.Errorf("handoff %d: %w", id, err)
+	}
+	if hf.State == store.HandoffPending {
+		claimer := fmt.Sprintf("cli:%d", os.Getpid())
+		if _, ok, err := h.App.Store.ClaimHandoff(ctx, id, claimer, time.Minute); err == nil && ok {
+			if ok, err := h.App.Store.FailHandoff(ctx, id, claimer, "withdrawn in the terminal"); err == nil && ok {
+				return control.Progress{}, fmt.Errorf("handoff %d withdrawn before any gateway took it: you are still here, in the same session", id)
+			}
+		}
+		if hf, err = h.App.Store.GetHandoff(ctx, id); err != nil {
+			return control.Progress{}, fmt.Errorf("handoff %d: %w", id, err)
+		}
+	}
+	if hf.State.Terminal() {
+		return control.Progress{HandoffID: id, State: string(hf.State), Destination: hf.Destination, Error: hf.Error}, nil
+	}
+	return control.Progress{}, fmt.Errorf("handoff %d is not confirmed: a gateway is carrying it out and will finish it or fail it (after at most %d attempts). You are still here for now; `baton gateway status` shows the gateway, `baton sessions show` the session", id, store.MaxHandoffAttempts)
 }
 
 // Waiting lists the owner's sessions handed off to the terminal, oldest first.
@@ -170,11 +215,11 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	if !ok {
 		return store.Session{}, fmt.Errorf("handoff %d was picked up elsewhere", hf.ID)
 	}
-	if _, err := h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, TerminalPlatform+":dm:"+h.App.Owner.ID); err != nil {
-		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
+	if ok, err := h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, TerminalPlatform+":dm:"+h.App.Owner.ID); err != nil || !ok {
+		return store.Session{}, fmt.Errorf("pick up handoff %d: lost it (%v)", hf.ID, err)
 	}
-	if _, err := h.App.Store.CompleteHandoff(ctx, hf.ID, claimer); err != nil {
-		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
+	if ok, err := h.App.Store.CompleteHandoff(ctx, hf.ID, claimer); err != nil || !ok {
+		return store.Session{}, fmt.Errorf("pick up handoff %d: lost it (%v)", hf.ID, err)
 	}
 	return h.App.Store.GetSession(ctx, hf.SessionID)
 }

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+func TestChoose(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want int
+		ok   bool
+	}{{"", 3, 0, true}, {"y", 3, 0, true}, {"YES", 1, 0, true}, {"2", 3, 1, true}, {"3", 3, 2, true},
+		{"4", 3, 0, false}, {"0", 3, 0, false}, {"n", 3, 0, false}, {"later", 2, 0, false}} {
+		got, ok := choose(c.in, c.n)
+		if got != c.want || ok != c.ok {
+			t.Errorf("choose(%q, %d) = %d, %v; want %d, %v", c.in, c.n, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// A handoff nobody has taken when the terminal stops waiting is withdrawn:
+// it can no longer move the session later.
+func TestSettleWithdrawsAnUntakenHandoff(t *testing.T) {
+	app := testApp(t, nil)
+	ctx := t.Context()
+	s, _ := app.NewSession(ctx)
+	h := &Handoffs{App: app}
+	hf, err := app.Store.RequestHandoff(ctx, s.ID, "cli", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.settle(ctx, hf.ID)
+	if err == nil || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("settle of a pending handoff: %v", err)
+	}
+	if got, _ := app.Store.GetHandoff(ctx, hf.ID); got.State != store.HandoffFailed {
+		t.Fatalf("state after withdrawal %s", got.State)
+	}
+	// One a gateway is carrying out is "not confirmed", not failed.
+	hf2, _ := app.Store.RequestHandoff(ctx, s.ID, "cli", "web")
+	if _, ok, err := app.Store.ClaimHandoff(ctx, hf2.ID, "gateway@x", time.Minute); err != nil || !ok {
+		t.Fatal(err)
+	}
+	_, err = h.settle(ctx, hf2.ID)
+	if err == nil || !strings.Contains(err.Error(), "not confirmed") {
+		t.Fatalf("settle of a running handoff: %v", err)
+	}
+	// One that completed meanwhile is reported as done.
+	if ok, _ := app.Store.CompleteHandoff(ctx, hf2.ID, "gateway@x"); !ok {
+		t.Fatal("complete")
+	}
+	p, err := h.settle(ctx, hf2.ID)
+	if err != nil || p.State != "completed" {
+		t.Fatalf("settle of a completed handoff: %+v %v", p, err)
+	}
+}
+
+func TestStartupPicksUpWaitingHandoff(t *testing.T) {
+	app := testApp(t, nil)
+	ctx := t.Context()
+	h := &Handoffs{App: app}
+	var ids []string
+	for _, title := range []string{"first trip", "second trip"} {
+		s, _ := app.NewSession(ctx)
+		app.Store.SetTitle(ctx, s.ID, title)
+		if _, err := app.Store.RequestHandoff(ctx, s.ID, "telegram", TerminalPlatform); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	var out bytes.Buffer
+	// "n" stays: nothing is picked up.
+	got, err := h.Startup(ctx, &out, "", func(string) (string, error) { return "n", nil })
+	if err != nil || got != "" {
+		t.Fatalf("declined: %q %v", got, err)
+	}
+	if w, _ := h.Waiting(ctx); len(w) != 2 {
+		t.Fatalf("declining took a handoff: %d left", len(w))
+	}
+	for _, want := range []string{"1. \"first trip\", handed off from telegram", "2. \"second trip\""} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list lacks %q:\n%s", want, out.String())
+		}
+	}
+	// "2" picks the second; it is no longer waiting.
+	got, err = h.Startup(ctx, io.Discard, "", func(string) (string, error) { return "2", nil })
+	if err != nil || got != ids[1] {
+		t.Fatalf("picked %q %v, want %s", got, err, ids[1])
+	}
+	if st, _ := app.Store.HandoffState(ctx, ids[1]); st.State != store.HandoffCompleted {
+		t.Errorf("picked handoff %s", st.State)
+	}
+	// Enter takes the first (and only remaining).
+	got, _ = h.Startup(ctx, io.Discard, "", func(string) (string, error) { return "", nil })
+	if got != ids[0] {
+		t.Fatalf("Enter picked %q, want %s", got, ids[0])
+	}
+	if w, _ := h.Waiting(ctx); len(w) != 0 {
+		t.Errorf("%d still waiting", len(w))
+	}
+}
+
+// The terminal's refusals, against a real gateway with only the web chat
+// and no home channel.
+func TestHandoffRefusalsFromTheTerminal(t *testing.T) {
+	app := testApp(t, nil)
+	ctx := t.Context()
+	s, _ := app.NewSession(ctx)
+	h := &Handoffs{App: app}
+
+	_, err := h.Handoff(ctx, s.ID, "web", io.Discard, nil)
+	if !errors.Is(err, control.ErrNoGateway) && (err == nil || !strings.Contains(err.Error(), "baton gateway")) {
+		t.Fatalf("no gateway: %v", err)
+	}
+	declined := false
+	h.StartGateway = func(context.Context) error { t.Fatal("started a gateway after a no"); return nil }
+	_, err = h.Handoff(ctx, s.ID, "web", io.Discard, func(string) (string, error) { declined = true; return "n", nil })
+	if !declined || err == nil || !strings.Contains(err.Error(), "start one with `baton gateway`") {
+		t.Fatalf("declined start: asked %v, %v", declined, err)
+	}
+
+	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: strings.Repeat("t", 32), Backend: web.StoreBackend{Store: app.Store, OwnerID: app.Owner.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Store: app.Store, Agent: &agent.Agent{Provider: app.Provider, Store: app.Store},
+		Adapters: []platform.Adapter{w}, OwnerID: app.Owner.ID, TrustedPlatforms: []string{"web"},
+		Socket: control.SocketPath(app.Home), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Run(gctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for {
+		if st, err := control.NewClient(control.SocketPath(app.Home)).Status(ctx); err == nil {
+			if p, ok := st.Platform("web"); ok && p.Live {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for platformName, want := range map[string]string{
+		"telegram": "telegram is not enabled in the gateway (enabled: web)",
+		"web":      "web has no home channel: type /sethome",
+		"cli":      "already in the terminal",
+		"":         "usage: /handoff <platform>",
+	} {
+		detach, err := h.Handoff(ctx, s.ID, platformName, io.Discard, nil)
+		if detach || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("/handoff %q: detach=%v, %v; want %q", platformName, detach, err, want)
+		}
+	}
+	if st, _ := app.Store.HandoffState(ctx, s.ID); st.State != store.HandoffNone {
+		t.Errorf("a refused handoff left state %s", st.State)
+	}
+}
