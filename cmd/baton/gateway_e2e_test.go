@@ -235,6 +235,11 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 			t.Errorf("gateway status lacks %q:\n%s", want, out)
 		}
 	}
+	second := exec.Command(batonBin, "gateway")
+	second.Env = env
+	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "another gateway is already running") {
+		t.Errorf("a second gateway: %v\n%s", err, out)
+	}
 
 	srv.Push(
 		llmtest.Reply{Text: "Hi! How can I help?"},

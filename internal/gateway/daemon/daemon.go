@@ -46,6 +46,11 @@ func Run(ctx context.Context, home string, o Options) error {
 		o.Env = os.Getenv
 	}
 	log := slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Before binding any port: a second gateway should hear that one runs,
+	// not that its web port is taken.
+	if s, err := control.NewClient(control.SocketPath(home)).Status(ctx); err == nil {
+		return fmt.Errorf("%w (pid %d); `baton gateway status` shows it", gateway.ErrAlreadyRunning, s.PID)
+	}
 	app, err := cli.Open(ctx, home)
 	if err != nil {
 		return err
