@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -501,4 +502,62 @@ func stopBackgroundGateway(t *testing.T, batonHome string) {
 	}
 	_ = p.Kill()
 	t.Errorf("the background gateway ignored SIGTERM")
+}
+
+// TestWebPageResendsAfterReconnect: what is typed into the page while the
+// gateway is down is sent when it is back, and stored once.
+func TestWebPageResendsAfterReconnect(t *testing.T) {
+	chromium(t)
+	srv := handoffModel(t, "unused")
+	home := t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	batonHome := filepath.Join(home, "baton")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the gateway listens here, twice: the page must find it again
+	writeConfig(t, batonHome, "web:\n  listen: "+addr+"\n")
+	gw := startGateway(t, env, batonHome)
+
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.webURL)); err != nil {
+		t.Fatal(err)
+	}
+	pollPage(ctx, t, "the page connected", `document.getElementById("title").innerText === "Home"`)
+	gw.kill()
+	pollPage(ctx, t, "the page noticed", `document.getElementById("status").innerText.includes("Disconnected")`)
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "sent while away"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	pollPage(ctx, t, "the page said it waits", `document.getElementById("status").innerText.includes("Not connected")`)
+
+	startGateway(t, env, batonHome)
+	pageText(ctx, t, "echo: sent while away")
+	st := openStore(t, home)
+	ss, _ := st.ListSessions(t.Context(), store.SessionFilter{})
+	if len(ss) != 1 {
+		t.Fatalf("sessions %+v", ss)
+	}
+	msgs, _ := st.Transcript(t.Context(), ss[0].ID)
+	n := 0
+	for _, m := range msgs {
+		if m.Content == "sent while away" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the message typed while away is stored %d times", n)
+	}
+}
+
+func pollPage(ctx context.Context, t *testing.T, what, js string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, hangGuard)
+	defer cancel()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](js)); err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("waiting for %s: %v\npage:\n%s", what, err, body)
+	}
 }

@@ -10,10 +10,19 @@
   // extras: messages sent to a conversation that are not in its transcript
   // (answers to slash commands, notices), shown after the history.
   const extras = {};
+  // unacked: what the person typed that the gateway has not yet stored.
+  const unacked = new Map();
 
   function connect() {
     ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
-    ws.onopen = () => { status(""); send({ type: "list" }); open(current); };
+    ws.onopen = () => {
+      status(unacked.size ? "sending…" : "");
+      send({ type: "list" });
+      open(current);
+      // Whatever the gateway never acknowledged is sent again; it drops
+      // what it already stored (same id), so nothing is said twice.
+      unacked.forEach((f) => send(f));
+    };
     ws.onclose = () => { status("Disconnected from the gateway — reconnecting…"); setTimeout(connect, 1000); };
     ws.onmessage = (e) => receive(JSON.parse(e.data));
   }
@@ -62,7 +71,8 @@
         send({ type: "open", key: current });
         break;
       case "ack":
-        status("");
+        unacked.delete(f.id);
+        if (!unacked.size) status("");
         break;
       case "error":
         status("⚠ " + f.error);
@@ -132,8 +142,14 @@
     $("input").value = "";
     add("user", text);
     const id = "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
-    send({ type: "say", key: current, text, id });
-    status("sent");
+    const f = { type: "say", key: current, text, id };
+    unacked.set(id, f);
+    if (ws && ws.readyState === 1) {
+      send(f);
+      status("sending…");
+    } else {
+      status("Not connected — your message will be sent when the gateway is back.");
+    }
   }
   $("composer").onsubmit = (e) => { e.preventDefault(); submit(); };
   $("input").onkeydown = (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); submit(); } };
