@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
+	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -176,7 +177,42 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 	if to == TerminalPlatform {
 		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there. (handoff %d)", describe(sess), h.ID)
 	}
+	g.tellOutcome(addr, h)
 	return fmt.Sprintf("Handing off to %s… (handoff %d)", placeName(to), h.ID)
+}
+
+// tellOutcome tells the chat a handoff was asked from how it ended: moved
+// (and where), or failed (and why, and that the conversation stays here).
+func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff) {
+	ch, stop := g.progress.subscribe(h.ID)
+	g.claims.Add(1)
+	go func() {
+		defer g.claims.Done()
+		defer stop()
+		ctx := g.work
+		var final control.Progress
+		// The store first: it may have ended before the subscription.
+		if cur, err := g.st.GetHandoff(ctx, h.ID); err == nil && cur.State.Terminal() {
+			final = control.Progress{State: string(cur.State), Destination: cur.Destination, Error: cur.Error}
+		}
+		for final.State == "" {
+			select {
+			case p := <-ch:
+				if p.Terminal() {
+					final = p
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+		text := fmt.Sprintf("This conversation now continues in %s.", placeName(h.Platform))
+		if final.State == string(store.HandoffFailed) {
+			text = fmt.Sprintf("The handoff to %s failed: %s\nThe conversation stays here.", placeName(h.Platform), final.Error)
+		}
+		if err := g.deliver(ctx, from, fmt.Sprintf("handoff:%d:outcome", h.ID), text); err != nil {
+			g.log.Warn("tell a handoff's outcome", "id", h.ID, "err", err)
+		}
+	}()
 }
 
 // withdrawTerminalHandoff fails a handoff of the session that is still

@@ -320,6 +320,10 @@ func TestChatToChatHandoff(t *testing.T) {
 	if err != nil || final.State != "completed" || h.FromPlatform != "web" || h.Platform != "telegram" {
 		t.Fatalf("handoff %+v, final %+v, %v", h, final, err)
 	}
+	// The web chat hears where the conversation went.
+	pg.await("the outcome", func(f map[string]any) bool {
+		return f["type"] == "message" && strings.Contains(f["text"].(string), "now continues in Telegram")
+	})
 	old, _ := r.st.GetHandoff(ctx, waiting.ID)
 	if waiting.Platform != "cli" || old.State != store.HandoffFailed || !strings.Contains(old.Error, "replaced by a handoff to telegram") {
 		t.Errorf("the handoff that waited for the terminal: %+v", old)
