@@ -209,7 +209,27 @@ func (g *Gateway) Run(ctx context.Context) error {
 }
 
 func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapter) {
-	g.setLive(name, true, "")
+	exited := make(chan struct{})
+	if r, ok := a.(platform.Readier); ok {
+		// Live only once the service answered: a handoff must not be
+		// accepted for a bot whose token does not work.
+		go func() {
+			select {
+			case <-r.Ready():
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				select {
+				case <-exited:
+				default:
+					g.live[name], g.liveErr[name] = true, ""
+					g.Kick() // handoffs may be waiting for it
+				}
+			case <-exited:
+			}
+		}()
+	} else {
+		g.setLive(name, true, "")
+	}
 	if c, ok := a.(platform.Commander); ok {
 		if err := c.SetCommands(ctx, g.chatCommands()); err != nil {
 			g.log.Info("command menu not published", "platform", name, "err", err)
@@ -217,6 +237,9 @@ func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapte
 	}
 	g.log.Info("platform started", "platform", name)
 	err := a.Run(ctx, func(ctx context.Context, ev platform.Event) error { return g.handle(ctx, ev) })
+	g.mu.Lock()
+	close(exited) // under g.mu: the readiness watcher cannot mark it live after this
+	g.mu.Unlock()
 	if err != nil && ctx.Err() == nil {
 		g.log.Error("platform stopped", "platform", name, "err", err)
 		g.setLive(name, false, err.Error())

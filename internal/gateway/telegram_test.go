@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -366,5 +367,44 @@ func TestPermanentSendFailureDoesNotBlock(t *testing.T) {
 	}
 	if strings.Join(said, "|") != "first|This one is refused.|second|This one arrives." {
 		t.Errorf("transcript %q", said)
+	}
+}
+
+// A bot whose token Telegram refuses is never live: its error shows in the
+// status and handoffs to it are refused.
+func TestTelegramWithRefusedTokenIsNotLive(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	tg, err := telegram.New(telegram.Config{Token: "999:wrong", ServerURL: fake.URL(), PollTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{extra: []platform.Adapter{tg}, homes: map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:42"}})
+	ctx := context.Background()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s, err := r.client.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := s.Platform("telegram")
+		if p.Live {
+			t.Fatalf("a bot with a refused token is reported live: %+v", p)
+		}
+		if p.Error != "" {
+			if strings.Contains(p.Error, "999:wrong") {
+				t.Errorf("the token leaked into the status: %q", p.Error)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no error reported for the refused token: %+v", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sess := r.terminalSession(t)
+	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
+	if !errors.Is(err, control.ErrNotLive) {
+		t.Fatalf("handoff to a bot that is not live: %v", err)
 	}
 }

@@ -75,6 +75,13 @@ type Streamer interface {
 	Delta(ctx context.Context, at Address, text string) error
 }
 
+// Readier is an adapter that must first reach its service (check its
+// credentials, learn its own name) before it can take handoffs; the
+// gateway counts the platform as live only once Ready is closed.
+type Readier interface {
+	Ready() <-chan struct{}
+}
+
 // Command is a slash command as a service's command menu shows it.
 type Command struct {
 	Name        string // without the slash

@@ -33,6 +33,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		}
 		return err
 	}
+	a.readyOnce.Do(func() { close(a.ready) })
 	var (
 		offset     int64
 		seenUpdate = newSeen(seenLimit)

@@ -104,6 +104,9 @@ type Adapter struct {
 	mu       sync.Mutex
 	username string          // the bot's @username, learned from getMe
 	refused  map[string]bool // optional methods already logged as refused
+
+	ready     chan struct{} // closed once getMe has answered
+	readyOnce sync.Once
 }
 
 var (
@@ -113,7 +116,12 @@ var (
 	_ platform.Editor    = (*Adapter)(nil)
 	_ platform.Limiter   = (*Adapter)(nil)
 	_ platform.Commander = (*Adapter)(nil)
+	_ platform.Readier   = (*Adapter)(nil)
 )
+
+// Ready is closed once the bot has identified itself to Telegram, i.e.
+// the token works.
+func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
 // New makes an adapter; it does not contact Telegram (Run does).
 func New(cfg Config) (*Adapter, error) {
@@ -147,7 +155,7 @@ func New(cfg Config) (*Adapter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), refused: map[string]bool{}}
+	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), refused: map[string]bool{}, ready: make(chan struct{})}
 	api, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.ServerURL),
 		bot.WithHTTPClient(cfg.PollTimeout, client),
