@@ -198,6 +198,10 @@ func (r *rig) openPage(t testing.TB) *page {
 		}
 	}()
 	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
+	// One round trip: once answered, the gateway has the page among those
+	// it broadcasts to (the handshake alone does not promise that).
+	p.send(map[string]any{"type": "list"})
+	p.await("the conversation list", typ("conversations"))
 	return p
 }
 
