@@ -29,22 +29,16 @@ func openStore(t *testing.T, home string) *sqlite.Store {
 	return st
 }
 
-// TestTerminalChatAndContinue is the terminal's must-show: three turns in
-// the real binary in a real terminal, one with a tool call that asks for
-// approval, /title, /quit; then `baton -c` shows the same transcript and
-// continues it in the same stored session.
-func TestTerminalChatAndContinue(t *testing.T) {
-	srv := llmtest.Start(t)
-	home, work := t.TempDir(), t.TempDir()
-	env := cleanEnv(home, modelEnv(srv)...)
-
+// threeTurns scripts the model and drives the terminal through three turns,
+// the middle one a shell command that asks approval and is allowed once.
+func threeTurns(srv *llmtest.Server, tm *term) {
+	tm.tb.Helper()
 	srv.Push(
 		llmtest.Reply{Text: "Hi! How can I help?"},
 		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "shell", Args: `{"command":"echo baton-tool-ok > proof.txt && cat proof.txt"}`}}},
 		llmtest.Reply{Text: "The check printed **baton-tool-ok**."},
 		llmtest.Reply{Text: "You are welcome."},
 	)
-	tm := startTerm(t, env, work)
 	tm.expect("baton · openai · fake-model")
 	tm.line("hello there")
 	tm.expect("Hi! How can I help?")
@@ -56,6 +50,19 @@ func TestTerminalChatAndContinue(t *testing.T) {
 	tm.expect("The check printed baton-tool-ok.")
 	tm.line("thanks")
 	tm.expect("You are welcome.")
+}
+
+// TestTerminalChatAndContinue is the terminal's must-show: three turns in
+// the real binary in a real terminal, one with a tool call that asks for
+// approval, /title, /quit; then `baton -c` shows the same transcript and
+// continues it in the same stored session.
+func TestTerminalChatAndContinue(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+
+	tm := startTerm(t, env, work)
+	threeTurns(srv, tm)
 	tm.line("/title e2e chat")
 	tm.expect("Title set: e2e chat")
 	tm.line("/quit")

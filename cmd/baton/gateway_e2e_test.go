@@ -242,22 +242,8 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 		t.Errorf("a second gateway: %v\n%s", err, out)
 	}
 
-	srv.Push(
-		llmtest.Reply{Text: "Hi! How can I help?"},
-		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "shell", Args: `{"command":"echo baton-tool-ok"}`}}},
-		llmtest.Reply{Text: "The check printed baton-tool-ok."},
-		llmtest.Reply{Text: "You are welcome."},
-	)
 	tm := startTerm(t, env, work)
-	tm.expect("baton · openai · fake-model")
-	tm.line("hello there")
-	tm.expect("Hi! How can I help?")
-	tm.line("please run the check")
-	tm.expect("allow? [o]nce, [a]lways this session, [d]eny")
-	tm.answer("o")
-	tm.expect("The check printed baton-tool-ok.")
-	tm.line("thanks")
-	tm.expect("You are welcome.")
+	threeTurns(srv, tm)
 	tm.line("/handoff web")
 	tm.expect("This conversation now continues in web")
 	if err := tm.wait(); err != nil {
@@ -280,15 +266,20 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := pageText(ctx, t, "Hello from the web chat!")
-	assertInOrder(t, text, "hello there", "Hi! How can I help?", "please run the check", "shell", "baton-tool-ok",
+	assertInOrder(t, text, "hello there", "Hi! How can I help?", "please run the check",
+		`→ shell {"command":"echo baton-tool-ok > proof.txt && cat proof.txt"}`, "← shell: baton-tool-ok",
 		"The check printed baton-tool-ok.", "thanks", "You are welcome.", "Hello from the web chat!")
+	if bold, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages strong")].map(e => e.textContent).join("|")`)); bold != "baton-tool-ok" {
+		t.Errorf("markdown bold not shown as bold: %q", bold)
+	}
 	url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
 	if strings.Contains(url, "token") {
 		t.Errorf("the token stayed in the address bar: %s", url)
 	}
-	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err == nil {
-		_ = os.WriteFile(filepath.Join(os.TempDir(), "baton-web-handoff.png"), shot, 0o644)
+	if dir := os.Getenv("BATON_SCREENSHOTS"); dir != "" { // to look at the page by eye
+		if shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "web-handoff.png"), shot, 0o644)
+		}
 	}
 
 	// A reply typed in the page is answered and stored in the same session.

@@ -108,7 +108,7 @@ func Lines(msgs []store.Message) []Line {
 			}
 			if len(m.ToolCalls) > 0 && json.Unmarshal(m.ToolCalls, &calls) == nil {
 				for _, c := range calls {
-					out = append(out, Line{Role: "tool", Tool: c.Name, Text: "→ " + c.Name + " " + string(c.Arguments), Time: m.CreatedAt})
+					out = append(out, Line{Role: "tool", Tool: c.Name, Text: "→ " + c.Name + " " + readableJSON(c.Arguments), Time: m.CreatedAt})
 				}
 			}
 		case store.RoleTool:
@@ -120,6 +120,22 @@ func Lines(msgs []store.Message) []Line {
 		}
 	}
 	return out
+}
+
+// readableJSON is raw without the \u003c-style escapes JSON encoders add
+// for HTML safety: the page shows it as text, so "a > b" can stay as typed.
+func readableJSON(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func short(id string) string {

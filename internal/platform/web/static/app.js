@@ -121,8 +121,25 @@
         pre.append(code);
         el.append(pre);
       } else if (p) {
-        el.append(document.createTextNode(p));
+        inline(el, p);
       }
+    });
+  }
+  // inline shows `code` and **bold** as such; everything else as text.
+  function inline(el, text) {
+    text.split(/(`[^`\n]+`|\*\*[^*\n]+\*\*)/).forEach((t) => {
+      if (!t) return;
+      let node;
+      if (t.length > 2 && t.startsWith("`") && t.endsWith("`")) {
+        node = document.createElement("code");
+        node.textContent = t.slice(1, -1);
+      } else if (t.length > 4 && t.startsWith("**") && t.endsWith("**")) {
+        node = document.createElement("strong");
+        node.textContent = t.slice(2, -2);
+      } else {
+        node = document.createTextNode(t);
+      }
+      el.append(node);
     });
   }
   function add(role, text, tool) {
