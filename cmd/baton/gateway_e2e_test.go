@@ -310,7 +310,8 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	tm.answer("")
 	tm.expect("Continuing")
 	for _, want := range []string{"hello there", "Hi! How can I help?", "please run the check", "The check printed baton-tool-ok.",
-		"thanks", "You are welcome.", "Hello from the web chat!", "great, book it", "echo: great, book it"} {
+		"thanks", "You are welcome.", "↪ This conversation was just handed off from the terminal to the web chat",
+		"Hello from the web chat!", "great, book it", "echo: great, book it"} {
 		tm.expect(want)
 	}
 	tm.line("back at the desk")

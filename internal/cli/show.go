@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -144,6 +145,13 @@ func printTranscript(out *renderer, msgs []store.Message, limit int) {
 		case store.RoleUser:
 			if agent.IsSummary(m) {
 				out.Printf("(earlier turns, summarized)\n")
+				continue
+			}
+			if note, ok := strings.CutPrefix(m.Content, gateway.HandedOffPrefix); ok {
+				// The synthetic turn of a handoff: its first sentence says
+				// from where to where; the rest was for the model.
+				first, _, _ := strings.Cut(strings.TrimSpace(note), ". ")
+				out.Printf("↪ %s\n", strings.TrimSuffix(first, "."))
 				continue
 			}
 			out.Printf("%s%s\n", prompt, m.Content)
