@@ -504,3 +504,11 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The web chat recognizes the handoff's synthetic message by its own copy
+// of the prefix (adapters do not import the gateway); they must agree.
+func TestWebKnowsTheHandoffPrefix(t *testing.T) {
+	if web.HandoffPrefix != gateway.HandedOffPrefix {
+		t.Fatalf("web.HandoffPrefix %q != gateway.HandedOffPrefix %q", web.HandoffPrefix, gateway.HandedOffPrefix)
+	}
+}

@@ -29,9 +29,9 @@ type StoreBackend struct {
 // toolShown caps a tool result in the page; the store keeps it whole.
 const toolShown = 2000
 
-// handoffPrefix marks the synthetic message a handoff adds; the page shows
+// HandoffPrefix marks the synthetic message a handoff adds; the page shows
 // it as a note, not as something the person said.
-const handoffPrefix = "[baton handoff]"
+const HandoffPrefix = "[baton handoff]"
 
 // summaryPrefix marks a compression summary.
 const summaryPrefix = "[Summary of the earlier conversation"
@@ -89,9 +89,9 @@ func Lines(msgs []store.Message) []Line {
 		switch m.Role {
 		case store.RoleUser:
 			switch {
-			case strings.HasPrefix(m.Content, handoffPrefix):
+			case strings.HasPrefix(m.Content, HandoffPrefix):
 				// Its first sentence says where from; the rest is for the model.
-				note, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(m.Content, handoffPrefix)), ". ")
+				note, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(m.Content, HandoffPrefix)), ". ")
 				out = append(out, Line{Role: "note", Text: "↪ " + strings.TrimSuffix(note, "."), Time: m.CreatedAt})
 			case strings.HasPrefix(m.Content, summaryPrefix):
 				out = append(out, Line{Role: "note", Text: m.Content, Time: m.CreatedAt})

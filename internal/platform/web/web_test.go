@@ -132,7 +132,7 @@ func TestLines(t *testing.T) {
 		{Role: store.RoleAssistant, Content: "", ToolCalls: json.RawMessage(`[{"id":"c1","name":"shell","arguments":{"command":"ls"}}]`)},
 		{Role: store.RoleTool, ToolName: "shell", ToolCallID: "c1", Content: strings.Repeat("é", 3000)},
 		{Role: store.RoleAssistant, Content: "Two files."},
-		{Role: store.RoleUser, Content: handoffPrefix + " handed off"},
+		{Role: store.RoleUser, Content: HandoffPrefix + " handed off"},
 	}
 	lines := Lines(msgs)
 	if len(lines) != 5 {
