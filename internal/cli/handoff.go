@@ -67,6 +67,8 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 			names = append(names, p.Name)
 		}
 		return false, fmt.Errorf("%s is not enabled in the gateway (enabled: %s); see README.md for its setup", platform, strings.Join(names, ", "))
+	case !p.Live && p.Error == "":
+		return false, fmt.Errorf("%s is still starting in the gateway; try again in a moment (`baton gateway status` shows when it is live)", platform)
 	case !p.Live:
 		return false, fmt.Errorf("%s is enabled but not running in the gateway: %s (see `baton gateway status`)", platform, p.Error)
 	case p.Home == "":
@@ -172,7 +174,10 @@ func (h *Handoffs) settle(ctx context.Context, id int64) (control.Progress, erro
 	if err != nil {
 		return control.Progress{}, fmt.Errorf("handoff %d: %w", id, err)
 	}
-	if hf.State == store.HandoffPending {
+	// Only one that never reached a destination is withdrawn: a retried
+	// one may already be bound and greeted there, and is finished by its
+	// next claim.
+	if hf.State == store.HandoffPending && hf.Destination == "" && hf.Attempts == 0 {
 		claimer := fmt.Sprintf("cli:%d", os.Getpid())
 		if _, ok, err := h.App.Store.ClaimHandoff(ctx, id, claimer, time.Minute); err == nil && ok {
 			if ok, err := h.App.Store.FailHandoff(ctx, id, claimer, "withdrawn in the terminal"); err == nil && ok {
@@ -215,11 +220,15 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	if !ok {
 		return store.Session{}, fmt.Errorf("handoff %d was picked up elsewhere", hf.ID)
 	}
-	if ok, err := h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, TerminalPlatform+":dm:"+h.App.Owner.ID); err != nil || !ok {
-		return store.Session{}, fmt.Errorf("pick up handoff %d: lost it (%v)", hf.ID, err)
+	ok, err = h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, TerminalPlatform+":dm:"+h.App.Owner.ID)
+	if err == nil && ok {
+		ok, err = h.App.Store.CompleteHandoff(ctx, hf.ID, claimer)
 	}
-	if ok, err := h.App.Store.CompleteHandoff(ctx, hf.ID, claimer); err != nil || !ok {
-		return store.Session{}, fmt.Errorf("pick up handoff %d: lost it (%v)", hf.ID, err)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
+	}
+	if !ok {
+		return store.Session{}, fmt.Errorf("handoff %d was taken over elsewhere while being picked up", hf.ID)
 	}
 	return h.App.Store.GetSession(ctx, hf.SessionID)
 }

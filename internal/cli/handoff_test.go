@@ -51,6 +51,24 @@ func TestSettleWithdrawsAnUntakenHandoff(t *testing.T) {
 	if got, _ := app.Store.GetHandoff(ctx, hf.ID); got.State != store.HandoffFailed {
 		t.Fatalf("state after withdrawal %s", got.State)
 	}
+	// One a gateway already tried (it may be bound and greeted at its
+	// destination) is not withdrawn: it is "not confirmed".
+	hfr, _ := app.Store.RequestHandoff(ctx, s.ID, "cli", "web")
+	app.Store.ClaimHandoff(ctx, hfr.ID, "gateway@dead", time.Millisecond)
+	app.Store.SetHandoffDestination(ctx, hfr.ID, "gateway@dead", "web:thread:main:x")
+	if n, _, _ := app.Store.ReapHandoffs(ctx, time.Now().Add(time.Minute)); n != 1 {
+		t.Fatal("the dead claim was not put back to pending")
+	}
+	if _, err = h.settle(ctx, hfr.ID); err == nil || !strings.Contains(err.Error(), "not confirmed") {
+		t.Fatalf("settle of a retried handoff: %v", err)
+	}
+	if got, _ := app.Store.GetHandoff(ctx, hfr.ID); got.State != store.HandoffPending {
+		t.Fatalf("a retried handoff was withdrawn: %s", got.State)
+	}
+	if _, ok, _ := app.Store.ClaimHandoff(ctx, hfr.ID, "gateway@live", time.Minute); ok {
+		app.Store.FailHandoff(ctx, hfr.ID, "gateway@live", "test over")
+	}
+
 	// One a gateway is carrying out is "not confirmed", not failed.
 	hf2, _ := app.Store.RequestHandoff(ctx, s.ID, "cli", "web")
 	if _, ok, err := app.Store.ClaimHandoff(ctx, hf2.ID, "gateway@x", time.Minute); err != nil || !ok {
@@ -148,11 +166,14 @@ func TestHandoffRefusalsFromTheTerminal(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(gctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for {
+	for deadline := time.Now().Add(15 * time.Second); ; {
 		if st, err := control.NewClient(control.SocketPath(app.Home)).Status(ctx); err == nil {
 			if p, ok := st.Platform("web"); ok && p.Live {
 				break
 			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway's web chat never became live")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -16,6 +16,33 @@ import (
 type approvals struct {
 	mu      sync.Mutex
 	waiting map[string]chan agent.Decision // address key → answer
+	// answered remembers the platform ids of recent answers, so a resent
+	// "/approve" (a page reconnecting) cannot approve a later question.
+	answered map[string]bool
+	order    []string
+}
+
+// recentAnswers bounds the remembered answer ids.
+const recentAnswers = 256
+
+// seen reports whether the answer with this id came before, and remembers it.
+func (a *approvals) seen(id string) bool {
+	if id == "" {
+		return false
+	}
+	if a.answered == nil {
+		a.answered = map[string]bool{}
+	}
+	if a.answered[id] {
+		return true
+	}
+	a.answered[id] = true
+	a.order = append(a.order, id)
+	if len(a.order) > recentAnswers {
+		delete(a.answered, a.order[0])
+		a.order = a.order[1:]
+	}
+	return false
 }
 
 // approve is the gateway agent's Approver: it asks in the chat where the
@@ -84,6 +111,10 @@ func (g *Gateway) answerApproval(_ context.Context, ev platform.Event) bool {
 		return false
 	}
 	g.approvals.mu.Lock()
+	if g.approvals.seen(ev.At.Platform + ":" + ev.ID) {
+		g.approvals.mu.Unlock()
+		return true // a repeat of an answer already given: it answers nothing
+	}
 	ch, ok := g.approvals.waiting[ev.At.Key()]
 	g.approvals.mu.Unlock()
 	if !ok {

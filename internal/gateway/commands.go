@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
@@ -142,7 +143,11 @@ func (g *Gateway) model(ctx context.Context, addr platform.Address, name string)
 }
 
 func (g *Gateway) retry(ctx context.Context, addr platform.Address, sessionID string) (string, error) {
-	defer g.working(ctx, addr, sessionID)()
+	done, err := g.working(ctx, addr, sessionID)
+	if err != nil {
+		return "", err
+	}
+	defer done()
 	res, err := g.ag.Retry(ctx, sessionID, nil)
 	return res.Text, err
 }
@@ -195,14 +200,22 @@ func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff) {
 		if cur, err := g.st.GetHandoff(ctx, h.ID); err == nil && cur.State.Terminal() {
 			final = control.Progress{State: string(cur.State), Destination: cur.Destination, Error: cur.Error}
 		}
+		// Progress is published by this gateway's worker; a handoff ended
+		// elsewhere (the reaper, another gateway) is seen in the store.
+		tick := time.NewTicker(g.cfg.PollEvery)
+		defer tick.Stop()
 		for final.State == "" {
 			select {
 			case p := <-ch:
 				if p.Terminal() {
 					final = p
 				}
-			case <-ctx.Done():
-				return
+			case <-tick.C:
+				if cur, err := g.st.GetHandoff(ctx, h.ID); err == nil && cur.State.Terminal() {
+					final = control.Progress{State: string(cur.State), Destination: cur.Destination, Error: cur.Error}
+				}
+			case <-g.quit:
+				return // stopping: the chat will not hear; the store has the outcome
 			}
 		}
 		text := fmt.Sprintf("This conversation now continues in %s.", placeName(h.Platform))

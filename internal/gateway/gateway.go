@@ -79,6 +79,7 @@ type Gateway struct {
 	work      context.Context
 	boxes     mailboxes
 	send      sendLocks
+	sessions  sessionLocks
 	progress  broker
 	approvals approvals
 
@@ -87,7 +88,8 @@ type Gateway struct {
 	liveErr  map[string]string
 	turnAddr map[string]platform.Address // session → where its running turn answers
 	claims   sync.WaitGroup
-	stopping atomic.Bool // no new handoffs once set
+	stopping atomic.Bool   // no new handoffs once set
+	quit     chan struct{} // closed when stopping begins
 }
 
 // New checks cfg and builds a Gateway; Run starts it.
@@ -122,6 +124,7 @@ func New(cfg Config) (*Gateway, error) {
 		adapters: map[string]platform.Adapter{},
 		owners:   map[string]map[string]bool{},
 		kick:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
 		live:     map[string]bool{},
 		liveErr:  map[string]string{},
 		turnAddr: map[string]platform.Address{},
@@ -188,6 +191,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 
 	<-ctx.Done()
 	g.stopping.Store(true)
+	close(g.quit)
 	g.log.Info("gateway stopping", "grace", g.cfg.ShutdownGrace)
 	adapters.Wait()
 	worker.Wait()

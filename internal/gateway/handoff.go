@@ -247,8 +247,11 @@ func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session
 
 // undoHandoff takes back what a failed handoff did at dest.
 func (g *Gateway) undoHandoff(ctx context.Context, h store.Handoff, sessionID string, dest platform.Address, prev string) {
-	if b, err := g.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID == sessionID {
-		if prev != "" && prev != sessionID {
+	// prev == sessionID: an earlier attempt bound it, and what the place
+	// had before is not known here; it stays on this session (/resume
+	// switches it), rather than losing the binding altogether.
+	if b, err := g.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID == sessionID && prev != sessionID {
+		if prev != "" {
 			_, err = g.st.Bind(ctx, dest.Key(), prev)
 		} else {
 			err = g.st.Unbind(ctx, dest.Key())

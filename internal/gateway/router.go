@@ -179,7 +179,11 @@ func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbo
 // platform can, retrying while another turn holds the session.
 func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID string, input store.Message) (agent.Result, error) {
 	a := g.adapters[addr.Platform]
-	defer g.working(ctx, addr, sessionID)()
+	done, err := g.working(ctx, addr, sessionID)
+	if err != nil {
+		return agent.Result{}, err
+	}
+	defer done()
 	emit := func(agent.Event) {}
 	if s, ok := a.(platform.Streamer); ok {
 		emit = func(ev agent.Event) {
@@ -195,9 +199,9 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 		if !errors.Is(err, agent.ErrBusy) {
 			return res, err
 		}
-		// The same session is mid-turn in another chat bound to it: wait
-		// for that turn (it may be waiting for an approval) rather than
-		// interleave with it. The input is in the inbox meanwhile.
+		// Something outside the gateway's turns holds the session (an
+		// /undo or /compress): wait for it rather than interleave. The
+		// input is in the inbox meanwhile.
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
@@ -206,10 +210,14 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 	}
 }
 
-// working marks a turn of the session as running at addr until the
-// returned function is called: the typing indicator shows there, and
-// approvals the turn needs are asked there.
-func (g *Gateway) working(ctx context.Context, addr platform.Address, sessionID string) (done func()) {
+// working waits its turn in the session, then marks a turn of it as
+// running at addr until done is called: the typing indicator shows there,
+// and approvals the turn needs are asked there.
+func (g *Gateway) working(ctx context.Context, addr platform.Address, sessionID string) (done func(), err error) {
+	unlock, err := g.sessions.lock(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
 	stopTyping := g.typing(ctx, g.adapters[addr.Platform], addr)
 	g.mu.Lock()
 	g.turnAddr[sessionID] = addr
@@ -219,7 +227,8 @@ func (g *Gateway) working(ctx context.Context, addr platform.Address, sessionID 
 		delete(g.turnAddr, sessionID)
 		g.mu.Unlock()
 		stopTyping()
-	}
+		unlock()
+	}, nil
 }
 
 // typing shows the typing indicator every few seconds until stopped.

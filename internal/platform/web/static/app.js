@@ -23,7 +23,12 @@
       // what it already stored (same id), so nothing is said twice.
       unacked.forEach((f) => send(f));
     };
-    ws.onclose = () => { status("Disconnected from the gateway — reconnecting…"); setTimeout(connect, 1000); };
+    ws.onclose = () => {
+      status(unacked.size
+        ? "Not connected — your message will be sent when the gateway is back."
+        : "Disconnected from the gateway — reconnecting…");
+      setTimeout(connect, 1000);
+    };
     ws.onmessage = (e) => receive(JSON.parse(e.data));
   }
   function send(f) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(f)); }
@@ -75,6 +80,8 @@
         if (!unacked.size) status("");
         break;
       case "error":
+        // The gateway answered, so resending the same frame will not help.
+        if (f.id) unacked.delete(f.id);
         status("⚠ " + f.error);
         break;
     }
