@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
@@ -21,28 +20,6 @@ const (
 // ErrNoAdapter is returned when a message is for a platform this gateway
 // does not run.
 var ErrNoAdapter = errors.New("platform not running in this gateway")
-
-// sendLocks serialize sends per address, so two flushes never post the
-// same stored delivery twice or out of order.
-type sendLocks struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-}
-
-func (s *sendLocks) lock(key string) func() {
-	s.mu.Lock()
-	if s.locks == nil {
-		s.locks = map[string]*sync.Mutex{}
-	}
-	l, ok := s.locks[key]
-	if !ok {
-		l = &sync.Mutex{}
-		s.locks[key] = l
-	}
-	s.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
 
 // deliver splits text to the platform's limit, stores the parts in the
 // outbox under key (so a retry of the same key never posts twice), and
@@ -76,7 +53,10 @@ func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
 	if !ok {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
 	}
-	unlock := g.send.lock(addr.Key())
+	unlock, err := g.send.lock(ctx, addr.Key())
+	if err != nil {
+		return fmt.Errorf("deliver to %s: %w", addr.Key(), err)
+	}
 	defer unlock()
 	for {
 		pending, err := g.st.PendingDeliveries(ctx, addr.Key(), 0)

@@ -78,8 +78,8 @@ type Gateway struct {
 	// by the shutdown grace period. Set by Run before any adapter starts.
 	work      context.Context
 	boxes     mailboxes
-	send      sendLocks
-	sessions  sessionLocks
+	send      keyedLocks // per address key
+	sessions  keyedLocks // per session id
 	progress  broker
 	approvals approvals
 
