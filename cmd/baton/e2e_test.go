@@ -316,3 +316,47 @@ func TestSessionsCommands(t *testing.T) {
 		t.Errorf("show of an unknown session: %v\n%s", err, out)
 	}
 }
+
+// TestTerminalCompletionAndHistory: Tab completes a slash command, and the
+// line history survives into the next run (Up recalls the last line).
+func TestTerminalCompletionAndHistory(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home)
+	tm := startTerm(t, env, work)
+	tm.expect("No model is configured")
+	tm.line("remember this line")
+	tm.expect(`You said: "remember this line"`)
+	tm.expect("› ")
+	tm.waitFor("prompt drawn", func(raw string) bool {
+		return strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	})
+	tm.send("/sess\t")
+	tm.waitFor("the completed command", func(raw string) bool {
+		i := strings.LastIndex(raw, "/sess")
+		return i >= 0 && strings.Contains(ansi.ReplaceAllString(raw[i:], ""), "/sessions")
+	})
+	tm.send("\r")
+	tm.expect("/resume <id or title> switches to one.") // /sessions ran
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+
+	tm = startTerm(t, env, work)
+	tm.expect("No model is configured")
+	tm.expect("› ")
+	tm.waitFor("prompt drawn", func(raw string) bool {
+		return strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	})
+	tm.send("\x1b[A") // Up: the last line of the previous run
+	tm.waitFor("the recalled line", func(raw string) bool {
+		i := strings.LastIndex(raw, "\x1b[6n")
+		return i >= 0 && strings.Contains(ansi.ReplaceAllString(raw[i:], ""), "/quit")
+	})
+	tm.send("\x1b[A") // and the one before it
+	tm.waitFor("the line before", func(raw string) bool {
+		i := strings.LastIndex(raw, "\x1b[6n")
+		return i >= 0 && strings.Contains(ansi.ReplaceAllString(raw[i:], ""), "/sessions")
+	})
+	tm.send("\x03\x04")
+}
