@@ -218,21 +218,20 @@ func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Add
 	if !ok || !g.isLive(h.Platform) {
 		return dest, nil, fmt.Errorf("%s is not running in this gateway", h.Platform)
 	}
-	dest, prev, notice, err := g.destination(ctx, h, sess, a)
+	dest, prev, err := g.destination(ctx, h, sess, a)
 	if err != nil {
 		return dest, nil, err
 	}
 	undo = func(ctx context.Context) { g.undoHandoff(ctx, h, sess.ID, dest, prev) }
-	return dest, undo, g.greet(ctx, h, sess, dest, notice)
+	return dest, undo, g.greet(ctx, h, sess, dest)
 }
 
-// greet posts the notice, if any, and the agent's first message at dest.
-func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address, notice string) error {
+// greet posts what is queued at dest (a notice, if any) and the agent's
+// first message there.
+func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) error {
 	g.step(h, "running", "conversation ready at "+dest.Key(), dest.Key())
-	if notice != "" {
-		if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d:notice", h.ID), notice); err != nil {
-			return fmt.Errorf("tell %s which session is active: %w", dest.Key(), err)
-		}
+	if err := g.flush(ctx, dest); err != nil {
+		return fmt.Errorf("send what waits at %s: %w", dest.Key(), err)
 	}
 	reply, err := g.handoffTurn(ctx, h, sess, dest)
 	if err != nil {
@@ -276,26 +275,26 @@ func (g *Gateway) undoHandoff(ctx context.Context, h store.Handoff, sessionID st
 }
 
 // destination creates (or, on a retry, reuses) the place the session moves
-// to and binds it; prev is the session bound there before. notice is set
-// when binding took the home chat away from another live session: the
-// person must hear which one is active now.
-func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.Session, a platform.Adapter) (dest platform.Address, prev, notice string, err error) {
+// to and binds it; prev is the session bound there before. When binding
+// takes the place from another open session, a notice saying which one is
+// active now and how to go back is queued there first.
+func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.Session, a platform.Adapter) (dest platform.Address, prev string, err error) {
 	if h.Destination != "" {
 		if dest, err = platform.ParseKey(h.Destination); err != nil {
-			return dest, "", "", fmt.Errorf("recorded destination: %w", err)
+			return dest, "", fmt.Errorf("recorded destination: %w", err)
 		}
 	} else {
 		homes, err := g.homes(ctx)
 		if err != nil {
-			return dest, "", "", err
+			return dest, "", err
 		}
 		homeKey := homes[h.Platform]
 		if homeKey == "" {
-			return dest, "", "", fmt.Errorf("%s has no home channel: type /sethome in the chat where handoffs should land, or set gateway.homes.%s in config.yaml", h.Platform, h.Platform)
+			return dest, "", fmt.Errorf("%s has no home channel: type /sethome in the chat where handoffs should land, or set gateway.homes.%s in config.yaml", h.Platform, h.Platform)
 		}
 		home, err := platform.ParseKey(homeKey)
 		if err != nil {
-			return dest, "", "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
+			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
 		}
 		dest = home
 		if t, ok := a.(platform.Threader); ok {
@@ -311,23 +310,29 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		}
 		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
 		if err != nil {
-			return dest, "", "", fmt.Errorf("record destination: %w", err)
+			return dest, "", fmt.Errorf("record destination: %w", err)
 		}
 		if !ok {
-			return dest, "", "", errors.New("lost the claim on this handoff")
+			return dest, "", errors.New("lost the claim on this handoff")
+		}
+	}
+	// The notice about a session this takes the place from is stored
+	// before the binding changes: a retry after a crash in between no
+	// longer sees the old session, but finds the notice waiting to be sent.
+	if b, err := g.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID != sess.ID {
+		if old, err := g.st.GetSession(ctx, b.SessionID); err == nil && old.Open() {
+			notice := fmt.Sprintf("This chat now continues %s. It was on %s until now; to go back, type /resume %s.",
+				describe(sess), describe(old), shortID(old.ID))
+			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:notice:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
+			}
 		}
 	}
 	prev, err = g.st.Bind(ctx, dest.Key(), sess.ID)
 	if err != nil {
-		return dest, "", "", fmt.Errorf("bind %s: %w", dest.Key(), err)
+		return dest, "", fmt.Errorf("bind %s: %w", dest.Key(), err)
 	}
-	if prev != "" && prev != sess.ID {
-		if old, err := g.st.GetSession(ctx, prev); err == nil && old.Open() {
-			notice = fmt.Sprintf("This chat now continues %s. It was on %s until now; to go back, type /resume %s.",
-				describe(sess), describe(old), shortID(old.ID))
-		}
-	}
-	return dest, prev, notice, nil
+	return dest, prev, nil
 }
 
 // handoffTurn runs the synthetic turn that tells the agent where it now
