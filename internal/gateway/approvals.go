@@ -52,8 +52,10 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	addr, ok := g.turnAddr[req.SessionID]
 	g.mu.Unlock()
 	if !ok {
+		g.log.Warn("approval needed by a turn the gateway does not know; denied", "session", req.SessionID, "tool", req.Tool)
 		return agent.Deny, nil
 	}
+	g.log.Debug("asking approval", "session", req.SessionID, "tool", req.Tool, "at", addr.Key())
 	ch := make(chan agent.Decision, 1)
 	g.approvals.mu.Lock()
 	if g.approvals.waiting == nil {
@@ -71,7 +73,10 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 		subject = string(req.Arguments)
 	}
 	question := fmt.Sprintf("May I run **%s**?\n```\n%s\n```\nReply /approve (this once), /always (this tool, for this session) or /deny.", req.Tool, subject)
-	if err := g.deliver(ctx, addr, "approval:"+req.SessionID+":"+req.CallID, question); err != nil {
+	// Each question is its own delivery: call ids come from the model and
+	// repeat across turns ("call_1"), so they cannot key it.
+	key := fmt.Sprintf("approval:%s:%s:%d", req.SessionID, req.CallID, time.Now().UnixNano())
+	if err := g.deliver(ctx, addr, key, question); err != nil {
 		return agent.Deny, err
 	}
 	timeout := time.NewTimer(g.cfg.ApprovalTimeout)
@@ -83,7 +88,7 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 		// Nobody answered (a closed tab, a phone in a pocket): deny, so the
 		// conversation is not held forever, and say so.
 		note := fmt.Sprintf("No answer within %s, so %s did not run. Ask again when you are back.", g.cfg.ApprovalTimeout, req.Tool)
-		if err := g.deliver(ctx, addr, "approval-timeout:"+req.SessionID+":"+req.CallID, note); err != nil {
+		if err := g.deliver(ctx, addr, key+":timeout", note); err != nil {
 			g.log.Warn("tell of an approval timeout", "err", err)
 		}
 		return agent.Deny, nil

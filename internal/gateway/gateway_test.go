@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +86,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		homes = map[string]string{"web": web.Home.Key()}
 	}
 	sock := filepath.Join(home, control.SocketName)
+	// The gateway's log is shown only when the test fails.
+	logs := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
 	gw, err := gateway.New(gateway.Config{
 		Store:            st,
 		Agent:            &agent.Agent{Provider: p, Store: st, Model: "m", Tools: o.tools},
@@ -97,7 +106,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Lease:            o.lease,
 		PollEvery:        100 * time.Millisecond,
 		ShutdownGrace:    cmp.Or(o.grace, 2*time.Second),
-		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:              slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -511,4 +520,22 @@ func TestWebKnowsTheHandoffPrefix(t *testing.T) {
 	if web.HandoffPrefix != gateway.HandedOffPrefix {
 		t.Fatalf("web.HandoffPrefix %q != gateway.HandedOffPrefix %q", web.HandoffPrefix, gateway.HandedOffPrefix)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the gateway's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

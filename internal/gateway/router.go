@@ -199,6 +199,7 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 		if !errors.Is(err, agent.ErrBusy) {
 			return res, err
 		}
+		g.log.Debug("session busy outside the gateway's turns; waiting", "session", sessionID, "at", addr.Key())
 		// Something outside the gateway's turns holds the session (an
 		// /undo or /compress): wait for it rather than interleave. The
 		// input is in the inbox meanwhile.
