@@ -5,25 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
-)
-
-// Delivery retry policy for errors a platform did not resolve itself.
-const (
-	sendAttempts  = 5
-	sendFirstWait = 500 * time.Millisecond
 )
 
 // ErrNoAdapter is returned when a message is for a platform this gateway
 // does not run.
 var ErrNoAdapter = errors.New("platform not running in this gateway")
 
+// storeTimeout bounds one store write made on delivery's behalf.
+const storeTimeout = 10 * time.Second
+
+// scanLimit bounds the unsent deliveries read at once to find where
+// replies wait.
+const scanLimit = 100_000
+
 // deliver splits text to the platform's limit, stores the parts in the
 // outbox under key (so a retry of the same key never posts twice), and
-// sends everything pending for addr, in order.
+// sends everything pending for addr, in order. When the sends fail for a
+// whole retry series, what is left is sent in the background later.
 func (g *Gateway) deliver(ctx context.Context, addr platform.Address, key, text string) error {
 	a, ok := g.adapters[addr.Platform]
 	if !ok {
@@ -35,9 +39,9 @@ func (g *Gateway) deliver(ctx context.Context, addr platform.Address, key, text 
 	}
 	ds := make([]store.Delivery, len(parts))
 	for i, p := range parts {
-		ds[i] = store.Delivery{Key: key + ":part:" + strconv.Itoa(i), AddressKey: addr.Key(), Text: p}
+		ds[i] = store.Delivery{Key: partKey(key, i), AddressKey: addr.Key(), Text: p}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if _, err := g.st.EnqueueDeliveries(wctx, ds...); err != nil {
 		return fmt.Errorf("store reply for %s: %w", addr.Key(), err)
@@ -45,10 +49,22 @@ func (g *Gateway) deliver(ctx context.Context, addr platform.Address, key, text 
 	return g.flush(ctx, addr)
 }
 
+// partKey is the outbox key of part i of the reply stored under key.
+func partKey(key string, i int) string { return key + ":part:" + strconv.Itoa(i) }
+
 // flush sends every stored, unsent delivery for addr, oldest first. It
-// stops at the first one that cannot be sent, so order is kept; what is
-// left is sent by the next flush or at the next start.
+// stops at the first one that cannot be sent, so order is kept, and leaves
+// what is left to a background resend.
 func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
+	err := g.flushOnce(ctx, addr)
+	if err != nil && !errors.Is(err, platform.ErrPermanent) && g.work != nil && g.work.Err() == nil {
+		g.resend(addr)
+	}
+	return err
+}
+
+// flushOnce is one pass of flush, each part tried for one retry series.
+func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 	a, ok := g.adapters[addr.Platform]
 	if !ok {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
@@ -72,7 +88,7 @@ func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
 				// It can never arrive; holding it would block every later
 				// message to this place. It stays in the store, abandoned.
 				g.log.Error("giving up on a message that cannot be delivered", "to", addr.Key(), "err", err)
-				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 				aerr := g.st.AbandonDelivery(wctx, d.ID, err.Error())
 				cancel()
 				if aerr != nil {
@@ -83,7 +99,7 @@ func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
 			if err != nil {
 				return err
 			}
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 			err = g.st.MarkDelivered(wctx, d.ID, id)
 			cancel()
 			if err != nil {
@@ -93,38 +109,122 @@ func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
 	}
 }
 
-// sendOne sends one delivery, retrying with backoff what the adapter did
-// not resolve itself; a permanent failure is recorded and returned.
+// sendOne sends one delivery under the Send policy, by the class of each
+// failure: a wait the service asked for is kept, a permanent or
+// unsupported failure ends the series. Each failure is recorded.
 func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
-	wait := sendFirstWait
-	var err error
-	for attempt := 1; attempt <= sendAttempts; attempt++ {
-		var id string
-		id, err = a.Send(ctx, addr, d.Text)
+	if id := g.takeStreamed(d.Key); id != "" {
+		// Streamed already: the message becomes the final text in place.
+		if err := a.(platform.Editor).Edit(ctx, addr, id, d.Text); err == nil {
+			return id, nil
+		} else {
+			g.log.Debug("final edit of a streamed reply failed; posting it", "to", addr.Key(), "err", err)
+		}
+	}
+	id, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (string, error) {
+		id, err := a.Send(ctx, addr, d.Text)
 		if err == nil {
 			return id, nil
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 		if rerr := g.st.RecordDeliveryFailure(rctx, d.ID, err.Error()); rerr != nil {
 			g.log.Warn("record delivery failure", "id", d.ID, "err", rerr)
 		}
 		cancel()
-		if errors.Is(err, platform.ErrPermanent) || ctx.Err() != nil {
-			break
+		switch cl, _ := platform.Classify(err); cl {
+		case platform.ClassPermanent, platform.ClassUnsupported, platform.ClassRefused:
+			return "", retry.Stop(platform.Permanent(err))
 		}
-		g.log.Warn("send failed; retrying", "to", addr.Key(), "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("send to %s: %w", addr.Key(), ctx.Err())
-		case <-time.After(wait):
-		}
-		wait *= 2
+		return "", retryable(err)
+	}, func(err error, wait time.Duration) {
+		g.log.Warn("send failed; retrying", "to", addr.Key(), "in", wait.Round(time.Millisecond), "err", err)
+	})
+	if err != nil {
+		return "", fmt.Errorf("send to %s: %w", addr.Key(), err)
 	}
-	return "", fmt.Errorf("send to %s: %w", addr.Key(), err)
+	return id, nil
+}
+
+// resend sends what waits for addr in the background, with the Resend
+// policy's capped backoff, until all of it is sent or the gateway stops;
+// it needs no new message to start. One runs per address at a time.
+func (g *Gateway) resend(addr platform.Address) {
+	key := addr.Key()
+	g.mu.Lock()
+	if g.resending[key] {
+		g.mu.Unlock()
+		return
+	}
+	g.resending[key] = true
+	g.mu.Unlock()
+	g.background.Add(1)
+	go func() {
+		defer g.background.Done()
+		defer func() {
+			g.mu.Lock()
+			delete(g.resending, key)
+			g.mu.Unlock()
+		}()
+		err := retry.Do(g.work, g.cfg.Resend, func(ctx context.Context) error {
+			if !g.isLive(addr.Platform) {
+				return errors.New(g.display(addr.Platform) + " is not live")
+			}
+			err := g.flushOnce(ctx, addr)
+			if errors.Is(err, platform.ErrPermanent) {
+				return nil // abandoned; a later flush sends the rest
+			}
+			return err
+		}, func(err error, wait time.Duration) {
+			g.log.Info("replies wait to be sent", "to", key, "next_try", wait.Round(time.Second), "err", err)
+		})
+		if err != nil && g.work.Err() == nil {
+			g.log.Warn("resend stopped", "to", key, "err", err)
+		}
+	}()
+}
+
+// resendAll starts a background resend for each address of platformName
+// with replies waiting (at start, and whenever the platform comes back).
+func (g *Gateway) resendAll(platformName string) {
+	if g.work == nil || g.work.Err() != nil {
+		return
+	}
+	ds, err := g.st.PendingDeliveries(g.work, "", scanLimit)
+	if err != nil {
+		g.log.Error("load pending deliveries", "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if seen[d.AddressKey] || !strings.HasPrefix(d.AddressKey, platformName+":") {
+			continue
+		}
+		seen[d.AddressKey] = true
+		addr, err := platform.ParseKey(d.AddressKey)
+		if err != nil {
+			g.log.Error("pending delivery with a bad address", "key", d.AddressKey, "err", err)
+			continue
+		}
+		g.resend(addr)
+	}
+}
+
+// waiting counts the replies stored and not yet sent, per platform.
+func (g *Gateway) waiting(ctx context.Context) (map[string]int, error) {
+	ds, err := g.st.PendingDeliveries(ctx, "", scanLimit)
+	if err != nil {
+		return nil, fmt.Errorf("count waiting replies: %w", err)
+	}
+	out := map[string]int{}
+	for _, d := range ds {
+		p, _, _ := strings.Cut(d.AddressKey, ":")
+		out[p]++
+	}
+	return out, nil
 }
 
 // sendNow sends a notice that is not part of any conversation (a stranger
-// told they are not the owner): not stored, not retried.
+// told they are not the owner): not stored, tried once.
 func (g *Gateway) sendNow(ctx context.Context, addr platform.Address, text string) {
 	a, ok := g.adapters[addr.Platform]
 	if !ok {

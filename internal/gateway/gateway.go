@@ -19,6 +19,7 @@ import (
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -60,7 +61,29 @@ type Config struct {
 	// ApprovalTimeout is how long a tool waits for /approve in a chat
 	// before it is denied; 0: DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// Display names platforms for people ("Telegram"); a platform not
+	// listed is shown by its name.
+	Display map[string]string
+	// Restart is how a platform whose connection failed is restarted;
+	// zero: platform.DefaultRestart().
+	Restart retry.Policy
+	// Send is the retry series of one delivery attempt (the adapter tries
+	// each call once); zero: DefaultSend().
+	Send retry.Policy
+	// Resend is how replies left unsent by a failed series are tried again
+	// in the background until they are sent; zero: DefaultResend().
+	Resend retry.Policy
 }
+
+// DefaultSend is the retry series of a delivery while someone waits for
+// the answer: a few quick tries, at most 15 seconds.
+func DefaultSend() retry.Policy {
+	return retry.Policy{First: 500 * time.Millisecond, Max: 4 * time.Second, Tries: 4, Within: 15 * time.Second}
+}
+
+// DefaultResend is how unsent replies are tried again in the background:
+// for as long as it takes, at least every five minutes.
+func DefaultResend() retry.Policy { return retry.Policy{First: 5 * time.Second, Max: 5 * time.Minute} }
 
 // Gateway routes events between platforms, the agent and the store.
 type Gateway struct {
@@ -83,13 +106,18 @@ type Gateway struct {
 	progress  broker
 	approvals approvals
 
-	mu       sync.Mutex
-	live     map[string]bool
-	liveErr  map[string]string
-	turnAddr map[string]platform.Address // session → where its running turn answers
-	claims   sync.WaitGroup
-	stopping atomic.Bool   // no new handoffs once set
-	quit     chan struct{} // closed when stopping begins
+	mu          sync.Mutex
+	status      map[string]platform.Status  // per platform, from its supervisor
+	unsupported map[string]bool             // "platform/capability" refused once: not asked again
+	resending   map[string]bool             // address keys with a background resend running
+	streamed    map[string]string           // delivery key → the streamed message it replaces
+	turnAddr    map[string]platform.Address // session → where its running turn answers
+	claims      sync.WaitGroup
+	// background holds resends and other work that ends with the work
+	// context.
+	background sync.WaitGroup
+	stopping   atomic.Bool   // no new handoffs once set
+	quit       chan struct{} // closed when stopping begins
 }
 
 // New checks cfg and builds a Gateway; Run starts it.
@@ -117,17 +145,28 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Log = slog.Default()
 	}
 	g := &Gateway{
-		cfg:      cfg,
-		st:       cfg.Store,
-		ag:       cfg.Agent,
-		log:      cfg.Log,
-		adapters: map[string]platform.Adapter{},
-		owners:   map[string]map[string]bool{},
-		kick:     make(chan struct{}, 1),
-		quit:     make(chan struct{}),
-		live:     map[string]bool{},
-		liveErr:  map[string]string{},
-		turnAddr: map[string]platform.Address{},
+		cfg:         cfg,
+		st:          cfg.Store,
+		ag:          cfg.Agent,
+		log:         cfg.Log,
+		adapters:    map[string]platform.Adapter{},
+		owners:      map[string]map[string]bool{},
+		kick:        make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+		status:      map[string]platform.Status{},
+		unsupported: map[string]bool{},
+		resending:   map[string]bool{},
+		streamed:    map[string]string{},
+		turnAddr:    map[string]platform.Address{},
+	}
+	if cfg.Restart == (retry.Policy{}) {
+		g.cfg.Restart = platform.DefaultRestart()
+	}
+	if cfg.Send == (retry.Policy{}) {
+		g.cfg.Send = DefaultSend()
+	}
+	if cfg.Resend == (retry.Policy{}) {
+		g.cfg.Resend = DefaultResend()
 	}
 	g.cmds = cfg.Commands
 	if g.cmds == nil {
@@ -208,74 +247,115 @@ func (g *Gateway) Run(ctx context.Context) error {
 		cancelWork()
 		<-done
 	}
+	cancelWork() // background resends end here; what they did not send waits in the store
+	g.background.Wait()
 	g.log.Info("gateway stopped")
 	return nil
 }
 
+// runAdapter supervises one platform until ctx ends: its Run is restarted
+// with backoff whenever it fails, except on refused credentials, and every
+// change of its state is kept for Status and the handoff checks.
 func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapter) {
-	exited := make(chan struct{})
-	if r, ok := a.(platform.Readier); ok {
-		// Live only once the service answered: a handoff must not be
-		// accepted for a bot whose token does not work.
-		go func() {
-			select {
-			case <-r.Ready():
-				g.mu.Lock()
-				defer g.mu.Unlock()
-				select {
-				case <-exited:
-				default:
-					g.live[name], g.liveErr[name] = true, ""
-					g.Kick() // handoffs may be waiting for it
-				}
-			case <-exited:
-			}
-		}()
-	} else {
-		g.setLive(name, true, "")
-	}
 	if c, ok := a.(platform.Commander); ok {
-		if err := c.SetCommands(ctx, g.chatCommands()); err != nil {
-			g.log.Info("command menu not published", "platform", name, "err", err)
+		go g.publishCommands(ctx, name, c)
+	}
+	g.log.Info("platform starting", "platform", name)
+	platform.Supervise(ctx, a, receiver{g}, g.cfg.Restart, func(s platform.Status) {
+		g.mu.Lock()
+		prev := g.status[name]
+		g.status[name] = s
+		g.mu.Unlock()
+		switch s.State {
+		case platform.StateLive:
+			g.log.Info("platform live", "platform", name)
+			g.Kick() // handoffs may be waiting for it
+			g.resendAll(name)
+		case platform.StateDown:
+			if prev.State != platform.StateDown || prev.Reason != s.Reason {
+				g.log.Warn("platform down; restarting it", "platform", name, "reason", s.Reason, "next_try", s.NextTry.Format(time.TimeOnly))
+			}
+		case platform.StateRefused:
+			g.log.Error("platform refused baton's credentials; fix them and restart the gateway", "platform", name, "reason", s.Reason)
 		}
-	}
-	g.log.Info("platform started", "platform", name)
-	err := a.Run(ctx, func(ctx context.Context, ev platform.Event) error { return g.handle(ctx, ev) })
-	g.mu.Lock()
-	close(exited) // under g.mu: the readiness watcher cannot mark it live after this
-	g.mu.Unlock()
-	if err != nil && ctx.Err() == nil {
-		g.log.Error("platform stopped", "platform", name, "err", err)
-		g.setLive(name, false, err.Error())
-		return
-	}
-	g.setLive(name, false, "")
+	})
 }
 
-func (g *Gateway) setLive(name string, live bool, errText string) {
+// receiver is what adapters hand their events to.
+type receiver struct{ g *Gateway }
+
+func (r receiver) Receive(ctx context.Context, ev platform.Event) error { return r.g.handle(ctx, ev) }
+func (r receiver) Live()                                                {}
+
+// publishCommands publishes the chat command menu in the background, so a
+// slow or refusing server never delays the platform's start.
+func (g *Gateway) publishCommands(ctx context.Context, name string, c platform.Commander) {
+	err := retry.Do(ctx, g.cfg.Resend, func(ctx context.Context) error {
+		err := c.SetCommands(ctx, g.chatCommands())
+		if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported || cl == platform.ClassPermanent || cl == platform.ClassRefused {
+			return retry.Stop(err)
+		}
+		return retryable(err)
+	}, nil)
+	switch {
+	case err == nil:
+		g.log.Debug("command menu published", "platform", name)
+	case ctx.Err() == nil:
+		g.log.Info("command menu not published", "platform", name, "err", err)
+	}
+}
+
+// retryable passes a platform's wait request on to the retry policy.
+func retryable(err error) error {
+	if cl, d := platform.Classify(err); cl == platform.ClassRetryAfter {
+		return retry.After(d, err)
+	}
+	return err
+}
+
+// knownUnsupported reports whether platform refused capability before.
+func (g *Gateway) knownUnsupported(platformName, capability string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.live[name] = live
-	g.liveErr[name] = errText
+	return g.unsupported[platformName+"/"+capability]
+}
+
+// noteUnsupported remembers a refused capability; it is logged once.
+func (g *Gateway) noteUnsupported(platformName, capability string, err error) {
+	g.mu.Lock()
+	first := !g.unsupported[platformName+"/"+capability]
+	g.unsupported[platformName+"/"+capability] = true
+	g.mu.Unlock()
+	if first {
+		g.log.Info("the service does not offer this here; doing without it", "platform", platformName, "capability", capability, "err", err)
+	}
 }
 
 func (g *Gateway) isLive(name string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.live[name]
+	return g.status[name].State == platform.StateLive
 }
 
 func (g *Gateway) livePlatforms() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
-	for name, ok := range g.live {
-		if ok {
+	for name, s := range g.status {
+		if s.State == platform.StateLive {
 			out = append(out, name)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// display is a platform's name for people.
+func (g *Gateway) display(name string) string {
+	if d := g.cfg.Display[name]; d != "" {
+		return d
+	}
+	return name
 }
 
 // linkOwners records the configured owner identities in the store, so the
@@ -314,10 +394,22 @@ func (g *Gateway) Status(ctx context.Context) control.Status {
 		g.log.Warn("status", "err", err)
 	}
 	s := control.Status{PID: os.Getpid(), Started: g.started, Claimer: g.cfg.Claimer, WebURL: g.cfg.WebURL}
+	waiting, err := g.waiting(ctx)
+	if err != nil {
+		g.log.Warn("status", "err", err)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for name := range g.adapters {
-		s.Platforms = append(s.Platforms, control.Platform{Name: name, Live: g.live[name], Home: homes[name], Error: g.liveErr[name]})
+		st := g.status[name]
+		if st.State == "" {
+			st.State = platform.StateStarting
+		}
+		s.Platforms = append(s.Platforms, control.Platform{
+			Name: name, Display: g.display(name), Live: st.State == platform.StateLive,
+			State: string(st.State), Since: st.Since, NextTry: st.NextTry, Error: st.Reason,
+			Home: homes[name], Waiting: waiting[name],
+		})
 	}
 	sort.Slice(s.Platforms, func(i, j int) bool { return s.Platforms[i].Name < s.Platforms[j].Name })
 	return s
@@ -333,23 +425,5 @@ func (g *Gateway) recover(ctx context.Context) {
 	for _, in := range pending {
 		g.boxes.push(in.AddressKey, func() { g.process(ctx, in) })
 	}
-	ds, err := g.st.PendingDeliveries(ctx, "", 1000)
-	if err != nil {
-		g.log.Error("load pending deliveries", "err", err)
-	}
-	seen := map[string]bool{}
-	for _, d := range ds {
-		if seen[d.AddressKey] {
-			continue
-		}
-		seen[d.AddressKey] = true
-		key := d.AddressKey
-		g.boxes.push(key, func() {
-			if addr, err := platform.ParseKey(key); err == nil {
-				if err := g.flush(ctx, addr); err != nil {
-					g.log.Warn("resend pending replies", "to", key, "err", err)
-				}
-			}
-		})
-	}
+	// Unsent replies are sent by each platform's resend once it is live.
 }

@@ -188,7 +188,7 @@ func (r *rig) openPage(t testing.TB) *page {
 	defer cancel()
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+token)
-	conn, _, err := websocket.Dial(ctx, "ws://"+r.web.Addr().String()+"/ws", &websocket.DialOptions{HTTPHeader: h})
+	conn, _, err := websocket.Dial(ctx, "ws://"+r.web.Addr()+"/ws", &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestSecondGatewayRefused(t *testing.T) {
 
 func TestWebNeedsToken(t *testing.T) {
 	r := newRig(t, rigOpts{})
-	base := "http://" + r.web.Addr().String()
+	base := "http://" + r.web.Addr()
 	for _, u := range []string{base + "/", base + "/ws", base + "/?token=wrong", base + "/static/app.js"} {
 		resp, err := http.Get(u)
 		if err != nil {

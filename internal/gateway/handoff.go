@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -56,8 +57,8 @@ func (g *Gateway) checkDestination(ctx context.Context, to string) error {
 	if _, ok := g.adapters[to]; !ok {
 		return fmt.Errorf("%w: %s is not enabled in this gateway (enabled: %s)", ErrNotLive, to, strings.Join(g.names(), ", "))
 	}
-	if !g.isLive(to) {
-		return fmt.Errorf("%w: %s is enabled but not running (see `baton gateway status`)", ErrNotLive, to)
+	if st := g.platformStatus(to); st.State != platform.StateLive {
+		return fmt.Errorf("%w: %s", ErrNotLive, g.notLive(to, st))
 	}
 	homes, err := g.homes(ctx)
 	if err != nil {
@@ -296,18 +297,7 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		if err != nil {
 			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
 		}
-		dest = home
-		if t, ok := a.(platform.Threader); ok {
-			thread, err := t.NewThread(ctx, home, threadTitle(sess))
-			switch {
-			case err == nil:
-				dest = thread
-			case errors.Is(err, platform.ErrUnsupported):
-				g.log.Info("no threads here; handing off into the home chat", "platform", h.Platform, "err", err)
-			default:
-				g.log.Warn("could not open a thread; handing off into the home chat", "platform", h.Platform, "err", err)
-			}
-		}
+		dest = g.newThread(ctx, a, home, threadTitle(sess))
 		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
 		if err != nil {
 			return dest, "", fmt.Errorf("record destination: %w", err)
@@ -348,7 +338,7 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 		if p.answer != "" || p.movedOn {
 			return p.answer, nil
 		}
-		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{}) // the input is stored; answer it
+		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it
 		if err != nil {
 			return "", fmt.Errorf("handoff turn: %w", err)
 		}
@@ -365,7 +355,7 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 		Platform:      h.Platform,
 		PlatformMsgID: marker,
 	}
-	res, err := g.runTurn(ctx, dest, sess.ID, input)
+	res, err := g.runTurn(ctx, dest, sess.ID, input, fmt.Sprintf("handoff:%d", h.ID))
 	if err != nil {
 		return "", fmt.Errorf("handoff turn: %w", err)
 	}
@@ -404,4 +394,54 @@ func placeName(p string) string {
 		return p
 	}
 	return strings.ToUpper(p[:1]) + p[1:]
+}
+
+// newThread opens a thread for a handoff under home, or returns home
+// itself where the platform has no threads, refuses them (remembered, so
+// it is asked once), or fails for a whole retry series.
+func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) platform.Address {
+	t, ok := a.(platform.Threader)
+	if !ok || g.knownUnsupported(home.Platform, "threads") {
+		return home
+	}
+	thread, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (platform.Address, error) {
+		addr, err := t.NewThread(ctx, home, title)
+		switch cl, _ := platform.Classify(err); {
+		case err == nil:
+			return addr, nil
+		case cl == platform.ClassTransient || cl == platform.ClassRetryAfter:
+			return addr, retryable(err)
+		}
+		return addr, retry.Stop(err)
+	}, nil)
+	switch {
+	case err == nil:
+		return thread
+	case errors.Is(err, platform.ErrUnsupported):
+		g.noteUnsupported(home.Platform, "threads", err)
+	default:
+		g.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)
+	}
+	return home
+}
+
+// platformStatus is what the supervisor last said of a platform.
+func (g *Gateway) platformStatus(name string) platform.Status {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.status[name]
+}
+
+// notLive says why a platform cannot take a handoff now, for people.
+func (g *Gateway) notLive(name string, st platform.Status) string {
+	d := g.display(name)
+	switch st.State {
+	case platform.StateDown:
+		return fmt.Sprintf("%s is down (%s); the gateway keeps trying to reconnect — see `baton gateway status`", d, st.Reason)
+	case platform.StateRefused:
+		return fmt.Sprintf("%s refused baton's credentials (%s); fix them in config.yaml or the environment and restart the gateway", d, st.Reason)
+	case platform.StateStopped:
+		return d + " has stopped with the gateway"
+	}
+	return d + " is still connecting; try again in a moment (`baton gateway status` shows it)"
 }

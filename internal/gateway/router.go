@@ -162,7 +162,7 @@ func (g *Gateway) priorTurn(ctx context.Context, platformName, msgID string) (pr
 
 // turn runs one agent turn in the session and delivers its answer to addr.
 func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbound, sessionID string, input store.Message) {
-	res, err := g.runTurn(ctx, addr, sessionID, input)
+	res, err := g.runTurn(ctx, addr, sessionID, input, fmt.Sprintf("in:%d", in.ID))
 	if err != nil {
 		g.log.Warn("turn failed", "session", sessionID, "err", err)
 		text := "⚠️ " + turnError(err)
@@ -175,9 +175,11 @@ func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbo
 	g.reply(ctx, addr, in, res.Text)
 }
 
-// runTurn runs the agent with typing shown and deltas streamed where the
-// platform can, retrying while another turn holds the session.
-func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID string, input store.Message) (agent.Result, error) {
+// runTurn runs the agent with typing shown and the reply streamed where
+// the platform can (its own Streamer, or edits), retrying while another
+// turn holds the session. key is the outbox key the answer will be
+// delivered under, which takes over the streamed messages.
+func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID string, input store.Message, key string) (agent.Result, error) {
 	a := g.adapters[addr.Platform]
 	done, err := g.working(ctx, addr, sessionID)
 	if err != nil {
@@ -193,6 +195,9 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 				}
 			}
 		}
+	} else if es := g.streamEdits(ctx, a, addr); es != nil {
+		emit = es.event
+		defer func() { g.noteStreamed(key, es.finish()) }()
 	}
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		res, err := g.ag.Run(ctx, sessionID, input, emit)
@@ -235,7 +240,7 @@ func (g *Gateway) working(ctx context.Context, addr platform.Address, sessionID 
 // typing shows the typing indicator every few seconds until stopped.
 func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.Address) (stop func()) {
 	t, ok := a.(platform.Typer)
-	if !ok {
+	if !ok || g.knownUnsupported(addr.Platform, "typing") {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -246,8 +251,12 @@ func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.
 		defer tick.Stop()
 		for {
 			if err := t.Typing(ctx, addr); err != nil {
-				if errors.Is(err, platform.ErrUnsupported) || ctx.Err() != nil {
+				if errors.Is(err, platform.ErrUnsupported) {
+					g.noteUnsupported(addr.Platform, "typing", err)
 					return // no typing here; the turn goes on
+				}
+				if ctx.Err() != nil {
+					return
 				}
 				g.log.Debug("typing indicator", "platform", addr.Platform, "err", err) // tried again at the next tick
 			}

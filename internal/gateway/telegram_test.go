@@ -29,7 +29,7 @@ var ownerUser = telegramtest.User{ID: ownerTG, FirstName: "Owner"}
 
 func telegramRig(t *testing.T, fake *telegramtest.Server, home string) *rig {
 	t.Helper()
-	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second, RetryBase: 10 * time.Millisecond,
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -48,13 +48,13 @@ func sentWhere(t *testing.T, fake *telegramtest.Server, what string, match func(
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		for _, m := range fake.Sent() {
+		for _, m := range fake.Shown() {
 			if match(m) {
 				return m
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the bot never sent %s; it sent %+v", what, fake.Sent())
+			t.Fatalf("the bot never sent %s; it sent %+v", what, fake.Shown())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -62,7 +62,7 @@ func sentWhere(t *testing.T, fake *telegramtest.Server, what string, match func(
 
 func countSent(fake *telegramtest.Server, match func(telegramtest.SentMessage) bool) int {
 	n := 0
-	for _, m := range fake.Sent() {
+	for _, m := range fake.Shown() {
 		if match(m) {
 			n++
 		}
@@ -120,11 +120,11 @@ func TestTelegramHandoffTopicAndBack(t *testing.T) {
 		long.WriteString(": the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n")
 	}
 	longText := strings.TrimSpace(long.String())
-	before := len(fake.Sent())
+	before := len(fake.Shown())
 	r.model.Push(llmtest.Reply{Text: longText})
 	fake.PushMessage(forum, topic, ownerUser, "tell me a long story")
 	sentWhere(t, fake, "the story's end", inTopic("Paragraph "+itoa(int64(strings.Count(longText, "Paragraph ")-1))+":"))
-	parts := fake.Sent()[before:]
+	parts := fake.Shown()[before:]
 	if len(parts) < 3 {
 		t.Fatalf("a %d-character reply came in %d parts", len(longText), len(parts))
 	}
@@ -179,13 +179,13 @@ func TestTelegramHandoffTopicAndBack(t *testing.T) {
 	}
 
 	// A stranger is not answered; a stranger's /start is told no.
-	sentBefore := len(fake.Sent())
+	sentBefore := len(fake.Shown())
 	fake.PushMessage(forum, topic, telegramtest.User{ID: 99, FirstName: "Eve"}, "what is the owner up to?")
 	fake.PushMessage(99, 0, telegramtest.User{ID: 99, FirstName: "Eve"}, "/start")
 	sentWhere(t, fake, "the refusal", func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "99" && strings.Contains(m.Plain, "not its owner")
 	})
-	for _, m := range fake.Sent()[sentBefore:] {
+	for _, m := range fake.Shown()[sentBefore:] {
 		if m.ChatID != "99" {
 			t.Errorf("the bot answered a stranger in the group: %+v", m)
 		}

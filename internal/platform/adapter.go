@@ -2,7 +2,6 @@ package platform
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -16,26 +15,47 @@ type Event struct {
 	Time     time.Time // when the service says it was sent
 }
 
-// Handler takes inbound events. It returns nil once the event is stored
-// durably (or deliberately dropped); only then may the adapter acknowledge
-// it to its service (advance an offset, ack an envelope). An error means
-// nothing was stored: the adapter should let the service redeliver.
-type Handler func(ctx context.Context, ev Event) error
+// Receiver takes what an adapter's Run hears from its service.
+type Receiver interface {
+	// Receive takes one inbound event. It returns nil once the event is
+	// stored durably (or deliberately dropped); only then may the adapter
+	// acknowledge it to its service (advance an offset, ack an envelope).
+	// An error means nothing was stored: the adapter lets the service
+	// redeliver (or returns from Run, to be restarted).
+	Receive(ctx context.Context, ev Event) error
+	// Live says the service has accepted baton (credentials checked) and
+	// events flow. Run calls it after every (re)connection; until then
+	// the platform counts as starting, and handoffs to it are refused.
+	Live()
+}
+
+// ReceiverFunc is a Receiver that calls f and ignores Live; for tests and
+// tools that drive an adapter directly.
+type ReceiverFunc func(ctx context.Context, ev Event) error
+
+// Receive calls f.
+func (f ReceiverFunc) Receive(ctx context.Context, ev Event) error { return f(ctx, ev) }
+
+// Live does nothing.
+func (f ReceiverFunc) Live() {}
 
 // Adapter connects baton to one chat service.
 type Adapter interface {
 	// Name is the platform name used in addresses and config ("telegram").
 	Name() string
-	// Run receives events until ctx ends, reconnecting inside as needed.
-	// It returns nil when ctx ends, an error only when it cannot go on
-	// (bad credentials, say).
-	Run(ctx context.Context, h Handler) error
-	// Send posts text to an address. text is markdown; an adapter renders
-	// it as its service allows (Telegram HTML, Slack mrkdwn) or sends it
-	// as is. It returns the service's id for the posted message. The
-	// gateway splits text to MaxMessageLen beforehand when the adapter is
-	// a Limiter; Send handles rate limits and transient errors itself as
-	// far as the service says how, and returns an error otherwise.
+	// Run connects to the service and hands what it hears to r until ctx
+	// ends (then it returns nil) or the connection fails (then it returns
+	// why, classified: Refused for credentials, anything else is
+	// transient). It does not retry a failed connection itself: the
+	// gateway's supervisor restarts it with backoff, so every platform
+	// recovers the same way and its status is told the same way.
+	Run(ctx context.Context, r Receiver) error
+	// Send posts text to an address in one try. text is markdown; an
+	// adapter renders it as its service allows (Telegram HTML, Slack
+	// mrkdwn) or sends it as is. It returns the service's id for the
+	// posted message. The gateway splits text to MaxMessageLen beforehand
+	// when the adapter is a Limiter, and retries failures by their class
+	// (see Classify): an adapter never retries on its own.
 	Send(ctx context.Context, to Address, text string) (msgID string, err error)
 }
 
@@ -57,9 +77,17 @@ type Typer interface {
 	Typing(ctx context.Context, at Address) error
 }
 
-// Editor changes a message sent earlier.
+// Editor changes a message sent earlier. With it, the gateway streams a
+// reply by editing the message as the model writes (see EditPacer).
 type Editor interface {
 	Edit(ctx context.Context, at Address, msgID, text string) error
+}
+
+// EditPacer tells how often one message may be edited without running
+// into the service's rate limits; an Editor without it is edited at most
+// once a second.
+type EditPacer interface {
+	EditEvery() time.Duration
 }
 
 // Limiter reports the longest message the service takes, measured by
@@ -75,13 +103,6 @@ type Streamer interface {
 	Delta(ctx context.Context, at Address, text string) error
 }
 
-// Readier is an adapter that must first reach its service (check its
-// credentials, learn its own name) before it can take handoffs; the
-// gateway counts the platform as live only once Ready is closed.
-type Readier interface {
-	Ready() <-chan struct{}
-}
-
 // Command is a slash command as a service's command menu shows it.
 type Command struct {
 	Name        string // without the slash
@@ -92,11 +113,3 @@ type Command struct {
 type Commander interface {
 	SetCommands(ctx context.Context, cmds []Command) error
 }
-
-// ErrUnsupported is wrapped by errors from optional capabilities the
-// service (or this server of it) does not offer; callers degrade.
-var ErrUnsupported = errors.New("not supported by this service")
-
-// ErrPermanent is wrapped by Send errors that a retry cannot fix (the chat
-// is gone, the bot was blocked); the gateway stops retrying.
-var ErrPermanent = errors.New("permanent delivery failure")

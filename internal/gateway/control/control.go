@@ -35,10 +35,15 @@ type Status struct {
 
 // Platform is one configured chat service.
 type Platform struct {
-	Name  string `json:"name"`
-	Live  bool   `json:"live"`
-	Home  string `json:"home,omitempty"` // address key; "" if none set
-	Error string `json:"error,omitempty"`
+	Name    string    `json:"name"`
+	Display string    `json:"display,omitempty"` // "Telegram"
+	Live    bool      `json:"live"`
+	State   string    `json:"state,omitempty"`    // starting, live, down, refused, stopped
+	Since   time.Time `json:"since,omitempty"`    // when it entered State
+	NextTry time.Time `json:"next_try,omitempty"` // when down: the next restart
+	Home    string    `json:"home,omitempty"`     // address key; "" if none set
+	Error   string    `json:"error,omitempty"`    // why it is down or refused, one line
+	Waiting int       `json:"waiting,omitempty"`  // replies stored and not yet sent
 }
 
 // Platform finds a platform by name.

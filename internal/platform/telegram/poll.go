@@ -20,98 +20,86 @@ import (
 // (the gateway's store dedupes by Event.ID as well).
 const seenLimit = 4096
 
-// Run long-polls getUpdates and hands each text message to h until ctx
-// ends. The offset that acknowledges an update to Telegram is only sent
-// after h returned nil for it, so a crash re-reads rather than loses; an
-// update or message seen before is not handed over again. When h fails,
-// the same update is retried after a backoff, never skipped. Run returns
-// an error only when the token is refused.
-func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+// Run checks the token with getMe, says Live, and long-polls getUpdates,
+// handing each text message to r, until ctx ends. The offset that
+// acknowledges an update to Telegram is only sent after r stored it, so a
+// crash re-reads rather than loses, and an update or message seen before
+// is not handed over again. Any failure ends Run with the reason (a
+// refused token marked platform.Refused); the gateway restarts it, and the
+// offset reached is kept across restarts.
+func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 	if err := a.identify(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	a.readyOnce.Do(func() { close(a.ready) })
-	var (
-		offset     int64
-		seenUpdate = newSeen(seenLimit)
-		seenMsg    = newSeen(seenLimit)
-		pollWait   time.Duration
-		handleWait time.Duration
-	)
+	r.Live()
 	for ctx.Err() == nil {
-		raws, err := a.getUpdates(ctx, offset)
+		raws, err := a.getUpdates(ctx, a.offset())
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ae *apiError
-			if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
-				return fmt.Errorf("telegram: getUpdates: the bot token was refused: %w", err)
-			}
-			pollWait = a.nextBackoff(pollWait)
-			if errors.As(err, &ae) && ae.RetryAfter > 0 {
-				pollWait = time.Duration(ae.RetryAfter) * time.Second
-			}
-			a.log.Warn("telegram: getUpdates failed; retrying", "err", err, "in", pollWait)
-			if !sleep(ctx, pollWait) {
-				return nil
-			}
-			continue
+			return err
 		}
-		pollWait = 0
-	batch:
 		for _, raw := range raws {
 			id, ev, ok, err := decodeUpdate(raw, a.Username())
 			if err != nil {
 				a.log.Warn("telegram: undecodable update skipped", "update_id", id, "err", err)
 			}
 			key := strconv.FormatInt(id, 10)
-			if ok && !seenUpdate.has(key) && !seenMsg.has(ev.ID) {
-				if err := h(ctx, ev); err != nil {
+			if ok && !a.seenUpdate.has(key) && !a.seenMsg.has(ev.ID) {
+				if err := r.Receive(ctx, ev); err != nil {
 					if ctx.Err() != nil {
 						return nil
 					}
-					// Not stored: leave the offset before this update so
-					// Telegram hands it out again, and try later.
-					handleWait = a.nextBackoff(handleWait)
-					a.log.Warn("telegram: handler failed; the update will be retried",
-						"update_id", id, "event", ev.ID, "err", err, "in", handleWait)
-					if !sleep(ctx, handleWait) {
-						return nil
-					}
-					break batch
+					// Not stored: the offset stays before this update, so
+					// Telegram hands it out again after the restart.
+					return fmt.Errorf("telegram: store update %d: %w", id, err)
 				}
-				handleWait = 0
-				seenMsg.add(ev.ID)
+				a.seenMsg.add(ev.ID)
 			}
-			seenUpdate.add(key)
-			if id >= offset {
-				offset = id + 1
-			}
+			a.seenUpdate.add(key)
+			a.advance(id)
 		}
 	}
 	return nil
 }
 
-// identify asks getMe who the bot is (to recognise "/cmd@thisbot") and
-// checks the token, retrying transient failures.
+// offset is the next update id to ask for.
+func (a *Adapter) offset() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.next
+}
+
+// advance moves the offset past update id.
+func (a *Adapter) advance(id int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if id >= a.next {
+		a.next = id + 1
+	}
+}
+
+// identify asks getMe who the bot is (to recognise "/cmd@thisbot"), which
+// also checks the token.
 func (a *Adapter) identify(ctx context.Context) error {
-	var name string
-	err := a.do(ctx, "getMe", func(ctx context.Context) error {
-		me, err := a.api.GetMe(ctx)
-		if err == nil {
-			name = me.Username
+	var me struct {
+		Username string `json:"username"`
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	if err := a.rawCall(ctx, "getMe", nil, &me); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
+			return platform.Refused(fmt.Errorf("Telegram refused the bot token (%d %s)", ae.Code, ae.Description))
 		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("telegram: getMe: %w", err)
+		return fmt.Errorf("telegram: %w", err)
 	}
 	a.mu.Lock()
-	a.username = name
+	a.username = me.Username
 	a.mu.Unlock()
 	return nil
 }
@@ -137,49 +125,71 @@ func (e *apiError) Error() string {
 func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PollTimeout+15*time.Second)
 	defer cancel()
-	body, err := json.Marshal(map[string]any{
+	var out []json.RawMessage
+	err := a.rawCall(ctx, "getUpdates", map[string]any{
 		"offset":          offset,
 		"timeout":         int(a.cfg.PollTimeout / time.Second),
 		"allowed_updates": []string{"message"},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("getUpdates: encode: %w", err)
+	}, &out)
+	return out, err
+}
+
+// rawCall calls a Bot API method with a JSON body (Telegram takes JSON as
+// well as forms) and decodes its result into out. A failure is an
+// *apiError (classified RetryAfter when Telegram asks to wait) or the
+// transport's error with the token redacted.
+func (a *Adapter) rawCall(ctx context.Context, method string, params map[string]any, out any) error {
+	if params == nil {
+		params = map[string]any{}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.ServerURL+"/bot"+a.cfg.Token+"/getUpdates", bytes.NewReader(body))
+	body, err := json.Marshal(params)
 	if err != nil {
-		return nil, fmt.Errorf("getUpdates: %w", a.redact(err))
+		return fmt.Errorf("%s: encode: %w", method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.ServerURL+"/bot"+a.cfg.Token+"/"+method, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, a.redact(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("getUpdates: %w", a.redact(err))
+		return fmt.Errorf("%s: %w", method, a.redact(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("getUpdates: read: %w", err)
+		return fmt.Errorf("%s: read: %w", method, err)
 	}
 	var r struct {
-		OK          bool              `json:"ok"`
-		Result      []json.RawMessage `json:"result"`
-		ErrorCode   int               `json:"error_code"`
-		Description string            `json:"description"`
+		OK          bool            `json:"ok"`
+		Result      json.RawMessage `json:"result"`
+		ErrorCode   int             `json:"error_code"`
+		Description string          `json:"description"`
 		Parameters  struct {
 			RetryAfter int `json:"retry_after"`
 		} `json:"parameters"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
-		// A proxy's HTML error page, say.
-		return nil, &apiError{Method: "getUpdates", Code: resp.StatusCode, Description: "undecodable answer"}
+		// A proxy's HTML error page, say: its status is what it means.
+		return &apiError{Method: method, Code: resp.StatusCode, Description: http.StatusText(resp.StatusCode) + " (not a Bot API answer)"}
 	}
 	if !r.OK {
 		code := r.ErrorCode
 		if code == 0 {
 			code = resp.StatusCode
 		}
-		return nil, &apiError{Method: "getUpdates", Code: code, Description: r.Description, RetryAfter: r.Parameters.RetryAfter}
+		ae := &apiError{Method: method, Code: code, Description: r.Description, RetryAfter: r.Parameters.RetryAfter}
+		if ae.RetryAfter > 0 {
+			return platform.RetryAfter(time.Duration(ae.RetryAfter)*time.Second, ae)
+		}
+		return ae
 	}
-	return r.Result, nil
+	if out != nil {
+		if err := json.Unmarshal(r.Result, out); err != nil {
+			return fmt.Errorf("%s: decode result: %w", method, err)
+		}
+	}
+	return nil
 }
 
 // redact keeps the token, which is part of every request URL, out of
@@ -333,27 +343,4 @@ func (s *seen) add(k string) {
 		delete(s.set, s.order[0])
 		s.order = s.order[1:]
 	}
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// nextBackoff doubles prev within [RetryBase, RetryMax].
-func (a *Adapter) nextBackoff(prev time.Duration) time.Duration {
-	if prev <= 0 {
-		return a.cfg.RetryBase
-	}
-	return min(prev*2, a.cfg.RetryMax)
 }

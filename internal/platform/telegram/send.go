@@ -273,41 +273,23 @@ func target(to platform.Address) (chat string, thread int, err error) {
 	return to.Chat, thread, nil
 }
 
-// do calls one API method, retrying what a retry can fix: 429 after the
-// retry_after Telegram asks for, server and network errors after a growing
-// backoff, at most Config.MaxAttempts tries in all.
+// do calls one API method once, within Config.RequestTimeout, and
+// classifies a failure for the gateway, which alone decides on retries: a
+// 429 asks for its retry_after, an answer Telegram will repeat (bad
+// request, forbidden, not found) is permanent, the rest is transient.
 func (a *Adapter) do(ctx context.Context, method string, call func(context.Context) error) error {
-	var wait time.Duration
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-		err := call(cctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", method, ctx.Err())
-		}
-		var tooMany *bot.TooManyRequestsError
-		switch {
-		case errors.As(err, &tooMany):
-			wait = a.nextBackoff(wait)
-			if tooMany.RetryAfter > 0 {
-				wait = time.Duration(tooMany.RetryAfter) * time.Second
-			}
-		case final(err):
-			return err
-		default:
-			wait = a.nextBackoff(wait)
-		}
-		if attempt >= a.cfg.MaxAttempts {
-			return fmt.Errorf("%s: giving up after %d attempts: %w", method, attempt, err)
-		}
-		a.log.Info("telegram: call failed; retrying", "method", method, "attempt", attempt, "in", wait, "err", err)
-		if !sleep(ctx, wait) {
-			return fmt.Errorf("%s: %w", method, ctx.Err())
-		}
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	err := call(cctx)
+	cancel()
+	if err == nil {
+		return nil
 	}
+	err = fmt.Errorf("%s: %w", method, err)
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		return platform.RetryAfter(max(time.Duration(tooMany.RetryAfter)*time.Second, time.Second), err)
+	}
+	return err
 }
 
 // final reports an answer that a retry will not change: Telegram has
@@ -323,10 +305,11 @@ func final(err error) bool {
 // deliveryErr wraps a send failure, marking it permanent when Telegram
 // refused it for good.
 func (a *Adapter) deliveryErr(what string, err error) error {
+	err = fmt.Errorf("telegram: %s: %w", what, err)
 	if final(err) {
-		return fmt.Errorf("telegram: %s: %w: %w", what, platform.ErrPermanent, err)
+		return platform.Permanent(err)
 	}
-	return fmt.Errorf("telegram: %s: %w", what, err)
+	return err
 }
 
 // optionalRefused reports an answer meaning this server will not do an

@@ -12,8 +12,11 @@
 package telegram
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -53,16 +56,9 @@ type Config struct {
 	// HTTPClient makes the requests; default a client without a global
 	// timeout (each request gets its own deadline from a context).
 	HTTPClient *http.Client
-	// Logger receives warnings (refused optional methods, retries);
+	// Logger receives warnings (refused optional methods);
 	// default slog.Default().
 	Logger *slog.Logger
-	// MaxAttempts bounds the tries of one API call on rate limits, server
-	// errors and network errors; default 5.
-	MaxAttempts int
-	// RetryBase is the first backoff after a server or network error (and
-	// after a Handler error), doubled on each retry up to RetryMax;
-	// defaults 1s and 30s.
-	RetryBase, RetryMax time.Duration
 	// RequestTimeout bounds one API call other than getUpdates; default 30s.
 	RequestTimeout time.Duration
 }
@@ -104,9 +100,11 @@ type Adapter struct {
 	mu       sync.Mutex
 	username string          // the bot's @username, learned from getMe
 	refused  map[string]bool // optional methods already logged as refused
+	next     int64           // the getUpdates offset: updates below it are stored
 
-	ready     chan struct{} // closed once getMe has answered
-	readyOnce sync.Once
+	// Used by Run alone (one at a time): updates and messages handed over
+	// lately, so a repeat is not handed over again.
+	seenUpdate, seenMsg *seen
 }
 
 var (
@@ -116,12 +114,8 @@ var (
 	_ platform.Editor    = (*Adapter)(nil)
 	_ platform.Limiter   = (*Adapter)(nil)
 	_ platform.Commander = (*Adapter)(nil)
-	_ platform.Readier   = (*Adapter)(nil)
+	_ platform.EditPacer = (*Adapter)(nil)
 )
-
-// Ready is closed once the bot has identified itself to Telegram, i.e.
-// the token works.
-func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
 // New makes an adapter; it does not contact Telegram (Run does).
 func New(cfg Config) (*Adapter, error) {
@@ -135,27 +129,25 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = 50 * time.Second
 	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 5
-	}
-	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = time.Second
-	}
-	if cfg.RetryMax <= 0 {
-		cfg.RetryMax = 30 * time.Second
-	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
+	client := &http.Client{Transport: statusAnswers{next: http.DefaultTransport}}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = statusAnswers{next: next}
+		client = &c
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), refused: map[string]bool{}, ready: make(chan struct{})}
+	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), refused: map[string]bool{},
+		seenUpdate: newSeen(seenLimit), seenMsg: newSeen(seenLimit)}
 	api, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.ServerURL),
 		bot.WithHTTPClient(cfg.PollTimeout, client),
@@ -174,6 +166,10 @@ func (a *Adapter) Name() string { return Name }
 
 // MaxMessageLen is 4096.
 func (a *Adapter) MaxMessageLen() int { return MaxMessageLen }
+
+// EditEvery paces streamed edits of one message: Telegram allows about one
+// edit a second per chat before answering 429.
+func (a *Adapter) EditEvery() time.Duration { return 1500 * time.Millisecond }
 
 // MessageLen counts UTF-16 code units, as Telegram does.
 func (a *Adapter) MessageLen(s string) int { return platform.UTF16Len(s) }
@@ -196,4 +192,37 @@ func (a *Adapter) refusedOnce(method string, err error) {
 		a.log.Warn("telegram: optional method refused by the Bot API server; continuing without it",
 			"method", method, "err", err)
 	}
+}
+
+// statusAnswers turns an HTTP answer that is not the Bot API's JSON (a
+// proxy's HTML page, a server's plain "404 page not found") into a Bot API
+// error answer carrying the HTTP status, so the library reports its code
+// (a 404 is a refused method, a 502 a transient failure) instead of
+// quoting the whole page.
+type statusAnswers struct{ next http.RoundTripper }
+
+func (s statusAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(req)
+	if err != nil || resp.StatusCode == http.StatusOK {
+		return resp, err
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read %d answer: %w", resp.StatusCode, err)
+	}
+	var probe struct {
+		OK *bool `json:"ok"`
+	}
+	if json.Unmarshal(data, &probe) != nil || probe.OK == nil {
+		body, _ := json.Marshal(map[string]any{
+			"ok": false, "error_code": resp.StatusCode,
+			"description": http.StatusText(resp.StatusCode) + " (not a Bot API answer)",
+		})
+		data = body
+		resp.Header.Set("Content-Type", "application/json")
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	return resp, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/retry"
 )
 
 const token = "123456:TEST-secret-token-value"
@@ -40,9 +41,28 @@ func (s *syncBuffer) String() string {
 }
 
 type fixture struct {
-	srv  *telegramtest.Server
-	tg   *telegram.Adapter
-	logs *syncBuffer
+	srv    *telegramtest.Server
+	tg     *telegram.Adapter
+	logs   *syncBuffer
+	states states
+}
+
+// states records what the supervisor reported.
+type states struct {
+	mu  sync.Mutex
+	all []platform.Status
+}
+
+func (s *states) add(st platform.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all = append(s.all, st)
+}
+
+func (s *states) list() []platform.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]platform.Status(nil), s.all...)
 }
 
 func setup(t *testing.T) *fixture {
@@ -53,8 +73,6 @@ func setup(t *testing.T) *fixture {
 		Token:       token,
 		ServerURL:   srv.URL(),
 		PollTimeout: time.Second,
-		RetryBase:   5 * time.Millisecond,
-		RetryMax:    20 * time.Millisecond,
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -68,17 +86,21 @@ func setup(t *testing.T) *fixture {
 	return &fixture{srv: srv, tg: tg, logs: logs}
 }
 
-// run starts the adapter's Run with h and stops it when the test ends.
-func (f *fixture) run(t *testing.T, h platform.Handler) {
+// run supervises the adapter's Run with h, as the gateway does (restarts
+// made quick), and stops it when the test ends.
+func (f *fixture) run(t *testing.T, h platform.ReceiverFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.tg.Run(ctx, h) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		platform.Supervise(ctx, f.tg, h, retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond}, func(s platform.Status) {
+			f.states.add(s)
+		})
+	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
+		<-done
 	})
 }
 
@@ -257,49 +279,29 @@ func TestSendSplitsLongReplyInOrder(t *testing.T) {
 	}
 }
 
-func TestSendHonoursRetryAfterAndDeliversOnce(t *testing.T) {
+// Send tries once and classifies: the gateway alone retries.
+func TestSendClassifiesFailuresWithoutRetrying(t *testing.T) {
 	f := setup(t)
-	f.srv.FailNext("sendMessage", 429, 1)
-	f.srv.FailNext("sendMessage", 429, 1)
-	text := longReply()[:6000]
-	if _, err := f.tg.Send(ctxT(t), dm(5001), text); err != nil {
-		t.Fatal(err)
+	f.srv.FailNext("sendMessage", 429, 3)
+	_, err := f.tg.Send(ctxT(t), dm(5001), "hello")
+	if cl, wait := platform.Classify(err); cl != platform.ClassRetryAfter || wait != 3*time.Second {
+		t.Errorf("429: class %v, wait %v (%v); want retry-after 3s", cl, wait, err)
 	}
-	sent := f.srv.Sent()
-	if len(sent) != 2 {
-		t.Fatalf("delivered %d parts, want 2", len(sent))
-	}
-	if sent[0].Plain == sent[1].Plain {
-		t.Errorf("a part was delivered twice")
+	for _, status := range []int{500, 502, 503} {
+		f.srv.FailNext("sendMessage", status, 0)
+		_, err := f.tg.Send(ctxT(t), dm(5001), "hello")
+		if cl, _ := platform.Classify(err); err == nil || cl != platform.ClassTransient {
+			t.Errorf("%d: class %v (%v); want transient", status, cl, err)
+		}
 	}
 	if n := f.srv.CallCount("sendMessage"); n != 4 {
-		t.Errorf("sendMessage called %d times, want 4 (two refused)", n)
+		t.Errorf("sendMessage called %d times, want 4: one per Send", n)
 	}
-}
-
-func TestSendRetriesServerErrors(t *testing.T) {
-	f := setup(t)
-	f.srv.FailNext("sendMessage", 500, 0)
-	f.srv.FailNext("sendMessage", 502, 0)
 	if _, err := f.tg.Send(ctxT(t), dm(5001), "hello"); err != nil {
 		t.Fatal(err)
 	}
 	if sent := f.srv.Sent(); len(sent) != 1 {
 		t.Fatalf("sent %d, want 1", len(sent))
-	}
-}
-
-func TestSendGivesUpOnPersistentServerErrors(t *testing.T) {
-	f := setup(t)
-	for range 10 {
-		f.srv.FailNext("sendMessage", 503, 0)
-	}
-	_, err := f.tg.Send(ctxT(t), dm(5001), "hello")
-	if err == nil || errors.Is(err, platform.ErrPermanent) {
-		t.Fatalf("err = %v, want a transient failure", err)
-	}
-	if n := f.srv.CallCount("sendMessage"); n != 5 {
-		t.Errorf("tried %d times, want 5", n)
 	}
 }
 
@@ -577,16 +579,19 @@ func TestTypingCommandsAndEdit(t *testing.T) {
 
 func TestRunRefusedToken(t *testing.T) {
 	srv := telegramtest.New(t, token)
-	tg, err := telegram.New(telegram.Config{Token: "999:wrong", ServerURL: srv.URL(), RetryBase: time.Millisecond})
+	tg, err := telegram.New(telegram.Config{Token: "999:wrong", ServerURL: srv.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = tg.Run(ctxT(t), func(context.Context, platform.Event) error { return nil })
-	if err == nil {
-		t.Fatal("Run with a refused token returned nil")
+	err = tg.Run(ctxT(t), platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	if !errors.Is(err, platform.ErrRefused) {
+		t.Fatalf("Run with a refused token: %v, want ErrRefused", err)
 	}
 	if strings.Contains(err.Error(), "wrong") {
 		t.Errorf("the error shows the token: %v", err)
+	}
+	if want := "Telegram refused the bot token (401 Unauthorized)"; err.Error() != want {
+		t.Errorf("error = %q, want %q", err, want)
 	}
 }
 
@@ -594,7 +599,9 @@ func TestRunReturnsWhenContextEnds(t *testing.T) {
 	f := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- f.tg.Run(ctx, func(context.Context, platform.Event) error { return nil }) }()
+	go func() {
+		done <- f.tg.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	}()
 	// Wait until polling has begun, then cancel it.
 	for f.srv.CallCount("getMe") == 0 {
 		time.Sleep(time.Millisecond)

@@ -53,19 +53,10 @@ const cookieName = "baton_token"
 var static embed.FS
 
 // Conversation is one conversation the page lists.
-type Conversation struct {
-	Key     string    `json:"key"`
-	Title   string    `json:"title"`
-	Updated time.Time `json:"updated"`
-}
+type Conversation = platform.Conversation
 
 // Line is one transcript entry as the page shows it.
-type Line struct {
-	Role string    `json:"role"` // user, assistant, tool, note
-	Text string    `json:"text"`
-	Tool string    `json:"tool,omitempty"` // tool calls and results: the tool's name
-	Time time.Time `json:"time"`
-}
+type Line = platform.Line
 
 // Backend gives the page what lives in the store: the conversations and
 // their transcripts.
@@ -85,13 +76,14 @@ type Config struct {
 // Adapter is the web chat platform.
 type Adapter struct {
 	cfg  Config
-	ln   net.Listener
+	addr string // where the page is served, resolved once
 	log  *slog.Logger
 	next atomic.Int64
 
 	mu      sync.Mutex
+	ln      net.Listener // nil after a failure closed it
 	clients map[*client]bool
-	handler platform.Handler
+	recv    platform.Receiver
 }
 
 var (
@@ -116,7 +108,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web chat: listen on %s: %w (set web.listen in config.yaml to another port)", cfg.Listen, err)
 	}
-	return &Adapter{cfg: cfg, ln: ln, log: cfg.Log, clients: map[*client]bool{}}, nil
+	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, clients: map[*client]bool{}}, nil
 }
 
 // LoadToken reads the token kept in home, creating it (mode 0600) on first use.
@@ -147,21 +139,27 @@ func LoadToken(home string) (string, error) {
 func (a *Adapter) Name() string { return Name }
 
 // Addr is the address the page is served on.
-func (a *Adapter) Addr() net.Addr { return a.ln.Addr() }
+func (a *Adapter) Addr() string { return a.addr }
 
 // URL is the page's address with its token: keep it private.
 func (a *Adapter) URL() string {
-	return "http://" + a.ln.Addr().String() + "/?token=" + url.QueryEscape(a.cfg.Token)
+	return "http://" + a.addr + "/?token=" + url.QueryEscape(a.cfg.Token)
 }
 
-// Run serves the page until ctx ends.
-func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+// Run serves the page until ctx ends. After a failure it is restarted on
+// the same address.
+func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
+	ln, err := a.listener()
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
-	a.handler = h
+	a.recv = r
 	a.mu.Unlock()
 	srv := &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(a.ln) }()
+	go func() { errc <- srv.Serve(ln) }()
+	r.Live()
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -170,8 +168,28 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		a.closeClients()
 		return nil
 	case err := <-errc:
+		a.mu.Lock()
+		a.ln = nil // closed by Serve; the next Run listens again
+		a.mu.Unlock()
+		a.closeClients()
 		return fmt.Errorf("web chat: %w", err)
 	}
+}
+
+// listener is the one New opened, or a new one on the same address after
+// a failure closed it.
+func (a *Adapter) listener() (net.Listener, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ln != nil {
+		return a.ln, nil
+	}
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		return nil, fmt.Errorf("web chat: listen on %s: %w", a.addr, err)
+	}
+	a.ln = ln
+	return ln, nil
 }
 
 func (a *Adapter) routes() http.Handler {
@@ -400,14 +418,14 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 		return
 	}
 	a.mu.Lock()
-	h := a.handler
+	h := a.recv
 	a.mu.Unlock()
 	if h == nil {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not ready yet; try again"})
 		return
 	}
 	ev := platform.Event{At: addr, SenderID: Owner, Sender: Owner, Text: f.Text, ID: f.ID, Time: time.Now()}
-	if err := h(ctx, ev); err != nil {
+	if err := h.Receive(ctx, ev); err != nil {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
 		return
 	}

@@ -25,7 +25,7 @@ func (b staticBackend) History(context.Context, string) ([]Line, error) { return
 
 const testToken = "abcdefabcdefabcdefabcdef"
 
-func start(t *testing.T, h platform.Handler) (*Adapter, *websocket.Conn) {
+func start(t *testing.T, h platform.ReceiverFunc) (*Adapter, *websocket.Conn) {
 	t.Helper()
 	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Backend: staticBackend{}})
 	if err != nil {
@@ -45,7 +45,7 @@ func start(t *testing.T, h platform.Handler) (*Adapter, *websocket.Conn) {
 	var conn *websocket.Conn
 	for i := 0; ; i++ {
 		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, _, err = websocket.Dial(dctx, "ws://"+a.Addr().String()+"/ws", &websocket.DialOptions{HTTPHeader: hdr})
+		conn, _, err = websocket.Dial(dctx, "ws://"+a.Addr()+"/ws", &websocket.DialOptions{HTTPHeader: hdr})
 		dcancel()
 		if err == nil {
 			break

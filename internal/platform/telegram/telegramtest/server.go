@@ -300,6 +300,28 @@ func (s *Server) WaitSent(ctx context.Context, n int) ([]SentMessage, error) {
 	return s.Sent(), nil
 }
 
+// Shown returns the messages the bot posted as a person sees them now:
+// one per message, in the order posted, each with its latest edit applied
+// (and the topic it was posted in).
+func (s *Server) Shown() []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SentMessage
+	at := map[string]int{} // chat:message id → index in out
+	for _, m := range s.sent {
+		k := m.ChatID + ":" + strconv.Itoa(m.MessageID)
+		if i, ok := at[k]; ok && !strings.EqualFold(m.Method, "sendMessage") {
+			thread := out[i].ThreadID
+			out[i] = m
+			out[i].ThreadID = thread
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, m)
+	}
+	return out
+}
+
 // Calls returns every request received, in order, failures included.
 func (s *Server) Calls() []Call {
 	s.mu.Lock()

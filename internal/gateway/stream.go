@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// defaultEditEvery paces streamed edits on a platform that does not say.
+const defaultEditEvery = time.Second
+
+// editStream shows a reply while the model writes it, on a platform that
+// can edit messages: the first words are posted, and the message is
+// edited as more arrive, at most once per the platform's pace; past the
+// length limit the rest goes on in a new message. Text written before a
+// tool call stays as it was shown; the text after it starts anew. The
+// final answer is still delivered through the outbox, which edits the
+// streamed messages into their final form instead of posting again.
+type editStream struct {
+	g     *Gateway
+	a     platform.Adapter
+	ed    platform.Editor
+	addr  platform.Address
+	every time.Duration
+	split func(string) []string
+
+	wake chan struct{}
+	done chan struct{}
+
+	showing sync.Mutex // one round of sends and edits at a time
+
+	mu     sync.Mutex
+	text   string   // the segment being written
+	ids    []string // messages posted for it, one per part
+	shown  []string // what each shows
+	broken bool     // a send or edit failed: stop streaming, the outbox delivers
+	ended  bool
+}
+
+// streamEdits starts an edit stream at addr when the platform can edit and
+// has no Streamer of its own; nil otherwise.
+func (g *Gateway) streamEdits(ctx context.Context, a platform.Adapter, addr platform.Address) *editStream {
+	ed, ok := a.(platform.Editor)
+	if !ok || g.knownUnsupported(addr.Platform, "edits") {
+		return nil
+	}
+	s := &editStream{g: g, a: a, ed: ed, addr: addr, every: defaultEditEvery,
+		split: func(t string) []string { return []string{t} },
+		wake:  make(chan struct{}, 1), done: make(chan struct{})}
+	if p, ok := a.(platform.EditPacer); ok && p.EditEvery() > 0 {
+		s.every = p.EditEvery()
+	}
+	if l, ok := a.(platform.Limiter); ok {
+		s.split = func(t string) []string { return platform.Split(t, l.MaxMessageLen(), l.MessageLen) }
+	}
+	go s.loop(ctx)
+	return s
+}
+
+// event takes the turn's events: text grows the segment, a tool call ends
+// it.
+func (s *editStream) event(ev agent.Event) {
+	switch ev.Kind {
+	case agent.EventTextDelta:
+		s.mu.Lock()
+		s.text += ev.Text
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	case agent.EventToolStarted:
+		// What was written so far stays shown as it is; show its end now.
+		s.mu.Lock()
+		text := s.text
+		s.mu.Unlock()
+		if text != "" {
+			s.show(context.WithoutCancel(context.Background()), text)
+		}
+		s.mu.Lock()
+		s.text, s.ids, s.shown = "", nil, nil
+		s.mu.Unlock()
+	}
+}
+
+// finish stops the stream and returns the messages posted for the last
+// segment, which the final answer's parts replace by edits.
+func (s *editStream) finish() []string {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken {
+		return nil
+	}
+	return append([]string(nil), s.ids...)
+}
+
+func (s *editStream) loop(ctx context.Context) {
+	defer close(s.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		text, ended := s.text, s.ended
+		s.mu.Unlock()
+		if ended {
+			return
+		}
+		s.show(ctx, text)
+		// Pace: at most one round of edits per interval.
+		t := time.NewTimer(s.every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// show brings the posted messages up to text, one try per call: a failure
+// stops streaming, and the outbox delivers the answer as usual.
+func (s *editStream) show(ctx context.Context, text string) {
+	s.showing.Lock()
+	defer s.showing.Unlock()
+	s.mu.Lock()
+	if s.broken {
+		s.mu.Unlock()
+		return
+	}
+	ids, shown := append([]string(nil), s.ids...), append([]string(nil), s.shown...)
+	s.mu.Unlock()
+	for i, part := range s.split(text) {
+		if strings.TrimSpace(part) == "" {
+			break
+		}
+		var err error
+		switch {
+		case i >= len(ids):
+			var id string
+			if id, err = s.a.Send(ctx, s.addr, part); err == nil {
+				ids, shown = append(ids, id), append(shown, part)
+			}
+		case shown[i] != part:
+			if err = s.ed.Edit(ctx, s.addr, ids[i], part); err == nil {
+				shown[i] = part
+			}
+		}
+		if err != nil {
+			if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported {
+				s.g.noteUnsupported(s.addr.Platform, "edits", err)
+			} else {
+				s.g.log.Debug("streamed edit failed; the answer comes whole", "to", s.addr.Key(), "err", err)
+			}
+			s.mu.Lock()
+			s.broken = true
+			s.ids, s.shown = ids, shown
+			s.mu.Unlock()
+			return
+		}
+	}
+	s.mu.Lock()
+	s.ids, s.shown = ids, shown
+	s.mu.Unlock()
+}
+
+// noteStreamed records the messages a stream posted for the answer that
+// will be delivered under key: part i of it edits ids[i] instead of
+// posting again.
+func (g *Gateway) noteStreamed(key string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, id := range ids {
+		g.streamed[partKey(key, i)] = id
+	}
+}
+
+// takeStreamed returns and forgets the streamed message a delivery
+// replaces; "" if none.
+func (g *Gateway) takeStreamed(deliveryKey string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id := g.streamed[deliveryKey]
+	delete(g.streamed, deliveryKey)
+	return id
+}

@@ -1,0 +1,77 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Spec is how a chat service plugs into baton: one per platform package,
+// listed once in internal/platform/all. The daemon, the gateway and the
+// configuration know platforms only through it.
+type Spec struct {
+	// Name is the platform name in addresses and config ("telegram").
+	Name string
+	// Display is the name people read ("Telegram").
+	Display string
+	// Trusted platforms prove the owner by their own access control (the
+	// web chat's token): every sender there is the owner.
+	Trusted bool
+	// DefaultHome is the address key handoffs land at when no home is
+	// configured or set with /sethome; "" if there is none.
+	DefaultHome string
+	// Open builds the adapter from its config section and environment. It
+	// returns ErrNotConfigured when nothing asks for the platform (no
+	// token), an error saying what to fix when the section is wrong.
+	Open func(ctx context.Context, s Setup) (Adapter, error)
+}
+
+// ErrNotConfigured is returned by Spec.Open for a platform nothing enables.
+var ErrNotConfigured = errors.New("not configured")
+
+// Setup is what Spec.Open gets.
+type Setup struct {
+	// Decode reads the platform's section of config.yaml (the top-level
+	// key named after it) into v, refusing unknown fields; with no section
+	// it leaves v as it is.
+	Decode func(v any) error
+	// Present reports whether config.yaml has a section for the platform.
+	Present bool
+	// Env reads an environment variable (tokens may come from there).
+	Env func(string) string
+	// Home is BATON_HOME, for files an adapter keeps (the web token).
+	Home string
+	// Log is the gateway's logger.
+	Log *slog.Logger
+	// Transcripts lets an adapter that shows history (the web page) read
+	// conversations; nil where none is offered.
+	Transcripts Transcripts
+}
+
+// Transcripts is what a platform may read of the store: its own
+// conversations and their transcripts as people see them.
+type Transcripts interface {
+	// Conversations lists the owner's conversations on platform, most
+	// recent first.
+	Conversations(ctx context.Context, platform string) ([]Conversation, error)
+	// View is the transcript of the session bound to key, as lines to
+	// show; none yet is empty.
+	View(ctx context.Context, key string) ([]Line, error)
+}
+
+// Conversation is one conversation a platform lists (the web page's side
+// bar).
+type Conversation struct {
+	Key     string    `json:"key"`
+	Title   string    `json:"title"`
+	Updated time.Time `json:"updated"`
+}
+
+// Line is one transcript entry as a person sees it.
+type Line struct {
+	Role string    `json:"role"` // user, assistant, tool, note
+	Text string    `json:"text"`
+	Tool string    `json:"tool,omitempty"` // tool calls and results: the tool's name
+	Time time.Time `json:"time"`
+}
