@@ -257,9 +257,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 // with backoff whenever it fails, except on refused credentials, and every
 // change of its state is kept for Status and the handoff checks.
 func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapter) {
-	if c, ok := a.(platform.Commander); ok {
-		go g.publishCommands(ctx, name, c)
-	}
+	var menu sync.Once
 	g.log.Info("platform starting", "platform", name)
 	platform.Supervise(ctx, a, receiver{g}, g.cfg.Restart, func(s platform.Status) {
 		g.mu.Lock()
@@ -271,6 +269,15 @@ func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapte
 			g.log.Info("platform live", "platform", name)
 			g.Kick() // handoffs may be waiting for it
 			g.resendAll(name)
+			if c, ok := a.(platform.Commander); ok {
+				menu.Do(func() {
+					g.background.Add(1)
+					go func() {
+						defer g.background.Done()
+						g.publishCommands(ctx, name, c)
+					}()
+				})
+			}
 		case platform.StateDown:
 			if prev.State != platform.StateDown || prev.Reason != s.Reason {
 				g.log.Warn("platform down; restarting it", "platform", name, "reason", s.Reason, "next_try", s.NextTry.Format(time.TimeOnly))

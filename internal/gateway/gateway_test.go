@@ -27,6 +27,7 @@ import (
 	"github.com/baton-agent/baton/internal/llm/provider"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 )
@@ -107,6 +108,11 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		PollEvery:        100 * time.Millisecond,
 		ShutdownGrace:    cmp.Or(o.grace, 2*time.Second),
 		Log:              slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Display:          map[string]string{"web": "the web chat", "telegram": "Telegram"},
+		// The retry policies keep their shape, made quick.
+		Restart: retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Send:    retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 4},
+		Resend:  retry.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)

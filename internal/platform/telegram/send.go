@@ -286,8 +286,11 @@ func (a *Adapter) do(ctx context.Context, method string, call func(context.Conte
 	}
 	err = fmt.Errorf("%s: %w", method, err)
 	var tooMany *bot.TooManyRequestsError
-	if errors.As(err, &tooMany) {
+	switch {
+	case errors.As(err, &tooMany):
 		return platform.RetryAfter(max(time.Duration(tooMany.RetryAfter)*time.Second, time.Second), err)
+	case errors.Is(err, bot.ErrorUnauthorized):
+		return platform.Refused(err)
 	}
 	return err
 }
