@@ -132,18 +132,15 @@ func PrintStatus(ctx context.Context, home string, out io.Writer) error {
 	fmt.Fprintf(out, "Gateway running (pid %d, since %s)\n", s.PID, s.Started.Format(time.DateTime))
 	sort.Slice(s.Platforms, func(i, j int) bool { return s.Platforms[i].Name < s.Platforms[j].Name })
 	for _, p := range s.Platforms {
-		state := "live"
-		if !p.Live {
-			state = "down"
-			if p.Error != "" {
-				state += ": " + p.Error
-			}
-		}
 		home := p.Home
 		if home == "" {
 			home = "no home channel (type /sethome there)"
 		}
-		fmt.Fprintf(out, "  %-10s %-6s home: %s\n", p.Name, state, home)
+		fmt.Fprintf(out, "  %-10s %s\n", p.Name, platformState(p, time.Now()))
+		fmt.Fprintf(out, "  %-10s home: %s\n", "", home)
+		if p.Waiting > 0 {
+			fmt.Fprintf(out, "  %-10s %d replies wait to be sent\n", "", p.Waiting)
+		}
 	}
 	if s.WebURL != "" {
 		fmt.Fprintf(out, "Web chat: %s\n", s.WebURL)
@@ -188,4 +185,27 @@ func StartBackground(ctx context.Context, home string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// platformState is one platform's state for people: "live", "down since
+// 14:02, next try in 30s: reason", "refused: reason".
+func platformState(p control.Platform, now time.Time) string {
+	state := p.State
+	if state == "" { // a gateway from before states were reported
+		state = "down"
+		if p.Live {
+			state = "live"
+		}
+	}
+	out := state
+	if !p.Since.IsZero() && state != "live" {
+		out += " since " + p.Since.Local().Format(time.TimeOnly)
+	}
+	if state == "down" && !p.NextTry.IsZero() {
+		out += fmt.Sprintf(", next try in %s", max(p.NextTry.Sub(now), 0).Round(time.Second))
+	}
+	if p.Error != "" {
+		out += ": " + p.Error
+	}
+	return out
 }

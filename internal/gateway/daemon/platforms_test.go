@@ -4,8 +4,10 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/gateway/control"
 )
 
 func TestChatAdaptersFollowCredentials(t *testing.T) {
@@ -25,5 +27,25 @@ func TestChatAdaptersFollowCredentials(t *testing.T) {
 	got, err = chatAdapters(c, env(nil), log)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("token from config: %v, %v", got, err)
+	}
+}
+
+func TestPlatformStateForPeople(t *testing.T) {
+	now := time.Date(2026, 11, 23, 14, 2, 0, 0, time.Local)
+	for _, tc := range []struct {
+		p    control.Platform
+		want string
+	}{
+		{control.Platform{State: "live", Live: true, Since: now}, "live"},
+		{control.Platform{State: "starting"}, "starting"},
+		{control.Platform{State: "down", Since: now, NextTry: now.Add(30 * time.Second), Error: "getMe: 502 Bad Gateway"},
+			"down since 14:02:00, next try in 30s: getMe: 502 Bad Gateway"},
+		{control.Platform{State: "refused", Since: now, Error: "Telegram refused the bot token (401 Unauthorized)"},
+			"refused since 14:02:00: Telegram refused the bot token (401 Unauthorized)"},
+		{control.Platform{Live: false, Error: "old gateway"}, "down: old gateway"},
+	} {
+		if got := platformState(tc.p, now); got != tc.want {
+			t.Errorf("platformState(%+v) = %q, want %q", tc.p, got, tc.want)
+		}
 	}
 }
