@@ -115,11 +115,11 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
 	if id := g.takeStreamed(d.Key); id != "" {
 		// Streamed already: the message becomes the final text in place.
-		if err := a.(platform.Editor).Edit(ctx, addr, id, d.Text); err == nil {
+		err := a.(platform.Editor).Edit(ctx, addr, id, d.Text)
+		if err == nil {
 			return id, nil
-		} else {
-			g.log.Debug("final edit of a streamed reply failed; posting it", "to", addr.Key(), "err", err)
 		}
+		g.log.Debug("final edit of a streamed reply failed; posting it", "to", addr.Key(), "err", err)
 	}
 	id, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (string, error) {
 		id, err := a.Send(ctx, addr, d.Text)
