@@ -77,7 +77,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: token, Backend: web.StoreBackend{Store: st, OwnerID: owner.ID}})
+	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: token, Transcripts: gateway.Transcripts{Store: st, OwnerID: owner.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		OwnerID:          owner.ID,
 		Owners:           o.owners,
 		TrustedPlatforms: []string{"web"},
+		Display:          map[string]string{"web": web.Spec().Display, "telegram": "Telegram"},
 		Homes:            homes,
 		Socket:           sock,
 		Lease:            o.lease,
@@ -513,14 +514,6 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// The web chat recognizes the handoff's synthetic message by its own copy
-// of the prefix (adapters do not import the gateway); they must agree.
-func TestWebKnowsTheHandoffPrefix(t *testing.T) {
-	if web.HandoffPrefix != gateway.HandedOffPrefix {
-		t.Fatalf("web.HandoffPrefix %q != gateway.HandedOffPrefix %q", web.HandoffPrefix, gateway.HandedOffPrefix)
-	}
-}
 
 // lockedBuffer is a bytes.Buffer safe for the gateway's goroutines.
 type lockedBuffer struct {
