@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/gateway/daemon"
@@ -35,13 +36,13 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 		ctx, cancel = interruptible(ctx)
 		defer cancel()
 	}
-	app, err := cli.Open(ctx, home)
+	a, err := app.Open(ctx, home)
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer a.Close()
 
-	sessionID, err := pickSession(ctx, app, o, stderr)
+	sessionID, err := pickSession(ctx, a, o, stderr)
 	if err != nil {
 		return err
 	}
@@ -56,12 +57,12 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 				text = strings.TrimSpace(text + "\n\n" + s)
 			}
 		}
-		return app.Once(ctx, sessionID, text, stdout, stderr)
+		return cli.Once(ctx, a, sessionID, text, stdout, stderr)
 	}
 
-	handoff, startup := terminalHooks(app)
+	handoff, startup := terminalHooks(a)
 	repl, err := cli.New(cli.Config{
-		App:       app,
+		App:       a,
 		Out:       stdout,
 		TTY:       cli.IsTerminal(os.Stdout),
 		Width:     cli.WidthOf(os.Stdout),
@@ -104,7 +105,7 @@ func exitWhenStopped(ctx context.Context, finished <-chan struct{}, restore func
 }
 
 // pickSession is the session -c or -r names, "" for a new one.
-func pickSession(ctx context.Context, app *cli.App, o chatOptions, stderr io.Writer) (string, error) {
+func pickSession(ctx context.Context, app *app.App, o chatOptions, stderr io.Writer) (string, error) {
 	switch {
 	case o.resume != "":
 		s, err := app.Resolve(ctx, o.resume)
@@ -129,7 +130,7 @@ func pickSession(ctx context.Context, app *cli.App, o chatOptions, stderr io.Wri
 // terminalHooks connects the REPL to the gateway: /handoff asks the
 // running gateway (offering to start one), and at start the sessions
 // handed back to the terminal are offered.
-func terminalHooks(app *cli.App) (cli.HandoffFunc, cli.StartupFunc) {
+func terminalHooks(app *app.App) (cli.HandoffFunc, cli.StartupFunc) {
 	h := &cli.Handoffs{App: app, StartGateway: func(ctx context.Context) error {
 		return daemon.StartBackground(ctx, app.Home)
 	}}

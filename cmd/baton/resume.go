@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
 )
@@ -22,12 +23,12 @@ With none waiting it says so; baton -c continues the latest session.`,
 			if err != nil {
 				return err
 			}
-			app, err := cli.Open(cmd.Context(), home)
+			a, err := app.Open(cmd.Context(), home)
 			if err != nil {
 				return err
 			}
-			waiting, err := (&cli.Handoffs{App: app}).Waiting(cmd.Context())
-			app.Close()
+			waiting, err := (&cli.Handoffs{App: a}).Waiting(cmd.Context())
+			a.Close()
 			if err != nil {
 				return err
 			}

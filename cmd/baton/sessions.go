@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
 )
@@ -21,8 +22,8 @@ func newSessions() *cobra.Command {
 		Use:   "list",
 		Short: "List sessions, most recently active first",
 		Args:  cobra.NoArgs,
-		RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, _ []string) error {
-			return app.ListSessions(ctx, cmd.OutOrStdout(), limit)
+		RunE: withApp(func(ctx context.Context, app *app.App, cmd *cobra.Command, _ []string) error {
+			return cli.ListSessions(ctx, app, cmd.OutOrStdout(), limit)
 		}),
 	}
 	list.Flags().IntVarP(&limit, "limit", "n", 50, "how many sessions")
@@ -31,40 +32,40 @@ func newSessions() *cobra.Command {
 			Use:   "show <id or title>",
 			Short: "Print a session's transcript",
 			Args:  cobra.ExactArgs(1),
-			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
-				return app.ShowSession(ctx, cmd.OutOrStdout(), args[0])
+			RunE: withApp(func(ctx context.Context, app *app.App, cmd *cobra.Command, args []string) error {
+				return cli.ShowSession(ctx, app, cmd.OutOrStdout(), args[0])
 			}),
 		},
 		&cobra.Command{
 			Use:   "search <words>",
 			Short: "Search every session's messages",
 			Args:  cobra.MinimumNArgs(1),
-			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
-				return app.SearchSessions(ctx, cmd.OutOrStdout(), joinArgs(args))
+			RunE: withApp(func(ctx context.Context, app *app.App, cmd *cobra.Command, args []string) error {
+				return cli.SearchSessions(ctx, app, cmd.OutOrStdout(), joinArgs(args))
 			}),
 		},
 		&cobra.Command{
 			Use:   "export <id or title>",
 			Short: "Write a session, its whole history and bindings as JSON",
 			Args:  cobra.ExactArgs(1),
-			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
-				return app.ExportSession(ctx, cmd.OutOrStdout(), args[0])
+			RunE: withApp(func(ctx context.Context, app *app.App, cmd *cobra.Command, args []string) error {
+				return cli.ExportSession(ctx, app, cmd.OutOrStdout(), args[0])
 			}),
 		},
 		&cobra.Command{
 			Use:   "delete <id or title>",
 			Short: "Delete a session and everything stored about it",
 			Args:  cobra.ExactArgs(1),
-			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
-				return app.DeleteSession(ctx, cmd.OutOrStdout(), args[0])
+			RunE: withApp(func(ctx context.Context, app *app.App, cmd *cobra.Command, args []string) error {
+				return cli.DeleteSession(ctx, app, cmd.OutOrStdout(), args[0])
 			}),
 		},
 		&cobra.Command{
 			Use:   "rename <id or title> <new title>",
 			Short: "Set a session's title",
 			Args:  cobra.MinimumNArgs(2),
-			RunE: withApp(func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error {
-				return app.RenameSession(ctx, cmd.OutOrStdout(), args[0], joinArgs(args[1:]))
+			RunE: withApp(func(ctx context.Context, app *app.App, cmd *cobra.Command, args []string) error {
+				return cli.RenameSession(ctx, app, cmd.OutOrStdout(), args[0], joinArgs(args[1:]))
 			}),
 		},
 	)
@@ -72,7 +73,7 @@ func newSessions() *cobra.Command {
 }
 
 // withApp opens the app around a subcommand, with Ctrl-C cancelling it.
-func withApp(fn func(ctx context.Context, app *cli.App, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+func withApp(fn func(ctx context.Context, app *app.App, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx, cancel := interruptible(cmd.Context())
 		defer cancel()
@@ -80,12 +81,12 @@ func withApp(fn func(ctx context.Context, app *cli.App, cmd *cobra.Command, args
 		if err != nil {
 			return err
 		}
-		app, err := cli.Open(ctx, home)
+		a, err := app.Open(ctx, home)
 		if err != nil {
 			return err
 		}
-		defer app.Close()
-		return fn(ctx, app, cmd, args)
+		defer a.Close()
+		return fn(ctx, a, cmd, args)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -19,7 +20,7 @@ const TerminalPlatform = Platform
 // Handoffs is the terminal's side of handoffs: asking the running gateway
 // to move a session elsewhere, and picking up sessions handed back here.
 type Handoffs struct {
-	App *App
+	App *app.App
 	// StartGateway starts a gateway in the background; nil means the
 	// terminal only says how to start one.
 	StartGateway func(ctx context.Context) error

@@ -152,7 +152,7 @@ func TestHandoffRefusalsFromTheTerminal(t *testing.T) {
 		t.Fatalf("declined start: asked %v, %v", declined, err)
 	}
 
-	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: strings.Repeat("t", 32), Backend: web.StoreBackend{Store: app.Store, OwnerID: app.Owner.ID}})
+	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: strings.Repeat("t", 32), Transcripts: gateway.Transcripts{Store: app.Store, OwnerID: app.Owner.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -15,7 +16,7 @@ import (
 // errors go to errOut. sessionID continues that session; "" makes a new
 // one. Nobody is there to approve commands or writes, so only what
 // tools.allow permits runs; the rest is denied and the model is told so.
-func (a *App) Once(ctx context.Context, sessionID, text string, out, errOut io.Writer) error {
+func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut io.Writer) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("nothing to answer: give a prompt with -p or on stdin")
 	}

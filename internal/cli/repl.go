@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/llm/offline"
 	"github.com/baton-agent/baton/internal/store"
@@ -39,7 +40,7 @@ type StartupFunc func(ctx context.Context, out io.Writer, sessionID string, ask 
 
 // Config sets up a REPL.
 type Config struct {
-	App *App
+	App *app.App
 	// Reader reads the person's lines; nil means readline on the terminal
 	// with history in $BATON_HOME/history.
 	Reader LineReader
@@ -59,7 +60,7 @@ type Config struct {
 // REPL is the interactive terminal chat.
 type REPL struct {
 	cfg   Config
-	app   *App
+	app   *app.App
 	agent *agent.Agent
 	reg   *command.Registry
 	out   *renderer

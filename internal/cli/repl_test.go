@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/offline"
 
@@ -40,7 +41,7 @@ func (s *syncBuffer) String() string {
 
 // testApp opens an App in a fresh BATON_HOME talking to llmtest (or the
 // offline responder when srv is nil).
-func testApp(t *testing.T, srv *llmtest.Server) *App {
+func testApp(t *testing.T, srv *llmtest.Server) *app.App {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv(config.HomeEnv, home)
@@ -52,24 +53,24 @@ func testApp(t *testing.T, srv *llmtest.Server) *App {
 	} else {
 		os.WriteFile(home+"/config.yaml", []byte("model:\n  provider: offline\n"), 0o600)
 	}
-	app, err := Open(t.Context(), home)
+	a, err := app.Open(t.Context(), home)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if srv != nil {
 		// No retries: a scripted failure must reach the REPL as it is.
-		p, err := provider.New(app.Model, provider.Options{NoRetry: true})
+		p, err := provider.New(a.Model, provider.Options{NoRetry: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		app.Provider = p
+		a.Provider = p
 	}
-	t.Cleanup(func() { app.Close() })
-	return app
+	t.Cleanup(func() { a.Close() })
+	return a
 }
 
 // runREPL feeds lines to a REPL and returns its output.
-func runREPL(t *testing.T, app *App, cfg Config, lines ...string) string {
+func runREPL(t *testing.T, app *app.App, cfg Config, lines ...string) string {
 	t.Helper()
 	out := &syncBuffer{}
 	cfg.App = app
@@ -90,7 +91,7 @@ func runREPL(t *testing.T, app *App, cfg Config, lines ...string) string {
 	return out.String()
 }
 
-func onlySession(t *testing.T, app *App) store.Session {
+func onlySession(t *testing.T, app *app.App) store.Session {
 	t.Helper()
 	ss, err := app.Store.ListSessions(t.Context(), store.SessionFilter{OwnerID: app.Owner.ID})
 	if err != nil || len(ss) != 1 {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -46,7 +47,7 @@ func writeHits(w io.Writer, hits []store.SearchHit) {
 }
 
 // ListSessions writes the owner's sessions, newest first.
-func (a *App) ListSessions(ctx context.Context, w io.Writer, limit int) error {
+func ListSessions(ctx context.Context, a *app.App, w io.Writer, limit int) error {
 	if limit <= 0 {
 		limit = 50
 	}
@@ -63,7 +64,7 @@ func (a *App) ListSessions(ctx context.Context, w io.Writer, limit int) error {
 }
 
 // ShowSession writes a session's header and whole live transcript as text.
-func (a *App) ShowSession(ctx context.Context, w io.Writer, ref string) error {
+func ShowSession(ctx context.Context, a *app.App, w io.Writer, ref string) error {
 	s, err := a.Resolve(ctx, ref)
 	if err != nil {
 		return err
@@ -84,7 +85,7 @@ func (a *App) ShowSession(ctx context.Context, w io.Writer, ref string) error {
 }
 
 // SearchSessions writes full-text search hits over every session.
-func (a *App) SearchSessions(ctx context.Context, w io.Writer, query string) error {
+func SearchSessions(ctx context.Context, a *app.App, w io.Writer, query string) error {
 	hits, err := a.Store.Search(ctx, store.SearchQuery{Text: query, Limit: 50})
 	if err != nil {
 		return fmt.Errorf("search: %w", err)
@@ -94,7 +95,7 @@ func (a *App) SearchSessions(ctx context.Context, w io.Writer, query string) err
 }
 
 // ExportSession writes a session as JSON, superseded rows included.
-func (a *App) ExportSession(ctx context.Context, w io.Writer, ref string) error {
+func ExportSession(ctx context.Context, a *app.App, w io.Writer, ref string) error {
 	s, err := a.Resolve(ctx, ref)
 	if err != nil {
 		return err
@@ -112,7 +113,7 @@ func (a *App) ExportSession(ctx context.Context, w io.Writer, ref string) error 
 }
 
 // DeleteSession removes a session with everything stored about it.
-func (a *App) DeleteSession(ctx context.Context, w io.Writer, ref string) error {
+func DeleteSession(ctx context.Context, a *app.App, w io.Writer, ref string) error {
 	s, err := a.Resolve(ctx, ref)
 	if err != nil {
 		return err
@@ -125,7 +126,7 @@ func (a *App) DeleteSession(ctx context.Context, w io.Writer, ref string) error 
 }
 
 // RenameSession sets a session's title.
-func (a *App) RenameSession(ctx context.Context, w io.Writer, ref, title string) error {
+func RenameSession(ctx context.Context, a *app.App, w io.Writer, ref, title string) error {
 	s, err := a.Resolve(ctx, ref)
 	if err != nil {
 		return err

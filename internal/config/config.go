@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/joho/godotenv"
@@ -19,11 +22,73 @@ const FileName = "config.yaml"
 
 // Config is everything a person can set in config.yaml.
 type Config struct {
-	Model    ModelConfig    `yaml:"model"`
-	Tools    ToolsConfig    `yaml:"tools"`
-	Gateway  GatewayConfig  `yaml:"gateway"`
-	Web      WebConfig      `yaml:"web"`
-	Telegram TelegramConfig `yaml:"telegram"`
+	Model   ModelConfig   `yaml:"model"`
+	Tools   ToolsConfig   `yaml:"tools"`
+	Gateway GatewayConfig `yaml:"gateway"`
+	// Store says where baton keeps its state, as a URL: empty, "sqlite:",
+	// "sqlite:///abs/path" or a plain path for the SQLite file. The
+	// BATON_STORE environment variable is used when it is empty.
+	Store string `yaml:"store"`
+	// Platforms holds every other top-level key raw: each chat platform
+	// reads its own section (see Section); a key no platform claims is
+	// refused by CheckSections.
+	Platforms map[string]yaml.Node `yaml:",inline"`
+}
+
+// keys are the top-level keys Config itself reads.
+var keys = []string{"model", "tools", "gateway", "store"}
+
+// Section returns a decoder for the top-level section name (a platform's),
+// refusing unknown fields, and whether config.yaml has it. With no
+// section, decode leaves its argument as it is.
+func (c Config) Section(name string) (decode func(v any) error, present bool) {
+	n, ok := c.Platforms[name]
+	return func(v any) error {
+		if !ok {
+			return nil
+		}
+		raw, err := yaml.Marshal(&n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		dec.KnownFields(true)
+		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}, ok
+}
+
+// CheckSections refuses a top-level key that is neither one of Config's
+// own nor one of sections (the platforms' names), naming the accepted keys.
+func (c Config) CheckSections(sections []string) error {
+	known := map[string]bool{}
+	for _, s := range sections {
+		known[s] = true
+	}
+	var unknown []string
+	for k := range c.Platforms {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	accepted := append(append([]string(nil), keys...), sections...)
+	sort.Strings(accepted)
+	return fmt.Errorf("unknown key %s; the accepted top-level keys are %s (see README.md, Configuration)",
+		quoteAll(unknown), strings.Join(accepted, ", "))
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
 }
 
 // ModelConfig chooses the model provider. Empty fields are filled from the
@@ -71,7 +136,7 @@ func Load(home string) (Config, error) {
 	default:
 		return c, fmt.Errorf("%s: model.provider %q is not one of openai, anthropic, openrouter, ollama, offline", path, c.Model.Provider)
 	}
-	if err := c.checkPlatforms(); err != nil {
+	if err := c.checkHomes(); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil

@@ -46,7 +46,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		if err := g.st.SetHomeChannel(ctx, addr.Platform, addr.Home().Key()); err != nil {
 			return "Could not set the home channel: " + err.Error()
 		}
-		return fmt.Sprintf("This chat is now the %s home: handoffs to %s land here.", placeName(addr.Platform), addr.Platform)
+		return fmt.Sprintf("This chat is now the %s home: handoffs to %s land here.", g.placeName(addr.Platform), addr.Platform)
 	case "handoff":
 		return g.chatHandoff(ctx, addr, args)
 	case "new":
@@ -167,7 +167,7 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 		return err.Error()
 	}
 	if to == addr.Platform {
-		return fmt.Sprintf("This conversation is already on %s.", placeName(to))
+		return fmt.Sprintf("This conversation is already on %s.", g.placeName(to))
 	}
 	h, err := g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
 	if errors.Is(err, store.ErrHandoffInFlight) && g.withdrawTerminalHandoff(ctx, sess.ID, to) {
@@ -183,7 +183,7 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there. (handoff %d)", describe(sess), h.ID)
 	}
 	g.tellOutcome(addr, h)
-	return fmt.Sprintf("Handing off to %s… (handoff %d)", placeName(to), h.ID)
+	return fmt.Sprintf("Handing off to %s… (handoff %d)", g.placeName(to), h.ID)
 }
 
 // tellOutcome tells the chat a handoff was asked from how it ended: moved
@@ -218,9 +218,9 @@ func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff) {
 				return // stopping: the chat will not hear; the store has the outcome
 			}
 		}
-		text := fmt.Sprintf("This conversation now continues in %s.", placeName(h.Platform))
+		text := fmt.Sprintf("This conversation now continues in %s.", g.placeName(h.Platform))
 		if final.State == string(store.HandoffFailed) {
-			text = fmt.Sprintf("The handoff to %s failed: %s\nThe conversation stays here.", placeName(h.Platform), final.Error)
+			text = fmt.Sprintf("The handoff to %s failed: %s\nThe conversation stays here.", g.placeName(h.Platform), final.Error)
 		}
 		if err := g.deliver(ctx, from, fmt.Sprintf("handoff:%d:outcome", h.ID), text); err != nil {
 			g.log.Warn("tell a handoff's outcome", "id", h.ID, "err", err)

@@ -78,7 +78,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: token, Backend: web.StoreBackend{Store: st, OwnerID: owner.ID}})
+	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: token, Transcripts: gateway.Transcripts{Store: st, OwnerID: owner.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +102,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		OwnerID:          owner.ID,
 		Owners:           o.owners,
 		TrustedPlatforms: []string{"web"},
+		Display:          map[string]string{"web": web.Spec().Display, "telegram": "Telegram"},
 		Homes:            homes,
 		Socket:           sock,
 		Lease:            o.lease,
 		PollEvery:        100 * time.Millisecond,
 		ShutdownGrace:    cmp.Or(o.grace, 2*time.Second),
 		Log:              slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Display:          map[string]string{"web": "the web chat", "telegram": "Telegram"},
 		// The retry policies keep their shape, made quick.
 		Restart: retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 		Send:    retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 4},
@@ -519,14 +519,6 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// The web chat recognizes the handoff's synthetic message by its own copy
-// of the prefix (adapters do not import the gateway); they must agree.
-func TestWebKnowsTheHandoffPrefix(t *testing.T) {
-	if web.HandoffPrefix != gateway.HandedOffPrefix {
-		t.Fatalf("web.HandoffPrefix %q != gateway.HandedOffPrefix %q", web.HandoffPrefix, gateway.HandedOffPrefix)
-	}
-}
 
 // lockedBuffer is a bytes.Buffer safe for the gateway's goroutines.
 type lockedBuffer struct {

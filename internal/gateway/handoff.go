@@ -351,7 +351,7 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 	input := store.Message{
 		Role: store.RoleUser,
 		Content: fmt.Sprintf("%s This conversation was just handed off from %s to %s. The person will read your next message there. "+
-			"Greet them briefly, say in a sentence or two where things stand, and carry on from there.", HandedOffPrefix, placeName(from), placeName(h.Platform)),
+			"Greet them briefly, say in a sentence or two where things stand, and carry on from there.", HandedOffPrefix, g.placeName(from), g.placeName(h.Platform)),
 		Platform:      h.Platform,
 		PlatformMsgID: marker,
 	}
@@ -383,14 +383,15 @@ func shortID(id string) string {
 	return id
 }
 
-func placeName(p string) string {
-	switch p {
-	case TerminalPlatform:
+// placeName names a place for people: the terminal, a platform by its
+// display name, or else its name capitalized.
+func (g *Gateway) placeName(p string) string {
+	switch {
+	case p == TerminalPlatform:
 		return "the terminal"
-	case "web":
-		return "the web chat"
-	}
-	if p == "" {
+	case g.cfg.Display[p] != "":
+		return g.cfg.Display[p]
+	case p == "":
 		return p
 	}
 	return strings.ToUpper(p[:1]) + p[1:]

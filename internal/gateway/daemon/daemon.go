@@ -1,6 +1,6 @@
 // Package daemon assembles `baton gateway` from configuration: the store,
-// the model, the enabled platforms and the gateway itself. It is the one
-// place that knows every concrete platform adapter.
+// the model, the enabled platforms and the gateway itself. It knows the
+// platforms only through their specs (internal/platform/all).
 package daemon
 
 import (
@@ -17,11 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/baton-agent/baton/internal/cli"
+	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
-	"github.com/baton-agent/baton/internal/platform"
-	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/platform/all"
 )
 
 // LogFile is where a gateway started in the background writes its log.
@@ -51,58 +50,48 @@ func Run(ctx context.Context, home string, o Options) error {
 	if s, err := control.NewClient(control.SocketPath(home)).Status(ctx); err == nil {
 		return fmt.Errorf("%w (pid %d); `baton gateway status` shows it", gateway.ErrAlreadyRunning, s.PID)
 	}
-	app, err := cli.Open(ctx, home)
+	a, err := app.Open(ctx, home)
 	if err != nil {
 		return err
 	}
-	defer app.Close()
-	ag, err := app.NewAgent(nil)
+	defer a.Close()
+	ag, err := a.NewAgent(nil)
 	if err != nil {
 		return err
 	}
-	cfg := app.Config
-	gcfg := cfg.Gateway.WithDefaults()
-	homes := map[string]string{}
-	for p, k := range gcfg.Homes {
-		homes[p] = k
-	}
-
-	var adapters []platform.Adapter
-	var webURL string
-	if cfg.Web.On() {
-		tok, err := web.LoadToken(home)
-		if err != nil {
-			return err
-		}
-		w, err := web.New(web.Config{Listen: cfg.Web.Addr(), Token: tok, Backend: web.StoreBackend{Store: app.Store, OwnerID: app.Owner.ID}, Log: log})
-		if err != nil {
-			return err
-		}
-		adapters = append(adapters, w)
-		webURL = w.URL()
-		if homes[web.Name] == "" {
-			homes[web.Name] = web.Home.Key()
-		}
-	}
-	extra, err := chatAdapters(cfg, o.Env, log)
+	gcfg := a.Config.Gateway.WithDefaults()
+	as, err := assemble(ctx, all.Specs(), a.Config, environment{
+		env:         o.Env,
+		home:        home,
+		log:         log,
+		transcripts: gateway.Transcripts{Store: a.Store, OwnerID: a.Owner.ID},
+	})
 	if err != nil {
 		return err
 	}
-	adapters = append(adapters, extra...)
+	adapters := as.adapters
+	// A platform that serves a page people open (the web chat) says where.
+	var pageURL string
+	for _, ad := range adapters {
+		if p, ok := ad.(interface{ URL() string }); ok && pageURL == "" {
+			pageURL = p.URL()
+		}
+	}
 
 	gw, err := gateway.New(gateway.Config{
-		Store:            app.Store,
+		Store:            a.Store,
 		Agent:            ag,
 		Adapters:         adapters,
-		OwnerID:          app.Owner.ID,
+		OwnerID:          a.Owner.ID,
 		Owners:           gcfg.Owners,
-		TrustedPlatforms: []string{web.Name},
-		Homes:            homes,
+		TrustedPlatforms: as.trusted,
+		Homes:            as.homes,
+		Display:          as.display,
 		Socket:           control.SocketPath(home),
 		Lease:            gcfg.HandoffLease,
 		ShutdownGrace:    gcfg.ShutdownGrace,
 		Log:              log,
-		WebURL:           webURL,
+		WebURL:           pageURL,
 	})
 	if err != nil {
 		return err
@@ -111,11 +100,15 @@ func Run(ctx context.Context, home string, o Options) error {
 	for _, a := range adapters {
 		names = append(names, a.Name())
 	}
-	fmt.Fprintf(o.Out, "baton gateway — model: %s — platforms: %s\n", app.ModelLabel(), strings.Join(names, ", "))
-	if webURL != "" {
-		fmt.Fprintf(o.Out, "Web chat: %s\n", webURL)
+	fmt.Fprintf(o.Out, "baton gateway — model: %s — platforms: %s\n", a.ModelLabel(), strings.Join(names, ", "))
+	if pageURL != "" {
+		fmt.Fprintf(o.Out, "Web chat: %s\n", pageURL)
 	}
-	fmt.Fprintln(o.Out, "In the terminal, /handoff web moves a chat here. Stop with Ctrl-C.")
+	if len(names) > 0 {
+		fmt.Fprintf(o.Out, "In the terminal, /handoff %s moves a chat here. Stop with Ctrl-C.\n", names[0])
+	} else {
+		fmt.Fprintln(o.Out, "No platform is enabled (see README.md, Configuration). Stop with Ctrl-C.")
+	}
 	return gw.Run(ctx)
 }
 

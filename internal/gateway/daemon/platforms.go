@@ -1,23 +1,73 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/platform"
-	"github.com/baton-agent/baton/internal/platform/telegram"
 )
 
-// chatAdapters builds the chat-service adapters the configuration enables:
-// each one whose credentials are set.
-func chatAdapters(cfg config.Config, env func(string) string, log *slog.Logger) ([]platform.Adapter, error) {
-	var out []platform.Adapter
-	if tok := cfg.TelegramToken(env); tok != "" {
-		a, err := telegram.New(telegram.Config{Token: tok, ServerURL: cfg.Telegram.ServerURL, Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
+// assembly is what the platform specs make of the configuration.
+type assembly struct {
+	adapters []platform.Adapter
+	trusted  []string          // platforms whose every sender is the owner
+	homes    map[string]string // configured homes, each enabled platform's default filled in
+	display  map[string]string // platform → the name people read
+}
+
+// environment is what every platform's Setup shares.
+type environment struct {
+	env         func(string) string
+	home        string
+	log         *slog.Logger
+	transcripts platform.Transcripts
+}
+
+// assemble opens every platform in specs that the configuration enables:
+// each gets its own config section and the environment, and one that
+// nothing enables (platform.ErrNotConfigured) is left out. A top-level
+// config key that is no platform's is an error naming the accepted keys.
+func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e environment) (assembly, error) {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
 	}
-	return out, nil
+	if err := cfg.CheckSections(names); err != nil {
+		return assembly{}, fmt.Errorf("%s: %w", config.FileName, err)
+	}
+	as := assembly{homes: map[string]string{}, display: map[string]string{}}
+	for p, k := range cfg.Gateway.Homes {
+		as.homes[p] = k
+	}
+	for _, s := range specs {
+		if s.Display != "" {
+			as.display[s.Name] = s.Display
+		}
+		decode, present := cfg.Section(s.Name)
+		a, err := s.Open(ctx, platform.Setup{
+			Decode:      decode,
+			Present:     present,
+			Env:         e.env,
+			Home:        e.home,
+			Log:         e.log,
+			Transcripts: e.transcripts,
+		})
+		if errors.Is(err, platform.ErrNotConfigured) {
+			continue
+		}
+		if err != nil {
+			return assembly{}, err
+		}
+		as.adapters = append(as.adapters, a)
+		if s.Trusted {
+			as.trusted = append(as.trusted, s.Name)
+		}
+		if as.homes[s.Name] == "" && s.DefaultHome != "" {
+			as.homes[s.Name] = s.DefaultHome
+		}
+	}
+	return as, nil
 }

@@ -1,32 +1,111 @@
 package daemon
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/all"
+	"github.com/baton-agent/baton/internal/platform/web"
 )
 
-func TestChatAdaptersFollowCredentials(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+type noTranscripts struct{}
 
-	got, err := chatAdapters(config.Config{}, env(nil), log)
-	if err != nil || len(got) != 0 {
-		t.Fatalf("no credentials: %d adapters, %v", len(got), err)
+func (noTranscripts) Conversations(context.Context, string) ([]platform.Conversation, error) {
+	return nil, nil
+}
+func (noTranscripts) View(context.Context, string) ([]platform.Line, error) { return nil, nil }
+
+// assembleFrom assembles the registered platforms from a config.yaml and
+// an environment.
+func assembleFrom(t *testing.T, yaml string, env map[string]string) (assembly, error) {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, config.FileName), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	got, err = chatAdapters(config.Config{}, env(map[string]string{"TELEGRAM_BOT_TOKEN": "1:env"}), log)
-	if err != nil || len(got) != 1 || got[0].Name() != "telegram" {
-		t.Fatalf("token from the environment: %v, %v", got, err)
+	cfg, err := config.Load(home)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var c config.Config
-	c.Telegram.Token = "1:config"
-	got, err = chatAdapters(c, env(nil), log)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("token from config: %v, %v", got, err)
+	return assemble(t.Context(), all.Specs(), cfg, environment{
+		env:         func(k string) string { return env[k] },
+		home:        home,
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		transcripts: noTranscripts{},
+	})
+}
+
+func names(as assembly) []string {
+	var out []string
+	for _, a := range as.adapters {
+		out = append(out, a.Name())
+	}
+	return out
+}
+
+// Every test listens on a free port: the default one may be taken.
+const freePort = "web:\n  listen: 127.0.0.1:0\n"
+
+func TestAssembleFollowsConfigAndEnvironment(t *testing.T) {
+	as, err := assembleFrom(t, freePort, nil)
+	if err != nil || !slices.Equal(names(as), []string{"web"}) {
+		t.Fatalf("no credentials: %v, %v", names(as), err)
+	}
+	if !slices.Equal(as.trusted, []string{"web"}) || as.homes["web"] != web.Home.Key() || len(as.homes) != 1 {
+		t.Errorf("trusted %v, homes %v", as.trusted, as.homes)
+	}
+	if as.display["web"] != "the web chat" || as.display["telegram"] != "Telegram" {
+		t.Errorf("display %v", as.display)
+	}
+
+	as, err = assembleFrom(t, freePort, map[string]string{"TELEGRAM_BOT_TOKEN": "1:env"})
+	if err != nil || !slices.Equal(names(as), []string{"web", "telegram"}) {
+		t.Fatalf("token from the environment: %v, %v", names(as), err)
+	}
+	if _, ok := as.homes["telegram"]; ok || slices.Contains(as.trusted, "telegram") {
+		t.Errorf("telegram got a default home or trust: %v %v", as.homes, as.trusted)
+	}
+
+	as, err = assembleFrom(t, freePort+"telegram:\n  token: \"1:config\"\ngateway:\n  homes:\n    telegram: \"telegram:dm:42\"\n    web: \"web:thread:main:x\"\n", nil)
+	if err != nil || !slices.Equal(names(as), []string{"web", "telegram"}) {
+		t.Fatalf("token from config: %v, %v", names(as), err)
+	}
+	if as.homes["telegram"] != "telegram:dm:42" || as.homes["web"] != "web:thread:main:x" {
+		t.Errorf("configured homes not kept: %v", as.homes)
+	}
+
+	as, err = assembleFrom(t, "web:\n  enabled: false\n", nil)
+	if err != nil || len(as.adapters) != 0 || len(as.homes) != 0 {
+		t.Fatalf("nothing enabled: %v, %v, %v", names(as), as.homes, err)
+	}
+}
+
+func TestAssembleRefusesBadConfig(t *testing.T) {
+	_, err := assembleFrom(t, freePort+"telegarm:\n  token: x\n", nil)
+	if err == nil || !strings.Contains(err.Error(), `"telegarm"`) || !strings.Contains(err.Error(), "telegram") {
+		t.Errorf("unknown top-level key: %v", err)
+	}
+	_, err = assembleFrom(t, "web:\n  listen: 0.0.0.0:7878\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "web.listen") || !strings.Contains(err.Error(), "allow_remote") {
+		t.Errorf("remote web.listen: %v", err)
+	}
+	_, err = assembleFrom(t, "web:\n  listen: nonsense\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "web.listen") {
+		t.Errorf("bad web.listen: %v", err)
+	}
+	_, err = assembleFrom(t, freePort+"telegram:\n  tokn: x\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "tokn") {
+		t.Errorf("unknown field in the telegram section: %v", err)
 	}
 }
 

@@ -58,19 +58,14 @@ type Conversation = platform.Conversation
 // Line is one transcript entry as the page shows it.
 type Line = platform.Line
 
-// Backend gives the page what lives in the store: the conversations and
-// their transcripts.
-type Backend interface {
-	Conversations(ctx context.Context) ([]Conversation, error)
-	History(ctx context.Context, key string) ([]Line, error)
-}
-
 // Config sets up the web chat.
 type Config struct {
-	Listen  string // host:port; port 0 picks one
-	Token   string // required; see LoadToken
-	Backend Backend
-	Log     *slog.Logger
+	Listen string // host:port; port 0 picks one
+	Token  string // required; see LoadToken
+	// Transcripts gives the page what lives in the store: the
+	// conversations and their transcripts.
+	Transcripts platform.Transcripts
+	Log         *slog.Logger
 }
 
 // Adapter is the web chat platform.
@@ -98,8 +93,8 @@ func New(cfg Config) (*Adapter, error) {
 	if len(cfg.Token) < 16 {
 		return nil, errors.New("web: a token of at least 16 characters is required")
 	}
-	if cfg.Backend == nil {
-		return nil, errors.New("web: a Backend is required")
+	if cfg.Transcripts == nil {
+		return nil, errors.New("web: Transcripts are required")
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -378,7 +373,7 @@ func (c *client) send(f frame) {
 func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 	switch f.Type {
 	case "list":
-		items, err := a.cfg.Backend.Conversations(ctx)
+		items, err := a.conversations(ctx)
 		if err != nil {
 			c.send(frame{Type: "error", Error: err.Error()})
 			return
@@ -389,7 +384,7 @@ func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 			c.send(frame{Type: "error", Error: "not a web conversation: " + f.Key})
 			return
 		}
-		lines, err := a.cfg.Backend.History(ctx, f.Key)
+		lines, err := a.cfg.Transcripts.View(ctx, f.Key)
 		if err != nil {
 			c.send(frame{Type: "error", Key: f.Key, Error: err.Error()})
 			return

@@ -13,21 +13,20 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/baton-agent/baton/internal/platform"
-	"github.com/baton-agent/baton/internal/store"
 )
 
-type staticBackend struct{ lines []Line }
+type staticTranscripts struct{ lines []Line }
 
-func (b staticBackend) Conversations(context.Context) ([]Conversation, error) {
-	return []Conversation{{Key: Home.Key(), Title: "Home"}}, nil
+func (b staticTranscripts) Conversations(context.Context, string) ([]Conversation, error) {
+	return nil, nil
 }
-func (b staticBackend) History(context.Context, string) ([]Line, error) { return b.lines, nil }
+func (b staticTranscripts) View(context.Context, string) ([]Line, error) { return b.lines, nil }
 
 const testToken = "abcdefabcdefabcdefabcdef"
 
 func start(t *testing.T, h platform.ReceiverFunc) (*Adapter, *websocket.Conn) {
 	t.Helper()
-	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Backend: staticBackend{}})
+	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: staticTranscripts{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,32 +123,6 @@ func TestOversizedFrameClosesOnlyThatPage(t *testing.T) {
 		t.Fatalf("list after an oversized frame elsewhere: %+v", f)
 	}
 	_ = a
-}
-
-func TestLines(t *testing.T) {
-	msgs := []store.Message{
-		{Role: store.RoleUser, Content: "list files"},
-		{Role: store.RoleAssistant, Content: "", ToolCalls: json.RawMessage(`[{"id":"c1","name":"shell","arguments":{"command":"ls"}}]`)},
-		{Role: store.RoleTool, ToolName: "shell", ToolCallID: "c1", Content: strings.Repeat("é", 3000)},
-		{Role: store.RoleAssistant, Content: "Two files."},
-		{Role: store.RoleUser, Content: HandoffPrefix + " handed off"},
-	}
-	lines := Lines(msgs)
-	if len(lines) != 5 {
-		t.Fatalf("lines %+v", lines)
-	}
-	if lines[1].Role != "tool" || lines[1].Text != `→ shell {"command":"ls"}` {
-		t.Errorf("tool call line %+v", lines[1])
-	}
-	if !strings.HasPrefix(lines[2].Text, "← shell: é") || !strings.HasSuffix(lines[2].Text, " …") || len(lines[2].Text) > toolShown+40 {
-		t.Errorf("tool result line not cut: %d bytes", len(lines[2].Text))
-	}
-	if !strings.Contains(lines[2].Text, "é") || strings.ContainsRune(lines[2].Text, '\uFFFD') {
-		t.Errorf("tool result cut inside a character")
-	}
-	if lines[3].Role != "assistant" || lines[4].Role != "note" {
-		t.Errorf("roles %s %s", lines[3].Role, lines[4].Role)
-	}
 }
 
 func TestLoadTokenIsPrivateAndStable(t *testing.T) {

@@ -1,13 +1,17 @@
-// Package cli is baton's terminal: the REPL with streamed, markdown-rendered
-// answers, approvals and slash commands, the one-shot mode for scripts, and
-// the `baton sessions` commands. cmd/baton only wires flags to it.
-package cli
+// Package app is baton's composition root: it reads the configuration,
+// opens the store it names, finds the owner and builds the model provider
+// and the agent. The terminal (internal/cli) and the gateway
+// (internal/gateway/daemon) both start from an App.
+package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/agent/tools"
@@ -15,12 +19,14 @@ import (
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/provider"
 	"github.com/baton-agent/baton/internal/owner"
+	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 )
 
-// HistoryFile is the REPL's line history inside BATON_HOME.
-const HistoryFile = "history"
+// StoreEnv names the environment variable that chooses the store when
+// config.yaml has no store: key.
+const StoreEnv = "BATON_STORE"
 
 // Platform is what terminal sessions and messages are stamped with.
 const Platform = owner.Platform
@@ -29,7 +35,7 @@ const Platform = owner.Platform
 // every call.
 const systemPrompt = `You are baton, a personal AI agent working for one person, their owner. You can run shell commands and read, write and edit files on their machine with the tools provided; commands and writes ask the owner first. Be direct and concise. Use Markdown where it helps (code blocks for code and commands).`
 
-// App is what every terminal command needs: configuration, the store, the
+// App is what every terminal command and the gateway need: configuration, the store, the
 // owner and the model provider.
 type App struct {
 	Home     string
@@ -47,12 +53,15 @@ func Open(ctx context.Context, home string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckSections(all.Names()); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(home, config.FileName), err)
+	}
 	m := config.Resolve(ctx, cfg.Model, nil)
 	p, err := provider.New(m, provider.Options{})
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(home, sqlite.FileName))
+	st, err := OpenStore(ctx, home, StoreURL(cfg, os.Getenv))
 	if err != nil {
 		return nil, err
 	}
@@ -126,4 +135,96 @@ func (a *App) Resolve(ctx context.Context, ref string) (store.Session, error) {
 		return store.Session{}, fmt.Errorf("session %q: %w", ref, err)
 	}
 	return s, nil
+}
+
+// StoreURL is the store config.yaml names, or BATON_STORE when it names
+// none: config wins over the environment, as with the model settings.
+func StoreURL(cfg config.Config, env config.Env) string {
+	if env == nil {
+		env = os.Getenv
+	}
+	if cfg.Store != "" {
+		return cfg.Store
+	}
+	return env(StoreEnv)
+}
+
+// storeForms is what a store URL may be, for error messages.
+const storeForms = `"" or "sqlite:" (the SQLite file in BATON_HOME), "sqlite:///abs/path/state.db" or a plain path (that SQLite file)`
+
+// StorePath is the SQLite file a store URL names: empty or "sqlite:" is
+// $home/state.db, "sqlite:///abs/path" and "sqlite:path" that path, and a
+// plain path itself (a relative one inside home). A postgres:// URL is
+// refused, as that store is not built yet; anything else is an error
+// naming the accepted forms.
+func StorePath(home, url string) (string, error) {
+	url = strings.TrimSpace(url)
+	if url == "" {
+		return filepath.Join(home, sqlite.FileName), nil
+	}
+	scheme, rest, hasScheme := strings.Cut(url, ":")
+	if hasScheme && !isScheme(scheme) {
+		hasScheme = false // "./a:b" is a path
+	}
+	if !hasScheme {
+		return inHome(home, url), nil
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "sqlite3":
+		if strings.HasPrefix(rest, "//") {
+			host, path, _ := strings.Cut(strings.TrimPrefix(rest, "//"), "/")
+			if host != "" && host != "localhost" {
+				return "", fmt.Errorf("store %q: a SQLite file is local; write sqlite:///abs/path (three slashes)", url)
+			}
+			rest = "/" + path
+		}
+		if rest == "" || rest == "/" {
+			return filepath.Join(home, sqlite.FileName), nil
+		}
+		return inHome(home, rest), nil
+	case "postgres", "postgresql":
+		return "", fmt.Errorf("store %q: the Postgres store is not built yet; use SQLite: %s", redactURL(url), storeForms)
+	}
+	return "", fmt.Errorf("store %q: unknown kind %q; the store is %s", redactURL(url), scheme, storeForms)
+}
+
+// OpenStore opens the store url names (see StorePath).
+func OpenStore(ctx context.Context, home, url string) (store.Store, error) {
+	path, err := StorePath(home, url)
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.Open(ctx, path)
+}
+
+// isScheme reports whether s can be a URL scheme (a letter, then letters,
+// digits, +, - or .); a single letter is taken as a drive, not a scheme.
+func isScheme(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func inHome(home, path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(home, path)
+}
+
+// redactURL hides a password in a URL shown in an error.
+func redactURL(raw string) string {
+	if u, err := neturl.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
 }

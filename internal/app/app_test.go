@@ -1,0 +1,108 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/store/sqlite"
+)
+
+func TestStorePath(t *testing.T) {
+	home := "/home/ann/.baton"
+	def := filepath.Join(home, sqlite.FileName)
+	for _, c := range []struct{ url, want string }{
+		{"", def},
+		{"  ", def},
+		{"sqlite:", def},
+		{"sqlite://", def},
+		{"sqlite:///", def},
+		{"sqlite:///var/lib/baton/state.db", "/var/lib/baton/state.db"},
+		{"sqlite://localhost/var/lib/baton/state.db", "/var/lib/baton/state.db"},
+		{"sqlite:other.db", filepath.Join(home, "other.db")},
+		{"SQLite:/tmp/x.db", "/tmp/x.db"},
+		{"/srv/baton.db", "/srv/baton.db"},
+		{"data/state.db", filepath.Join(home, "data/state.db")},
+		{"./a:b.db", filepath.Join(home, "a:b.db")},
+	} {
+		got, err := StorePath(home, c.url)
+		if err != nil || got != c.want {
+			t.Errorf("StorePath(%q) = %q, %v; want %q", c.url, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ url, want string }{
+		{"postgres://baton:secret@db/baton", "Postgres store is not built yet"},
+		{"postgresql://db/baton", "Postgres store is not built yet"},
+		{"mysql://db/baton", `unknown kind "mysql"`},
+		{"redis:6379", `unknown kind "redis"`},
+		{"sqlite://db.example.com/x.db", "three slashes"},
+	} {
+		_, err := StorePath(home, c.url)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("StorePath(%q): %v; want an error with %q", c.url, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("StorePath(%q) shows the password: %v", c.url, err)
+		}
+		if err != nil && strings.Contains(c.want, "unknown") && !strings.Contains(err.Error(), "sqlite:///") {
+			t.Errorf("StorePath(%q) does not name the accepted forms: %v", c.url, err)
+		}
+	}
+}
+
+func TestStoreURLConfigWinsOverEnvironment(t *testing.T) {
+	env := func(k string) string { return map[string]string{StoreEnv: "sqlite:///from/env.db"}[k] }
+	if got := StoreURL(config.Config{}, env); got != "sqlite:///from/env.db" {
+		t.Errorf("from the environment: %q", got)
+	}
+	if got := StoreURL(config.Config{Store: "/from/config.db"}, env); got != "/from/config.db" {
+		t.Errorf("config wins: %q", got)
+	}
+	if got := StoreURL(config.Config{}, func(string) string { return "" }); got != "" {
+		t.Errorf("neither: %q", got)
+	}
+}
+
+func openHome(t *testing.T, yaml string) (string, *App, error) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv(StoreEnv, "")
+	if err := os.WriteFile(filepath.Join(home, config.FileName), []byte("model:\n  provider: offline\n"+yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(t.Context(), home)
+	if a != nil {
+		t.Cleanup(func() { a.Close() })
+	}
+	return home, a, err
+}
+
+func TestOpen(t *testing.T) {
+	home, a, err := openHome(t, "")
+	if err != nil || !a.Offline() || a.Owner.ID == "" {
+		t.Fatalf("open: %+v, %v", a, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, sqlite.FileName)); err != nil {
+		t.Errorf("default store file: %v", err)
+	}
+
+	home, _, err = openHome(t, "store: elsewhere.db\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "elsewhere.db")); err != nil {
+		t.Errorf("configured store file: %v", err)
+	}
+
+	if _, _, err := openHome(t, "store: postgres://db/baton\n"); err == nil || !strings.Contains(err.Error(), "not built yet") {
+		t.Errorf("postgres store: %v", err)
+	}
+	if _, _, err := openHome(t, "telegarm:\n  token: x\n"); err == nil || !strings.Contains(err.Error(), `"telegarm"`) || !strings.Contains(err.Error(), "web") {
+		t.Errorf("unknown top-level key: %v", err)
+	}
+	if _, _, err := openHome(t, "web:\n  listen: 127.0.0.1:1\ntelegram:\n  token: x\n"); err != nil {
+		t.Errorf("platform sections refused: %v", err)
+	}
+}

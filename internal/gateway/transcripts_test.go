@@ -1,0 +1,39 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+func TestTranscriptLines(t *testing.T) {
+	msgs := []store.Message{
+		{Role: store.RoleUser, Content: "list files"},
+		{Role: store.RoleAssistant, Content: "", ToolCalls: json.RawMessage(`[{"id":"c1","name":"shell","arguments":{"command":"ls"}}]`)},
+		{Role: store.RoleTool, ToolName: "shell", ToolCallID: "c1", Content: strings.Repeat("é", 3000)},
+		{Role: store.RoleAssistant, Content: "Two files."},
+		{Role: store.RoleUser, Content: gateway.HandedOffPrefix + " This conversation was just handed off from the terminal to the web chat. Greet them."},
+	}
+	lines := gateway.TranscriptLines(msgs)
+	if len(lines) != 5 {
+		t.Fatalf("lines %+v", lines)
+	}
+	if lines[1].Role != "tool" || lines[1].Text != `→ shell {"command":"ls"}` {
+		t.Errorf("tool call line %+v", lines[1])
+	}
+	if !strings.HasPrefix(lines[2].Text, "← shell: é") || !strings.HasSuffix(lines[2].Text, " …") || len(lines[2].Text) > gateway.ToolShown+40 {
+		t.Errorf("tool result line not cut: %d bytes", len(lines[2].Text))
+	}
+	if !strings.Contains(lines[2].Text, "é") || strings.ContainsRune(lines[2].Text, '\uFFFD') {
+		t.Errorf("tool result cut inside a character")
+	}
+	if lines[3].Role != "assistant" || lines[4].Role != "note" {
+		t.Errorf("roles %s %s", lines[3].Role, lines[4].Role)
+	}
+	if lines[4].Text != "↪ This conversation was just handed off from the terminal to the web chat" {
+		t.Errorf("handoff note %q", lines[4].Text)
+	}
+}

@@ -1,0 +1,28 @@
+// Package all lists every chat platform baton is built with: one line per
+// platform. The daemon builds adapters from this list, and the
+// configuration accepts a top-level section for each name in it.
+package all
+
+import (
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/telegram"
+	"github.com/baton-agent/baton/internal/platform/web"
+)
+
+// Specs are the platforms, in the order the gateway starts them.
+func Specs() []platform.Spec {
+	return []platform.Spec{
+		web.Spec(),
+		telegram.Spec(),
+	}
+}
+
+// Names are the platforms' names (their config sections).
+func Names() []string {
+	specs := Specs()
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return names
+}

@@ -1,0 +1,87 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// sectionSetup is a Setup whose web section is the YAML given ("" for none).
+func sectionSetup(t *testing.T, section string) platform.Setup {
+	t.Helper()
+	return platform.Setup{
+		Decode: func(v any) error {
+			if section == "" {
+				return nil
+			}
+			dec := yaml.NewDecoder(strings.NewReader(section))
+			dec.KnownFields(true)
+			return dec.Decode(v)
+		},
+		Present:     section != "",
+		Env:         func(string) string { return "" },
+		Home:        t.TempDir(),
+		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Transcripts: staticTranscripts{},
+	}
+}
+
+func TestSpecOpen(t *testing.T) {
+	spec := Spec()
+	if spec.Name != Name || !spec.Trusted || spec.DefaultHome != Home.Key() || spec.Display == "" {
+		t.Fatalf("spec %+v", spec)
+	}
+	ctx := t.Context()
+	a, err := spec.Open(ctx, sectionSetup(t, "listen: 127.0.0.1:0\n"))
+	if err != nil || a.Name() != Name {
+		t.Fatalf("open: %v, %v", a, err)
+	}
+	a.(*Adapter).ln.Close()
+
+	if _, err := spec.Open(ctx, sectionSetup(t, "enabled: false\nlisten: nonsense\n")); !errors.Is(err, platform.ErrNotConfigured) {
+		t.Errorf("disabled: %v", err)
+	}
+	if _, err := spec.Open(ctx, sectionSetup(t, "listen: 0.0.0.0:80\n")); err == nil || !strings.Contains(err.Error(), "allow_remote") {
+		t.Errorf("remote listen accepted: %v", err)
+	}
+	if _, err := spec.Open(ctx, sectionSetup(t, "listen: nonsense\n")); err == nil || !strings.Contains(err.Error(), "host:port") {
+		t.Errorf("bad listen accepted: %v", err)
+	}
+	if _, err := spec.Open(ctx, sectionSetup(t, "listn: 127.0.0.1:0\n")); err == nil || !strings.Contains(err.Error(), "listn") {
+		t.Errorf("unknown field accepted: %v", err)
+	}
+	if err := (Section{Listen: "0.0.0.0:0", AllowRemote: true}).Check(); err != nil {
+		t.Errorf("allowed remote listen refused: %v", err)
+	}
+}
+
+type listed []Conversation
+
+func (l listed) Conversations(context.Context, string) ([]Conversation, error) { return l, nil }
+func (l listed) View(context.Context, string) ([]Line, error)                  { return nil, nil }
+
+func TestConversationsKeepHomeFirstByActivity(t *testing.T) {
+	now := time.Now()
+	a := &Adapter{cfg: Config{Transcripts: listed{
+		{Key: "web:thread:main:a", Title: "A", Updated: now},
+		{Key: Home.Key(), Title: "whatever", Updated: now.Add(-time.Hour)},
+		{Key: "web:thread:main:b", Title: "B", Updated: now.Add(-2 * time.Hour)},
+	}}}
+	got, err := a.conversations(t.Context())
+	if err != nil || len(got) != 3 || got[0].Key != "web:thread:main:a" || got[1].Title != "Home" || got[2].Title != "B" {
+		t.Fatalf("conversations %+v, %v", got, err)
+	}
+	a.cfg.Transcripts = listed{}
+	got, _ = a.conversations(t.Context())
+	if len(got) != 1 || got[0].Key != Home.Key() {
+		t.Fatalf("home missing from an empty list: %+v", got)
+	}
+}
