@@ -35,8 +35,8 @@ const Platform = owner.Platform
 // every call.
 const systemPrompt = `You are baton, a personal AI agent working for one person, their owner. You can run shell commands and read, write and edit files on their machine with the tools provided; commands and writes ask the owner first. Be direct and concise. Use Markdown where it helps (code blocks for code and commands).`
 
-// App is what every terminal command and the gateway need: configuration, the store, the
-// owner and the model provider.
+// App is what every terminal command and the gateway need: configuration,
+// the store, the owner and the model provider.
 type App struct {
 	Home     string
 	Config   config.Config
@@ -46,8 +46,9 @@ type App struct {
 	Provider llm.Provider
 }
 
-// Open reads configuration from home, opens the store and finds the owner
-// (creating them on first run).
+// Open reads configuration from home (refusing a top-level key no platform
+// claims), opens the store it names and finds the owner (creating them on
+// first run).
 func Open(ctx context.Context, home string) (*App, error) {
 	cfg, err := config.Load(home)
 	if err != nil {
