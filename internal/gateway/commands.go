@@ -46,7 +46,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		if err := g.st.SetHomeChannel(ctx, addr.Platform, addr.Home().Key()); err != nil {
 			return "Could not set the home channel: " + err.Error()
 		}
-		return fmt.Sprintf("This chat is now the %s home: handoffs to %s land here.", g.placeName(addr.Platform), addr.Platform)
+		return fmt.Sprintf("Handoffs to %s (/handoff %s) now land in this chat.", g.placeName(addr.Platform), addr.Platform)
 	case "handoff":
 		return g.chatHandoff(ctx, addr, args)
 	case "new":
