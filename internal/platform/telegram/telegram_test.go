@@ -16,34 +16,17 @@ import (
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/retry"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 const token = "123456:TEST-secret-token-value"
 
 var owner = telegramtest.User{ID: 5001, FirstName: "Ada", Username: "ada"}
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	srv    *telegramtest.Server
 	tg     *telegram.Adapter
-	logs   *syncBuffer
+	logs   *testutil.SyncBuffer
 	states states
 }
 
@@ -68,7 +51,7 @@ func (s *states) list() []platform.Status {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	srv := telegramtest.New(t, token)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	tg, err := telegram.New(telegram.Config{
 		Token:       token,
 		ServerURL:   srv.URL(),
@@ -125,8 +108,7 @@ func (c *collector) handle(_ context.Context, ev platform.Event) error {
 // waitFor blocks until an event satisfying pred has arrived.
 func (c *collector) waitFor(t *testing.T, pred func(platform.Event) bool) platform.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t, 0)
 	for {
 		c.mu.Lock()
 		for _, ev := range c.events {
@@ -159,11 +141,7 @@ func dm(chat int64) platform.Address {
 	return platform.Address{Platform: "telegram", Kind: platform.DM, Chat: strconv.FormatInt(chat, 10)}
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return testutil.Context(t, 0) }
 
 func TestAdapterCapabilities(t *testing.T) {
 	f := setup(t)
@@ -384,11 +362,7 @@ func TestRunAdvancesOffsetOnlyAfterHandlerSucceeds(t *testing.T) {
 		}
 		return nil
 	})
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the update was not redelivered after the handler failed")
-	}
+	testutil.Receive(t, done, "the update to be redelivered after the handler failed")
 	ctx := ctxT(t)
 	if err := f.srv.WaitConfirmed(ctx, upd+1); err != nil {
 		t.Fatalf("offset never advanced past the stored update: %v", err)
@@ -603,9 +577,7 @@ func TestRunReturnsWhenContextEnds(t *testing.T) {
 		done <- f.tg.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
 	}()
 	// Wait until polling has begun, then cancel it.
-	for f.srv.CallCount("getMe") == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, testutil.Patience, func() bool { return f.srv.CallCount("getMe") > 0 }, "Run to call getMe")
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v, want nil at ctx end", err)

@@ -8,11 +8,11 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 type staticTranscripts struct{ lines []Line }
@@ -41,18 +41,10 @@ func start(t *testing.T, h platform.ReceiverFunc) (*Adapter, *websocket.Conn) {
 	})
 	hdr := http.Header{}
 	hdr.Set("Authorization", "Bearer "+testToken)
-	var conn *websocket.Conn
-	for i := 0; ; i++ {
-		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, _, err = websocket.Dial(dctx, "ws://"+a.Addr()+"/ws", &websocket.DialOptions{HTTPHeader: hdr})
-		dcancel()
-		if err == nil {
-			break
-		}
-		if i > 50 {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// New listened already: the dial waits in the backlog until Run serves.
+	conn, _, err := websocket.Dial(testutil.Context(t, 0), "ws://"+a.Addr()+"/ws", &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
 	return a, conn
@@ -60,8 +52,7 @@ func start(t *testing.T, h platform.ReceiverFunc) (*Adapter, *websocket.Conn) {
 
 func roundTrip(t *testing.T, conn *websocket.Conn, out string) frame {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t, 0)
 	if err := conn.Write(ctx, websocket.MessageText, []byte(out)); err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +101,7 @@ func TestBadFramesGetClearErrors(t *testing.T) {
 
 func TestOversizedFrameClosesOnlyThatPage(t *testing.T) {
 	a, conn := start(t, func(context.Context, platform.Event) error { return nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t, 0)
 	big := `{"type":"say","key":"web:dm:main","id":"1","text":"` + strings.Repeat("x", maxFrame+10) + `"}`
 	_ = conn.Write(ctx, websocket.MessageText, []byte(big))
 	if _, _, err := conn.Read(ctx); err == nil {

@@ -3,20 +3,16 @@
 // (multipart/form-data, application/x-www-form-urlencoded, JSON or query
 // string), updates handed out by getUpdates with the real offset and
 // long-poll semantics, forum topics, and failures on demand (429 with
-// retry_after, 5xx, unsupported methods, rejected HTML).
+// retry_after, 5xx, unsupported methods, rejected HTML, the whole service
+// down behind its proxy). It is built on fakekit, as every fake service is.
 package telegramtest
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
-	"io"
-	"mime"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"sort"
 	"strconv"
@@ -27,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/fakekit"
 )
 
 // Chat types, as the Bot API names them.
@@ -83,31 +80,22 @@ type Topic struct {
 type Server struct {
 	tb     testing.TB
 	token  string
-	http   *httptest.Server
+	kit    *fakekit.Server // HTTP, calls, failures on demand, down/up
 	botID  int64
 	botTag string
 
-	mu          sync.Mutex
-	wake        chan struct{} // closed and replaced whenever state changes
-	updates     []json.RawMessage
-	updateIDs   []int64
-	nextUpdate  int64
-	confirmed   int64 // every update below this id was confirmed by an offset
-	nextMsg     int
-	nextThread  int
-	chats       map[int64]Chat
-	calls       []Call
-	sent        []SentMessage
-	topics      []Topic
-	commands    []json.RawMessage
-	failures    map[string][]failure
-	unsupported map[string]bool
-	rejectHTML  int
-}
-
-type failure struct {
-	status     int
-	retryAfter int
+	mu         sync.Mutex // guards the Bot API state below; the kit has its own
+	updates    []json.RawMessage
+	updateIDs  []int64
+	nextUpdate int64
+	confirmed  int64 // every update below this id was confirmed by an offset
+	nextMsg    int
+	nextThread int
+	chats      map[int64]Chat
+	sent       []SentMessage
+	topics     []Topic
+	commands   []json.RawMessage
+	rejectHTML int
 }
 
 // New starts a fake Bot API for token on 127.0.0.1, closed when tb ends.
@@ -115,36 +103,48 @@ type failure struct {
 func New(tb testing.TB, token string) *Server {
 	tb.Helper()
 	s := &Server{
-		tb:          tb,
-		token:       token,
-		botTag:      "baton_test_bot",
-		wake:        make(chan struct{}),
-		nextUpdate:  1000,
-		nextMsg:     1,
-		nextThread:  100,
-		chats:       map[int64]Chat{},
-		failures:    map[string][]failure{},
-		unsupported: map[string]bool{},
+		tb:         tb,
+		token:      token,
+		botTag:     "baton_test_bot",
+		nextUpdate: 1000,
+		nextMsg:    1,
+		nextThread: 100,
+		chats:      map[int64]Chat{},
 	}
 	if id, err := strconv.ParseInt(strings.SplitN(token, ":", 2)[0], 10, 64); err == nil {
 		s.botID = id
 	} else {
 		s.botID = 4242
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("telegramtest: listen: %v", err)
-	}
-	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.http.Listener.Close()
-	s.http.Listener = l
-	s.http.Start()
-	tb.Cleanup(s.Close)
+	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
 	return s
 }
 
+// methodOf names a request by its Bot API method: /bot<token>/<method>.
+func methodOf(r *http.Request) string {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	if !ok {
+		return ""
+	}
+	_, method, _ := strings.Cut(rest, "/")
+	return method
+}
+
+// writeFailure answers a failure the kit was asked for as the Bot API does.
+func writeFailure(w http.ResponseWriter, _ *http.Request, f fakekit.Failure) {
+	desc := http.StatusText(f.Status)
+	secs := int((f.RetryAfter + time.Second - 1) / time.Second)
+	switch {
+	case f.Unsupported:
+		desc = "Not Found: method not supported"
+	case f.Status == http.StatusTooManyRequests:
+		desc = "Too Many Requests: retry after " + strconv.Itoa(secs)
+	}
+	writeAnswer(w, f.Status, desc, secs, nil)
+}
+
 // URL is the server URL to configure the client with.
-func (s *Server) URL() string { return s.http.URL }
+func (s *Server) URL() string { return s.kit.URL() }
 
 // Token is the bot token the fake accepts.
 func (s *Server) Token() string { return s.token }
@@ -153,13 +153,18 @@ func (s *Server) Token() string { return s.token }
 func (s *Server) BotUsername() string { return s.botTag }
 
 // Close stops the server; pending long polls return at once.
-func (s *Server) Close() {
-	s.mu.Lock()
-	s.changed()
-	s.mu.Unlock()
-	s.http.CloseClientConnections()
-	s.http.Close()
-}
+func (s *Server) Close() { s.kit.Close() }
+
+// Down takes the Bot API down: long polls in flight are cut and every
+// request answers 502 with a proxy's HTML page until Up.
+func (s *Server) Down() { s.kit.Down() }
+
+// DownWith takes the Bot API down in mode (fakekit.Hangup: connections
+// closed without an answer).
+func (s *Server) DownWith(mode fakekit.DownMode) { s.kit.DownWith(mode) }
+
+// Up brings the Bot API back.
+func (s *Server) Up() { s.kit.Up() }
 
 // AddChat registers a chat, so messages in it carry its type and
 // createForumTopic works in it when it is a forum. Chats not added are
@@ -322,25 +327,18 @@ func (s *Server) Shown() []SentMessage {
 	return out
 }
 
-// Calls returns every request received, in order, failures included.
+// Calls returns every request received, in order, failures included (a
+// call cut unanswered while the service was down has Status 0).
 func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
+	var out []Call
+	for _, c := range s.kit.Calls() {
+		out = append(out, Call{Method: c.Method, Params: c.Params, Status: c.Status})
+	}
+	return out
 }
 
 // CallCount is the number of requests received for method.
-func (s *Server) CallCount(method string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if strings.EqualFold(c.Method, method) {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) CallCount(method string) int { return s.kit.CallCount(method) }
 
 // Topics returns the forum topics created, in order.
 func (s *Server) Topics() []Topic {
@@ -360,21 +358,12 @@ func (s *Server) Commands() []json.RawMessage {
 // carry parameters.retry_after = retryAfter seconds). Calls queue: three
 // FailNext calls fail the next three requests.
 func (s *Server) FailNext(method string, status, retryAfter int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := strings.ToLower(method)
-	s.failures[k] = append(s.failures[k], failure{status, retryAfter})
+	s.kit.FailNext(method, status, time.Duration(retryAfter)*time.Second)
 }
 
 // Unsupported makes methods answer 404 "method not supported", as a Bot
 // API server without them would.
-func (s *Server) Unsupported(methods ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, m := range methods {
-		s.unsupported[strings.ToLower(m)] = true
-	}
-}
+func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
 
 // RejectEntities makes the next n sendMessage/editMessageText calls with a
 // parse_mode fail with 400 "can't parse entities", whatever their text.
@@ -385,30 +374,21 @@ func (s *Server) RejectEntities(n int) {
 	s.rejectHTML += n
 }
 
-// changed wakes every waiter; s.mu must be held.
-func (s *Server) changed() {
-	close(s.wake)
-	s.wake = make(chan struct{})
-}
+// changed wakes every waiter. s.mu may be held: the kit's lock is taken
+// only after it, never before.
+func (s *Server) changed() { s.kit.Changed() }
 
 // wait blocks until cond (checked under s.mu) holds or ctx ends.
 func (s *Server) wait(ctx context.Context, cond func() bool) error {
-	for {
+	return s.kit.Wait(ctx, func() bool {
 		s.mu.Lock()
-		ok, wake := cond(), s.wake
-		s.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
-		}
-	}
+		defer s.mu.Unlock()
+		return cond()
+	})
 }
 
-// serve routes /bot<token>/<method>.
+// serve routes /bot<token>/<method>; the kit has answered failures asked
+// for, unsupported methods and a service down before it is called.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	if !ok {
@@ -420,31 +400,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, r, "", nil, 401, "Unauthorized", 0, nil)
 		return
 	}
-	params, err := parseParams(r)
+	params, err := fakekit.Params(r)
 	if err != nil {
 		s.reply(w, r, method, params, 400, "Bad Request: "+err.Error(), 0, nil)
 		return
 	}
 	key := strings.ToLower(method)
-
-	s.mu.Lock()
-	if s.unsupported[key] {
-		s.mu.Unlock()
-		s.reply(w, r, method, params, 404, "Not Found: method not supported", 0, nil)
-		return
-	}
-	if q := s.failures[key]; len(q) > 0 {
-		f := q[0]
-		s.failures[key] = q[1:]
-		s.mu.Unlock()
-		desc := http.StatusText(f.status)
-		if f.status == 429 {
-			desc = "Too Many Requests: retry after " + strconv.Itoa(f.retryAfter)
-		}
-		s.reply(w, r, method, params, f.status, desc, f.retryAfter, nil)
-		return
-	}
-	s.mu.Unlock()
 
 	switch key {
 	case "getme":
@@ -490,6 +451,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 	}
 	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
 	for {
+		wake := s.kit.Changes() // before looking, so a change is not missed
 		s.mu.Lock()
 		if offset > 0 {
 			// An offset confirms every update below it, for good.
@@ -517,7 +479,6 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			}
 			out = append(out, s.updates[i])
 		}
-		wake := s.wake
 		s.mu.Unlock()
 		if len(out) > 0 || !time.Now().Before(deadline) {
 			if out == nil {
@@ -651,12 +612,14 @@ func (s *Server) createForumTopic(w http.ResponseWriter, r *http.Request, p map[
 	})
 }
 
-// reply records the call and writes a Bot API answer.
-func (s *Server) reply(w http.ResponseWriter, r *http.Request, method string, p map[string]string, status int, desc string, retryAfter int, result any) {
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, Params: p, Status: status})
-	s.changed()
-	s.mu.Unlock()
+// reply writes a Bot API answer (the kit records the call).
+func (s *Server) reply(w http.ResponseWriter, _ *http.Request, _ string, _ map[string]string, status int, desc string, retryAfter int, result any) {
+	writeAnswer(w, status, desc, retryAfter, result)
+}
+
+// writeAnswer writes a Bot API answer: the result, or the error with its
+// code, description and retry_after.
+func writeAnswer(w http.ResponseWriter, status int, desc string, retryAfter int, result any) {
 	body := map[string]any{"ok": status == 200}
 	if status == 200 {
 		body["result"] = result
@@ -667,62 +630,7 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, method string, p 
 			body["parameters"] = map[string]any{"retry_after": retryAfter}
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
-}
-
-// parseParams reads a request's parameters however the client sent them.
-// Values are strings as in a form; JSON bodies keep strings as they are
-// and give other values as their JSON text.
-func parseParams(r *http.Request) (map[string]string, error) {
-	out := map[string]string{}
-	for k, v := range r.URL.Query() {
-		out[k] = v[0]
-	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch ct {
-	case "multipart/form-data":
-		if err := r.ParseMultipartForm(32 << 20); err != nil {
-			if errors.Is(err, io.EOF) {
-				// A method without parameters: the go-telegram client
-				// sends an empty multipart body, which Telegram accepts.
-				return out, nil
-			}
-			return out, fmt.Errorf("multipart: %w", err)
-		}
-		for k, v := range r.MultipartForm.Value {
-			out[k] = v[0]
-		}
-	case "application/x-www-form-urlencoded":
-		if err := r.ParseForm(); err != nil {
-			return out, fmt.Errorf("form: %w", err)
-		}
-		for k, v := range r.PostForm {
-			out[k] = v[0]
-		}
-	case "application/json":
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return out, fmt.Errorf("read body: %w", err)
-		}
-		if len(strings.TrimSpace(string(body))) == 0 {
-			return out, nil
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(body, &m); err != nil {
-			return out, fmt.Errorf("json: %w", err)
-		}
-		for k, v := range m {
-			var str string
-			if json.Unmarshal(v, &str) == nil {
-				out[k] = str
-			} else {
-				out[k] = string(v)
-			}
-		}
-	}
-	return out, nil
+	fakekit.WriteJSON(w, status, body)
 }
 
 // The tags Telegram's HTML parse mode accepts.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 func post(t *testing.T, s *Server, method, ctype, body string) map[string]any {
@@ -95,5 +97,37 @@ func TestFailuresOnDemand(t *testing.T) {
 	}
 	if r := post(t, s, "createForumTopic", "application/json", `{"chat_id":-5,"name":"t"}`); r["ok"] != false {
 		t.Fatalf("topic in a non-forum = %v", r)
+	}
+}
+
+func TestDownAnswersLikeAProxyUntilUp(t *testing.T) {
+	s := New(t, "1:tok")
+	s.Down()
+	resp, err := http.Post(s.URL()+"/bot1:tok/getMe", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("down: %d %s, want a 502 HTML page", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	s.Up()
+	if r := post(t, s, "getMe", "application/json", `{}`); r["ok"] != true {
+		t.Fatalf("up again: %v", r)
+	}
+	calls := s.Calls()
+	if len(calls) != 2 || calls[0].Status != 502 || calls[1].Status != 200 || calls[1].Method != "getMe" {
+		t.Fatalf("calls = %+v", calls)
+	}
+}
+
+func TestWaitConfirmedWakesWithoutPolling(t *testing.T) {
+	s := New(t, "1:tok")
+	id, _ := s.PushMessage(5, 0, User{ID: 5, FirstName: "A"}, "hi")
+	done := make(chan error, 1)
+	go func() { done <- s.WaitConfirmed(testutil.Context(t, 0), id+1) }()
+	post(t, s, "getUpdates", "application/json", `{"offset":`+strconv.FormatInt(id+1, 10)+`,"timeout":0}`)
+	if err := testutil.Receive(t, done, "WaitConfirmed to return"); err != nil {
+		t.Fatalf("WaitConfirmed = %v", err)
 	}
 }

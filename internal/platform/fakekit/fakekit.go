@@ -1,0 +1,419 @@
+// Package fakekit is what every fake chat-service server in baton's tests
+// is built on (telegramtest now; Discord, Slack, Matrix, Signal and
+// iMessage next): real HTTP on 127.0.0.1, every call recorded, waiting for
+// a state without sleeps, and the failures a real service shows on demand
+// — an error status for the next calls of a method, methods the server
+// does not have, and the whole service down behind its proxy.
+//
+// A fake supplies the service's own parts: an http.Handler for what it
+// answers when healthy, how to name a request's method, and how the
+// service writes an error. The kit stands in front of the handler:
+//
+//	kit := fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeError}, handler)
+//
+// and the handler reads the parsed parameters with Params and calls
+// Changed whenever its own state changes, so Wait and long polls wake.
+package fakekit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Call is one request the server received, answered or not.
+type Call struct {
+	Method string            // as Config.Method named it
+	Path   string            // the URL path
+	Params map[string]string // see ParseParams
+	Status int               // HTTP status answered; 0 when the connection was closed unanswered
+}
+
+// Failure is an error answer the kit makes a fake give.
+type Failure struct {
+	Method     string
+	Status     int
+	RetryAfter time.Duration // for a 429: the wait the service asks for
+	// Unsupported is set when the method is one the server does not have
+	// (see Server.Unsupported); Status is then 404.
+	Unsupported bool
+}
+
+// DownMode is how the service looks while it is down.
+type DownMode int
+
+// The ways a service is down.
+const (
+	// BadGateway answers every request 502 with an HTML page, as a proxy
+	// in front of a dead service does.
+	BadGateway DownMode = iota
+	// Hangup closes every connection without an answer.
+	Hangup
+)
+
+// Config is what a fake tells the kit about its service.
+type Config struct {
+	// Method names a request's API method ("sendMessage", "POST
+	// /channels/{id}/messages"); FailNext and Unsupported match it,
+	// ignoring case. Default: the URL path.
+	Method func(r *http.Request) string
+	// Failure writes an error answer in the service's format. Default:
+	// WriteError.
+	Failure func(w http.ResponseWriter, r *http.Request, f Failure)
+}
+
+// Server is a fake service's HTTP server. Its methods are safe for
+// concurrent use.
+type Server struct {
+	tb      testing.TB
+	cfg     Config
+	handler http.Handler
+	http    *httptest.Server
+
+	mu          sync.Mutex
+	wake        chan struct{} // closed and replaced on every change
+	calls       []Call
+	failures    map[string][]Failure
+	unsupported map[string]bool
+	down        bool
+	downMode    DownMode
+	closed      bool
+}
+
+// New starts a server on 127.0.0.1 (a free port) in front of h, closed
+// when tb ends.
+func New(tb testing.TB, cfg Config, h http.Handler) *Server {
+	tb.Helper()
+	if cfg.Method == nil {
+		cfg.Method = func(r *http.Request) string { return r.URL.Path }
+	}
+	if cfg.Failure == nil {
+		cfg.Failure = WriteError
+	}
+	s := &Server{
+		tb: tb, cfg: cfg, handler: h,
+		wake:        make(chan struct{}),
+		failures:    map[string][]Failure{},
+		unsupported: map[string]bool{},
+	}
+	// Listen ourselves: tests may use loopback IPv4 only.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("fakekit: listen: %v", err)
+	}
+	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.http.Listener.Close()
+	s.http.Listener = l
+	s.http.Start()
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// URL is the server's base URL ("http://127.0.0.1:port").
+func (s *Server) URL() string { return s.http.URL }
+
+// Close stops the server: waiters wake, open connections (long polls) are
+// cut. Closing twice is harmless.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.changedLocked()
+	s.mu.Unlock()
+	s.http.CloseClientConnections()
+	s.http.Close()
+}
+
+// Changed wakes everything waiting on the server's state; a fake calls it
+// after each change to its own state.
+func (s *Server) Changed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.changedLocked()
+}
+
+func (s *Server) changedLocked() {
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// Changes is closed at the next change. Take it before looking at the
+// state, then wait on it: a change in between is not missed.
+func (s *Server) Changes() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wake
+}
+
+// Wait blocks until cond holds or ctx ends (then it returns ctx's error).
+// cond is checked after every change; it does its own locking.
+func (s *Server) Wait(ctx context.Context, cond func() bool) error {
+	for {
+		wake := s.Changes()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// Calls returns every request received, in order, failures included.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// CallCount is the number of requests received for method (any case).
+func (s *Server) CallCount(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if strings.EqualFold(c.Method, method) {
+			n++
+		}
+	}
+	return n
+}
+
+// FailNext makes the next call of method fail with status (a 429 asks for
+// retryAfter). Failures queue: three FailNext calls fail the next three
+// requests of the method.
+func (s *Server) FailNext(method string, status int, retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := strings.ToLower(method)
+	s.failures[k] = append(s.failures[k], Failure{Method: method, Status: status, RetryAfter: retryAfter})
+}
+
+// Unsupported makes methods answer 404, as a server without them would.
+func (s *Server) Unsupported(methods ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range methods {
+		s.unsupported[strings.ToLower(m)] = true
+	}
+}
+
+// Down takes the service down in the BadGateway mode; see DownWith.
+func (s *Server) Down() { s.DownWith(BadGateway) }
+
+// DownWith takes the service down: open connections are cut (a long poll
+// in flight fails) and every request until Up fails as mode says.
+func (s *Server) DownWith(mode DownMode) {
+	s.mu.Lock()
+	s.down, s.downMode = true, mode
+	s.changedLocked()
+	s.mu.Unlock()
+	s.http.CloseClientConnections()
+}
+
+// Up brings the service back.
+func (s *Server) Up() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = false
+	s.changedLocked()
+}
+
+// IsDown reports whether the service is down.
+func (s *Server) IsDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down
+}
+
+// badGatewayPage is what a proxy in front of a dead service answers.
+const badGatewayPage = `<html>
+<head><title>502 Bad Gateway</title></head>
+<body>
+<center><h1>502 Bad Gateway</h1></center>
+<hr><center>nginx</center>
+</body>
+</html>
+`
+
+// paramsKey carries a request's parsed parameters to the fake's handler.
+type paramsKey struct{}
+
+type parsed struct {
+	params map[string]string
+	err    error
+}
+
+// Params returns the parameters the kit parsed from r (see ParseParams),
+// and the error if the body could not be parsed.
+func Params(r *http.Request) (map[string]string, error) {
+	if p, ok := r.Context().Value(paramsKey{}).(parsed); ok {
+		return p.params, p.err
+	}
+	return ParseParams(r)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	method := s.cfg.Method(r)
+	params, perr := ParseParams(r)
+
+	s.mu.Lock()
+	down, mode := s.down, s.downMode
+	key := strings.ToLower(method)
+	var fail *Failure
+	switch {
+	case down:
+	case s.unsupported[key]:
+		fail = &Failure{Method: method, Status: http.StatusNotFound, Unsupported: true}
+	case len(s.failures[key]) > 0:
+		f := s.failures[key][0]
+		s.failures[key] = s.failures[key][1:]
+		fail = &f
+	}
+	s.mu.Unlock()
+
+	rec := &statusWriter{ResponseWriter: w}
+	switch {
+	case down && mode == Hangup:
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	case down:
+		w.Header().Set("Content-Type", "text/html")
+		rec.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(rec, badGatewayPage)
+	case fail != nil:
+		s.cfg.Failure(rec, r, *fail)
+	default:
+		ctx := context.WithValue(r.Context(), paramsKey{}, parsed{params, perr})
+		s.handler.ServeHTTP(rec, r.WithContext(ctx))
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Method: method, Path: r.URL.Path, Params: params, Status: rec.status})
+	s.changedLocked()
+	s.mu.Unlock()
+}
+
+// statusWriter remembers the status answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// WriteJSON answers status with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// WriteError is the default failure answer: {"error": "<status text>"}
+// with the status, and a Retry-After header (whole seconds, rounded up)
+// when the failure asks for a wait.
+func WriteError(w http.ResponseWriter, _ *http.Request, f Failure) {
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+	}
+	msg := http.StatusText(f.Status)
+	if f.Unsupported {
+		msg = "method not supported"
+	}
+	WriteJSON(w, f.Status, map[string]any{"error": msg})
+}
+
+// ParseParams reads a request's parameters however the client sent them —
+// query string, multipart/form-data, x-www-form-urlencoded or a JSON
+// object — as strings: JSON strings as they are, other JSON values as
+// their JSON text. The body stays readable for the handler.
+func ParseParams(r *http.Request) (map[string]string, error) {
+	out := map[string]string{}
+	for k, v := range r.URL.Query() {
+		out[k] = v[0]
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return out, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return out, fmt.Errorf("read body: %w", err)
+	}
+	ct, ctParams, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "multipart/form-data":
+		clone := r.Clone(r.Context())
+		clone.Body = io.NopCloser(bytes.NewReader(body))
+		if err := clone.ParseMultipartForm(32 << 20); err != nil {
+			if errors.Is(err, io.EOF) {
+				// An empty multipart body: a method without parameters,
+				// as some client libraries send it.
+				return out, nil
+			}
+			return out, fmt.Errorf("multipart (boundary %q): %w", ctParams["boundary"], err)
+		}
+		for k, v := range clone.MultipartForm.Value {
+			out[k] = v[0]
+		}
+	case "application/x-www-form-urlencoded":
+		clone := r.Clone(r.Context())
+		clone.Body = io.NopCloser(bytes.NewReader(body))
+		if err := clone.ParseForm(); err != nil {
+			return out, fmt.Errorf("form: %w", err)
+		}
+		for k, v := range clone.PostForm {
+			out[k] = v[0]
+		}
+	case "application/json":
+		if len(bytes.TrimSpace(body)) == 0 {
+			return out, nil
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			return out, fmt.Errorf("json: %w", err)
+		}
+		for k, v := range m {
+			var str string
+			if json.Unmarshal(v, &str) == nil {
+				out[k] = str
+			} else {
+				out[k] = string(v)
+			}
+		}
+	}
+	return out, nil
+}

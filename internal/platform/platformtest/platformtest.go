@@ -1,0 +1,534 @@
+// Package platformtest is the conformance suite every chat-service adapter
+// runs against its fake, as storetest is for stores: what the gateway
+// relies on of any adapter — Live once connected, events with the right
+// address and sender, thread addresses that match later messages, no
+// acknowledgement before an event is stored, failures classified, recovery
+// from a service down by itself, and messages measured as the service
+// measures them — is checked once, here, the same way for all.
+package platformtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/retry"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// Harness is one adapter wired to a fresh fake of its service. Run asks
+// for a new one for every sub-test.
+type Harness struct {
+	// Adapter is the adapter under test, pointed at the fake.
+	Adapter platform.Adapter
+	// Home is an address people say things at, and the home NewThread
+	// opens threads under (a forum chat, say).
+	Home platform.Address
+	// Person is the sender id of what Say makes a person say.
+	Person string
+	// Say makes a person say text at an address through the service and
+	// returns the platform message id the adapter's Event.ID will carry.
+	Say func(ctx context.Context, at platform.Address, senderID, text string) (id string, err error)
+	// Acked reports whether the service counts the message with id as
+	// acknowledged by the adapter (the offset passed it, the envelope was
+	// acked); nil if the service has no acknowledgement.
+	Acked func(id string) bool
+
+	// Down and Up take the fake service down and bring it back; nil when
+	// there is no remote service (NoService says why).
+	Down, Up func()
+	// FailSend makes the service answer the adapter's next Send with an
+	// HTTP status (a 429 asking for retryAfter); nil when there is no
+	// remote service.
+	FailSend func(status int, retryAfter time.Duration)
+	// Unsupport makes the service refuse the method behind an optional
+	// capability ("Typer", "Threader", "Editor", "Commander"), as a server
+	// without it would, and reports whether it can; nil for none.
+	Unsupport func(capability string) bool
+	// NoService says why Down, Up and FailSend are nil ("served
+	// in-process").
+	NoService string
+
+	// Caps are the optional interfaces the adapter must implement, by
+	// name: "Threader", "Typer", "Editor", "EditPacer", "Limiter",
+	// "Streamer", "Commander".
+	Caps []string
+}
+
+// capabilities are the optional interfaces the suite knows, by name.
+func capabilities() map[string]func(platform.Adapter) bool {
+	return map[string]func(platform.Adapter) bool{
+		"Threader":  is[platform.Threader],
+		"Typer":     is[platform.Typer],
+		"Editor":    is[platform.Editor],
+		"EditPacer": is[platform.EditPacer],
+		"Limiter":   is[platform.Limiter],
+		"Streamer":  is[platform.Streamer],
+		"Commander": is[platform.Commander],
+	}
+}
+
+func is[T any](a platform.Adapter) bool { _, ok := a.(T); return ok }
+
+// Run runs the suite; newHarness makes a fresh adapter and fake for each
+// sub-test (and stops them when that sub-test ends).
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Run("Capabilities", func(t *testing.T) { testCapabilities(t, newHarness(t)) })
+	t.Run("LiveOnceConnected", func(t *testing.T) { testLive(t, newHarness(t)) })
+	t.Run("EventsArrive", func(t *testing.T) { testEvents(t, newHarness(t)) })
+	t.Run("NewThreadMatchesLaterMessages", func(t *testing.T) { testNewThread(t, newHarness(t)) })
+	t.Run("RedeliveryUntilStored", func(t *testing.T) { testRedelivery(t, newHarness(t)) })
+	t.Run("SendFailuresClassified", func(t *testing.T) { testSendClasses(t, newHarness(t)) })
+	t.Run("UnsupportedClassified", func(t *testing.T) { testUnsupported(t, newHarness(t)) })
+	t.Run("DownAtStart", func(t *testing.T) { testDownAtStart(t, newHarness(t)) })
+	t.Run("DownMidRun", func(t *testing.T) { testDownMidRun(t, newHarness(t)) })
+	t.Run("MessageLength", func(t *testing.T) { testLimiter(t, newHarness(t)) })
+}
+
+// Recorder is the Receiver the suite supervises adapters with: it keeps
+// every event and status, and can be told to fail a Receive.
+type Recorder struct {
+	mu       sync.Mutex
+	wake     chan struct{} // closed and replaced on every change
+	events   []platform.Event
+	statuses []platform.Status
+	lives    int
+	// fail, when set, answers Receive instead of storing (it is told the
+	// event and how many times its id arrived, this one included).
+	fail func(ev platform.Event, nth int) error
+}
+
+func newRecorder() *Recorder { return &Recorder{wake: make(chan struct{})} }
+
+func (r *Recorder) changed() {
+	close(r.wake)
+	r.wake = make(chan struct{})
+}
+
+// Receive stores ev unless fail says otherwise.
+func (r *Recorder) Receive(_ context.Context, ev platform.Event) error {
+	r.mu.Lock()
+	fail := r.fail
+	nth := 1
+	for _, e := range r.events {
+		if e.ID == ev.ID {
+			nth++
+		}
+	}
+	r.events = append(r.events, ev) // every arrival, stored or not
+	r.changed()
+	r.mu.Unlock()
+	if fail != nil {
+		return fail(ev, nth)
+	}
+	return nil
+}
+
+// Live counts the adapter's reports of being connected.
+func (r *Recorder) Live() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lives++
+	r.changed()
+}
+
+func (r *Recorder) report(s platform.Status) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.statuses = append(r.statuses, s)
+	r.changed()
+}
+
+// wait blocks until cond (called under the lock) holds; it fails the test
+// with what after testutil.Patience.
+func (r *Recorder) wait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx := testutil.Context(t, 0)
+	for {
+		r.mu.Lock()
+		ok, wake := cond(), r.wake
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			t.Fatalf("gave up waiting for %s; events %+v; statuses %+v", what, r.events, r.statuses)
+		case <-wake:
+		}
+	}
+}
+
+// event waits for an event with id.
+func (r *Recorder) event(t *testing.T, id string) platform.Event {
+	t.Helper()
+	var ev platform.Event
+	r.wait(t, "the event with id "+id, func() bool {
+		for _, e := range r.events {
+			if e.ID == id {
+				ev = e
+				return true
+			}
+		}
+		return false
+	})
+	return ev
+}
+
+// count is how many times an event with id arrived.
+func (r *Recorder) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+// state waits until the supervisor has reported st at least n times.
+func (r *Recorder) state(t *testing.T, st platform.State, n int) platform.Status {
+	t.Helper()
+	var last platform.Status
+	r.wait(t, fmt.Sprintf("status %s reported %d times", st, n), func() bool {
+		k := 0
+		for _, s := range r.statuses {
+			if s.State == st {
+				k++
+				last = s
+			}
+		}
+		return k >= n
+	})
+	return last
+}
+
+// quick restarts a failed Run within milliseconds, so recovery tests do
+// not wait out the gateway's real backoff.
+func quick() retry.Policy {
+	return retry.Policy{First: 5 * time.Millisecond, Max: 50 * time.Millisecond}
+}
+
+// supervise runs h.Adapter as the gateway does, until the test ends.
+func supervise(t *testing.T, h Harness, r *Recorder) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		platform.Supervise(ctx, h.Adapter, r, quick(), r.report)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+func say(t *testing.T, h Harness, at platform.Address, text string) string {
+	t.Helper()
+	id, err := h.Say(testutil.Context(t, 0), at, h.Person, text)
+	if err != nil {
+		t.Fatalf("say %q at %s: %v", text, at.Key(), err)
+	}
+	return id
+}
+
+func testCapabilities(t *testing.T, h Harness) {
+	for _, c := range h.Caps {
+		if _, known := capabilities()[c]; !known {
+			t.Errorf("harness expects unknown capability %q", c)
+		}
+	}
+	for name, has := range capabilities() {
+		want := slices.Contains(h.Caps, name)
+		if got := has(h.Adapter); got != want {
+			t.Errorf("adapter is a platform.%s: %v, harness expects %v", name, got, want)
+		}
+	}
+	if h.Adapter.Name() == "" || h.Adapter.Name() != h.Home.Platform {
+		t.Errorf("Name %q, home address platform %q", h.Adapter.Name(), h.Home.Platform)
+	}
+}
+
+func testLive(t *testing.T, h Harness) {
+	r := newRecorder()
+	supervise(t, h, r)
+	r.state(t, platform.StateLive, 1)
+	// The supervisor reports live as it passes Live on to the Receiver.
+	r.wait(t, "the Receiver to hear Live", func() bool { return r.lives >= 1 })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.statuses[0].State != platform.StateStarting {
+		t.Errorf("first status %s, want starting", r.statuses[0].State)
+	}
+}
+
+func testEvents(t *testing.T, h Harness) {
+	r := newRecorder()
+	supervise(t, h, r)
+	r.state(t, platform.StateLive, 1)
+	texts := []string{"hello there", "/handoff cli", "ünïcødé 😀 and more"}
+	for _, text := range texts {
+		id := say(t, h, h.Home, text)
+		ev := r.event(t, id)
+		if ev.At != h.Home || ev.At.Key() != h.Home.Key() {
+			t.Errorf("%q arrived at %+v, said at %+v", text, ev.At, h.Home)
+		}
+		if ev.SenderID != h.Person || ev.Text != text || ev.Time.IsZero() {
+			t.Errorf("%q arrived as %+v (sender %q)", text, ev, h.Person)
+		}
+	}
+}
+
+func testNewThread(t *testing.T, h Harness) {
+	th, ok := h.Adapter.(platform.Threader)
+	if !ok {
+		t.Skip("the adapter is not a platform.Threader")
+	}
+	r := newRecorder()
+	supervise(t, h, r)
+	r.state(t, platform.StateLive, 1)
+	addr, err := th.NewThread(testutil.Context(t, 0), h.Home, "Refactor the store")
+	if err != nil {
+		t.Fatalf("NewThread under %s: %v", h.Home.Key(), err)
+	}
+	if addr.Platform != h.Home.Platform || addr.Thread == "" || addr == h.Home {
+		t.Errorf("NewThread = %+v, want a thread of %s", addr, h.Home.Key())
+	}
+	if _, err := h.Adapter.Send(testutil.Context(t, 0), addr, "Handed off here."); err != nil {
+		t.Errorf("Send to the new thread: %v", err)
+	}
+	ev := r.event(t, say(t, h, addr, "my reply in the thread"))
+	if ev.At.Key() != addr.Key() || ev.At != addr {
+		t.Errorf("a message in the thread arrived at %q (%+v); NewThread gave %q (%+v)", ev.At.Key(), ev.At, addr.Key(), addr)
+	}
+}
+
+var errNotStored = errors.New("database is locked")
+
+func testRedelivery(t *testing.T, h Harness) {
+	r := newRecorder()
+	var mu sync.Mutex
+	ackedDuring := map[int]bool{} // arrival → whether the service saw an ack while Receive ran
+	var target string
+	r.fail = func(ev platform.Event, nth int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.ID != target {
+			return nil
+		}
+		if h.Acked != nil {
+			ackedDuring[nth] = h.Acked(ev.ID)
+		}
+		if nth == 1 {
+			return errNotStored
+		}
+		return nil
+	}
+	supervise(t, h, r)
+	r.state(t, platform.StateLive, 1)
+	id := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		// Say under the lock so Receive cannot look before target is set.
+		target = say(t, h, h.Home, "store me, please")
+		return target
+	}()
+	r.wait(t, "the unstored event to come again", func() bool {
+		n := 0
+		for _, e := range r.events {
+			if e.ID == id {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	ev := r.event(t, id)
+	if ev.Text != "store me, please" {
+		t.Errorf("redelivered event %+v", ev)
+	}
+	if h.Acked != nil {
+		testutil.Eventually(t, testutil.Patience, func() bool { return h.Acked(id) }, "the stored event to be acknowledged")
+		mu.Lock()
+		for nth, acked := range ackedDuring {
+			if acked {
+				t.Errorf("arrival %d: the service saw the event acknowledged before Receive returned nil", nth)
+			}
+		}
+		mu.Unlock()
+	}
+	// Stored now: it does not come a third time (a later message arrives
+	// first, and the service delivers in order).
+	sentinel := say(t, h, h.Home, "and the next one")
+	r.event(t, sentinel)
+	if n := r.count(id); n != 2 {
+		t.Errorf("the event arrived %d times, want 2 (refused, then stored)", n)
+	}
+}
+
+func testSendClasses(t *testing.T, h Harness) {
+	if h.FailSend == nil {
+		t.Skip("no remote service to fail Send: " + h.NoService)
+	}
+	ctx := testutil.Context(t, 0)
+	cases := []struct {
+		status int
+		wait   time.Duration
+		want   platform.Class
+	}{
+		{429, 3 * time.Second, platform.ClassRetryAfter},
+		{403, 0, platform.ClassPermanent},
+		{400, 0, platform.ClassPermanent},
+		{500, 0, platform.ClassTransient},
+		{502, 0, platform.ClassTransient},
+	}
+	for _, c := range cases {
+		h.FailSend(c.status, c.wait)
+		_, err := h.Adapter.Send(ctx, h.Home, "hello")
+		cl, wait := platform.Classify(err)
+		if err == nil || cl != c.want || wait != c.wait {
+			t.Errorf("Send answered %d: %v, class %v wait %v; want class %v wait %v", c.status, err, cl, wait, c.want, c.wait)
+		}
+	}
+	if h.Down != nil {
+		h.Down()
+		_, err := h.Adapter.Send(ctx, h.Home, "hello")
+		if cl, _ := platform.Classify(err); err == nil || cl != platform.ClassTransient {
+			t.Errorf("Send while the service is down: %v, class %v; want transient", err, cl)
+		}
+		if err != nil && strings.Contains(err.Error(), "<html") {
+			t.Errorf("the error quotes the proxy's page: %v", err)
+		}
+		h.Up()
+	}
+	if _, err := h.Adapter.Send(ctx, h.Home, "hello"); err != nil {
+		t.Errorf("Send after the failures: %v", err)
+	}
+}
+
+func testUnsupported(t *testing.T, h Harness) {
+	if h.Unsupport == nil {
+		t.Skip("the fake cannot refuse optional methods: " + h.NoService)
+	}
+	ctx := testutil.Context(t, 0)
+	tried := 0
+	check := func(name string, call func() error) {
+		if !h.Unsupport(name) {
+			return
+		}
+		tried++
+		err := call()
+		if cl, _ := platform.Classify(err); err == nil || cl != platform.ClassUnsupported {
+			t.Errorf("%s refused by the service: %v, class %v; want unsupported", name, err, cl)
+		}
+	}
+	if a, ok := h.Adapter.(platform.Typer); ok {
+		check("Typer", func() error { return a.Typing(ctx, h.Home) })
+	}
+	if a, ok := h.Adapter.(platform.Threader); ok {
+		check("Threader", func() error { _, err := a.NewThread(ctx, h.Home, "t"); return err })
+	}
+	if a, ok := h.Adapter.(platform.Commander); ok {
+		check("Commander", func() error { return a.SetCommands(ctx, []platform.Command{{Name: "help", Description: "help"}}) })
+	}
+	if a, ok := h.Adapter.(platform.Editor); ok {
+		id, err := h.Adapter.Send(ctx, h.Home, "draft")
+		if err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		check("Editor", func() error { return a.Edit(ctx, h.Home, id, "final") })
+	}
+	if tried == 0 {
+		t.Skip("the fake refuses none of the adapter's optional methods")
+	}
+}
+
+func testDownAtStart(t *testing.T, h Harness) {
+	if h.Down == nil || h.Up == nil {
+		t.Skip("no remote service to take down: " + h.NoService)
+	}
+	h.Down()
+	r := newRecorder()
+	supervise(t, h, r)
+	st := r.state(t, platform.StateDown, 1)
+	if st.Reason == "" || strings.Contains(st.Reason, "<") {
+		t.Errorf("down reason %q: want one readable line", st.Reason)
+	}
+	r.mu.Lock()
+	lives := r.lives
+	r.mu.Unlock()
+	if lives != 0 {
+		t.Errorf("Live reported %d times while the service was down", lives)
+	}
+	h.Up()
+	r.state(t, platform.StateLive, 1)
+	r.event(t, say(t, h, h.Home, "back again"))
+}
+
+func testDownMidRun(t *testing.T, h Harness) {
+	if h.Down == nil || h.Up == nil {
+		t.Skip("no remote service to take down: " + h.NoService)
+	}
+	r := newRecorder()
+	supervise(t, h, r)
+	r.state(t, platform.StateLive, 1)
+	r.event(t, say(t, h, h.Home, "before"))
+	h.Down()
+	r.state(t, platform.StateDown, 1)
+	h.Up()
+	r.state(t, platform.StateLive, 2)
+	r.event(t, say(t, h, h.Home, "after"))
+}
+
+func testLimiter(t *testing.T, h Harness) {
+	l, ok := h.Adapter.(platform.Limiter)
+	if !ok {
+		t.Skip("the adapter is not a platform.Limiter")
+	}
+	limit := l.MaxMessageLen()
+	exact := fill(l, limit)
+	if n := l.MessageLen(exact); n != limit {
+		t.Fatalf("built a message of %d units, want %d", n, limit)
+	}
+	ctx := testutil.Context(t, 0)
+	if _, err := h.Adapter.Send(ctx, h.Home, exact); err != nil {
+		t.Errorf("a message of exactly MaxMessageLen (%d) was refused: %v", limit, err)
+	}
+	over := exact + "x"
+	parts := platform.Split(over, limit, l.MessageLen)
+	if len(parts) < 2 {
+		t.Fatalf("one unit over the limit split into %d part(s)", len(parts))
+	}
+	for i, p := range parts {
+		if n := l.MessageLen(p); n > limit {
+			t.Errorf("part %d is %d units, over %d", i, n, limit)
+		}
+		if _, err := h.Adapter.Send(ctx, h.Home, p); err != nil {
+			t.Errorf("part %d refused: %v", i, err)
+		}
+	}
+}
+
+// fill builds plain prose of exactly n units as l measures them, with
+// characters that weigh differently in different measures (emoji are two
+// UTF-16 units, four bytes, one rune) and no markdown.
+func fill(l platform.Limiter, n int) string {
+	const word = "fits😀 "
+	var b strings.Builder
+	for l.MessageLen(b.String()+word) <= n-1 {
+		b.WriteString(word)
+	}
+	for l.MessageLen(b.String()) < n {
+		b.WriteString("x")
+	}
+	return b.String()
+}
