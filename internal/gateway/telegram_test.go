@@ -338,14 +338,12 @@ func TestPermanentSendFailureDoesNotBlock(t *testing.T) {
 	r := telegramRig(t, fake, "telegram:dm:42")
 	ctx := context.Background()
 
-	// Refused twice: the streamed first words, then the delivery.
-	fake.FailNext("sendMessage", 403, 0)
-	fake.FailNext("sendMessage", 403, 0)
+	fake.Forbid("This one is refused.")
 	r.model.Push(llmtest.Reply{Text: "This one is refused."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "first")
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if n := fake.CallCount("sendMessage"); n >= 2 {
+		if n := fake.CallCount("sendMessage"); n >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {

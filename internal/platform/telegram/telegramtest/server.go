@@ -96,6 +96,7 @@ type Server struct {
 	topics     []Topic
 	commands   []json.RawMessage
 	rejectHTML int
+	forbidden  []string // texts whose sends and edits answer 403
 }
 
 // New starts a fake Bot API for token on 127.0.0.1, closed when tb ends.
@@ -365,6 +366,15 @@ func (s *Server) FailNext(method string, status, retryAfter int) {
 // API server without them would.
 func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
 
+// Forbid makes every sendMessage and editMessageText whose text contains
+// sub answer 403, as Telegram does for a chat that blocked the bot: a
+// refusal no retry changes, whichever call meets it first.
+func (s *Server) Forbid(sub string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forbidden = append(s.forbidden, sub)
+}
+
 // RejectEntities makes the next n sendMessage/editMessageText calls with a
 // parse_mode fail with 400 "can't parse entities", whatever their text.
 // (Malformed HTML is always rejected so.)
@@ -507,6 +517,15 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method stri
 	}
 	text := p["text"]
 	plain := text
+	s.mu.Lock()
+	for _, f := range s.forbidden {
+		if strings.Contains(text, f) {
+			s.mu.Unlock()
+			s.reply(w, r, method, p, 403, "Forbidden: bot was blocked by the user", 0, nil)
+			return
+		}
+	}
+	s.mu.Unlock()
 	if p["parse_mode"] != "" {
 		s.mu.Lock()
 		reject := s.rejectHTML > 0
