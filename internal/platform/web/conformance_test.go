@@ -100,7 +100,7 @@ func (p *page) isAcked(id string) bool {
 
 func TestConformance(t *testing.T) {
 	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
-		a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Backend: staticBackend{}})
+		a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: staticTranscripts{}})
 		if err != nil {
 			t.Fatal(err)
 		}
