@@ -387,7 +387,7 @@ func TestHandoffRefusals(t *testing.T) {
 	pg := r.openPage(t)
 	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/sethome", "id": "s1"})
 	pg.await("sethome answer", func(f map[string]any) bool {
-		return f["type"] == "message" && strings.Contains(f["text"].(string), "home")
+		return f["type"] == "message" && strings.Contains(f["text"].(string), "now land in this chat")
 	})
 	homes, _ := r.st.HomeChannels(ctx)
 	if homes["web"] != web.Home.Key() {
