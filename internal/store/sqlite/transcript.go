@@ -44,12 +44,15 @@ const liveChunk = 512
 const packedLiveSQL = `SELECT count(*),
 	ifnull(group_concat(id), ''), ifnull(group_concat(seq), ''), ifnull(group_concat(created_at), ''),
 	ifnull(group_concat(octet_length(content)), ''), ifnull(group_concat(content, ''), ''),
-	ifnull(group_concat(role || '` + unitSep + `' || ifnull(tool_calls, '') || '` + unitSep + `' || tool_call_id || '` + unitSep + `' ||
+	ifnull(group_concat(role || '` + unitSep + `' || kind || '` + unitSep + `' || ifnull(tool_calls, '') || '` + unitSep + `' || tool_call_id || '` + unitSep + `' ||
 		tool_name || '` + unitSep + `' || platform || '` + unitSep + `' || platform_msg_id, '` + recordSep + `'), '')
 	FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? AND superseded = 0`
 
 const liveRowsSQL = `SELECT ` + messageCols + ` FROM messages
 	WHERE session_id = ? AND seq >= ? AND seq < ? AND superseded = 0 ORDER BY seq`
+
+// metaFields is how many metadata fields packedLiveSQL joins per row.
+const metaFields = 7
 
 // errUnpack means a packed chunk could not be trusted; it is read again
 // row by row.
@@ -243,8 +246,10 @@ func unpack(dst []store.Message, sessionID string, n int, ids, seqs, createds, l
 		} else {
 			rec, meta = meta, ""
 		}
-		var f [6]string
-		for j := range 5 {
+		// role, kind, tool calls, tool call id, tool name, platform,
+		// platform message id
+		var f [metaFields]string
+		for j := range metaFields - 1 {
 			var found bool
 			if f[j], rec, found = strings.Cut(rec, unitSep); !found {
 				return nil, errUnpack
@@ -253,15 +258,15 @@ func unpack(dst []store.Message, sessionID string, n int, ids, seqs, createds, l
 		if strings.Contains(rec, unitSep) {
 			return nil, errUnpack
 		}
-		f[5] = rec
+		f[metaFields-1] = rec
 		var toolCalls []byte
-		if f[1] != "" {
-			toolCalls = []byte(f[1])
+		if f[2] != "" {
+			toolCalls = []byte(f[2])
 		}
 		// Every field is written: out may be spare capacity that an earlier,
 		// failed unpack scribbled on.
-		out[i] = store.Message{ID: id, SessionID: sessionID, Seq: seq, Role: internRole(f[0]), Content: body,
-			ToolCalls: toolCalls, ToolCallID: f[2], ToolName: f[3], Platform: f[4], PlatformMsgID: f[5],
+		out[i] = store.Message{ID: id, SessionID: sessionID, Seq: seq, Role: internRole(f[0]), Kind: internKind(f[1]),
+			Content: body, ToolCalls: toolCalls, ToolCallID: f[3], ToolName: f[4], Platform: f[5], PlatformMsgID: f[6],
 			CreatedAt: fromNanos(created)}
 	}
 	if ids != "" || seqs != "" || createds != "" || lens != "" || content != "" || meta != "" {
@@ -321,9 +326,25 @@ func internRole(r string) store.Role {
 	return store.Role(strings.Clone(r))
 }
 
+// internKind is internRole for kinds: most messages have none, and the
+// few that do should not keep their chunk alive either.
+func internKind(k string) store.MessageKind {
+	switch store.MessageKind(k) {
+	case "":
+		return ""
+	case store.KindHandoff:
+		return store.KindHandoff
+	case store.KindSummary:
+		return store.KindSummary
+	case store.KindNotice:
+		return store.KindNotice
+	}
+	return store.MessageKind(strings.Clone(k))
+}
+
 // checkSeparators refuses the bytes that separate packed metadata.
 func checkSeparators(i int, m store.Message) error {
-	for _, f := range [...]struct{ name, v string }{{"role", string(m.Role)}, {"tool call id", m.ToolCallID},
+	for _, f := range [...]struct{ name, v string }{{"role", string(m.Role)}, {"kind", string(m.Kind)}, {"tool call id", m.ToolCallID},
 		{"tool name", m.ToolName}, {"platform", m.Platform}, {"platform message id", m.PlatformMsgID}} {
 		if strings.ContainsAny(f.v, unitSep+recordSep) {
 			return fmt.Errorf("message %d: %s contains a control character (0x1e or 0x1f): %w", i, f.name, store.ErrInvalid)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -44,10 +45,12 @@ func TestNextInt(t *testing.T) {
 }
 
 func TestUnpackRefusesWhatDoesNotAddUp(t *testing.T) {
-	meta := "user" + unitSep + unitSep + unitSep + unitSep + unitSep
-	ok := []string{"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta}
+	meta := "user" + strings.Repeat(unitSep, metaFields-1)
+	summary := "user" + unitSep + "summary" + strings.Repeat(unitSep, metaFields-2)
+	ok := []string{"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + summary}
 	got, err := unpack(nil, "s", 2, ok[0], ok[1], ok[2], ok[3], ok[4], ok[5])
-	if err != nil || len(got) != 2 || got[0].Content != "hi" || got[1].Content != "bye" || got[1].Seq != 2 || got[1].Role != store.RoleUser {
+	if err != nil || len(got) != 2 || got[0].Content != "hi" || got[1].Content != "bye" || got[1].Seq != 2 || got[1].Role != store.RoleUser ||
+		got[0].Kind != "" || got[1].Kind != store.KindSummary {
 		t.Fatalf("good chunk: %+v, %v", got, err)
 	}
 	bad := map[string][6]string{
@@ -117,6 +120,77 @@ func TestMigrationSetsLiveFrom(t *testing.T) {
 	tr, err := s.Transcript(t.Context(), "replaced")
 	if err != nil || len(tr) != 2 || tr[0].Content != "m3" || tr[1].Content != "m4" {
 		t.Fatalf("transcript after migration: %+v, %v", tr, err)
+	}
+}
+
+// A file written at schema version 4 told a handoff's synthetic message
+// and a compression summary apart only by how their content began:
+// migration 5 gives those rows their kind, and nothing else.
+func TestMigrationSetsKindOfOldPrefixedRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
+	for v := 1; v <= 4; v++ {
+		exec(migrations[v-1])
+		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
+	}
+	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)`)
+	rows := []struct {
+		role, content string
+		superseded    bool
+		want          store.MessageKind
+	}{
+		{"user", "[Summary of the earlier conversation, compressed to save context]\n\nold notes", true, store.KindSummary},
+		{"user", "[Summary of the earlier conversation, compressed to save context]\n\nnotes", false, store.KindSummary},
+		{"user", "[baton handoff] This conversation was just handed off from the terminal to the web chat. Greet them.", false, store.KindHandoff},
+		{"assistant", "[baton handoff] quoted by the model", false, ""},
+		{"user", "what does [baton handoff] mean?", false, ""},
+		{"user", "[baton handof", false, ""},
+		{"user", "[summary of the earlier conversation", false, ""}, // another case: not ours
+		{"tool", "[Summary of the earlier conversation", false, ""},
+		{"user", "plain", false, ""},
+	}
+	for i, r := range rows {
+		exec(`INSERT INTO messages (session_id, seq, role, content, created_at, superseded) VALUES ('s', ?, ?, ?, 1, ?)`,
+			i+1, r.role, r.content, r.superseded)
+	}
+	exec(`UPDATE sessions SET message_count = ?, live_from = 2`, len(rows)-1)
+	db.Close()
+
+	s, err := Open(t.Context(), path, WithoutTranscriptCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(t.Context()); err != nil || v != len(migrations) {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	hist, err := s.History(t.Context(), "s")
+	if err != nil || len(hist) != len(rows) {
+		t.Fatalf("history: %d rows, %v", len(hist), err)
+	}
+	for i, m := range hist {
+		if m.Kind != rows[i].want || m.Content != rows[i].content {
+			t.Errorf("row %d (%s %q): kind %q, want %q", i, m.Role, m.Content, m.Kind, rows[i].want)
+		}
+	}
+	tr, err := s.Transcript(t.Context(), "s")
+	if err != nil || len(tr) != len(rows)-1 {
+		t.Fatalf("transcript: %d rows, %v", len(tr), err)
+	}
+	for i, m := range tr {
+		if m.Kind != rows[i+1].want {
+			t.Errorf("loaded row %d: kind %q, want %q", i, m.Kind, rows[i+1].want)
+		}
 	}
 }
 
