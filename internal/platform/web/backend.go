@@ -2,13 +2,13 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // Store is the part of the store the page reads.
@@ -25,16 +25,6 @@ type StoreBackend struct {
 	Store   Store
 	OwnerID string
 }
-
-// toolShown caps a tool result in the page; the store keeps it whole.
-const toolShown = 2000
-
-// HandoffPrefix marks the synthetic message a handoff adds; the page shows
-// it as a note, not as something the person said.
-const HandoffPrefix = "[baton handoff]"
-
-// summaryPrefix marks a compression summary.
-const summaryPrefix = "[Summary of the earlier conversation"
 
 // Conversations lists web conversations, most recently active first.
 func (b StoreBackend) Conversations(ctx context.Context) ([]Conversation, error) {
@@ -82,60 +72,27 @@ func (b StoreBackend) History(ctx context.Context, key string) ([]Line, error) {
 	return Lines(msgs), nil
 }
 
-// Lines turns a transcript into what the page shows.
+// Lines turns a transcript into what the page shows: transcript.View
+// decides what each message is; the page marks tool calls →, results ←
+// and handoffs ↪.
 func Lines(msgs []store.Message) []Line {
-	out := make([]Line, 0, len(msgs))
-	for _, m := range msgs {
-		switch m.Role {
-		case store.RoleUser:
-			switch {
-			case strings.HasPrefix(m.Content, HandoffPrefix):
-				// Its first sentence says where from; the rest is for the model.
-				note, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(m.Content, HandoffPrefix)), ". ")
-				out = append(out, Line{Role: "note", Text: "↪ " + strings.TrimSuffix(note, "."), Time: m.CreatedAt})
-			case strings.HasPrefix(m.Content, summaryPrefix):
-				out = append(out, Line{Role: "note", Text: m.Content, Time: m.CreatedAt})
-			default:
-				out = append(out, Line{Role: "user", Text: m.Content, Time: m.CreatedAt})
+	view := transcript.View(msgs)
+	out := make([]Line, 0, len(view))
+	for _, l := range view {
+		line := Line{Role: string(l.Role), Text: l.Text, Time: l.Time}
+		switch l.Role {
+		case transcript.ToolCall:
+			line.Role, line.Tool, line.Text = "tool", l.Tool, "→ "+l.Tool+" "+l.Args
+		case transcript.ToolResult:
+			line.Role, line.Tool, line.Text = "tool", l.Tool, "← "+l.Tool+": "+l.Text
+		case transcript.Note:
+			if l.Kind == store.KindHandoff {
+				line.Text = "↪ " + l.Text
 			}
-		case store.RoleAssistant:
-			if m.Content != "" {
-				out = append(out, Line{Role: "assistant", Text: m.Content, Time: m.CreatedAt})
-			}
-			var calls []struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			}
-			if len(m.ToolCalls) > 0 && json.Unmarshal(m.ToolCalls, &calls) == nil {
-				for _, c := range calls {
-					out = append(out, Line{Role: "tool", Tool: c.Name, Text: "→ " + c.Name + " " + readableJSON(c.Arguments), Time: m.CreatedAt})
-				}
-			}
-		case store.RoleTool:
-			text := m.Content
-			if len(text) > toolShown {
-				text = strings.ToValidUTF8(text[:toolShown], "") + " …"
-			}
-			out = append(out, Line{Role: "tool", Tool: m.ToolName, Text: "← " + m.ToolName + ": " + text, Time: m.CreatedAt})
 		}
+		out = append(out, line)
 	}
 	return out
-}
-
-// readableJSON is raw without the \u003c-style escapes JSON encoders add
-// for HTML safety: the page shows it as text, so "a > b" can stay as typed.
-func readableJSON(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return string(raw)
-	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return string(raw)
-	}
-	return strings.TrimSpace(b.String())
 }
 
 func short(id string) string {

@@ -129,26 +129,36 @@ func TestOversizedFrameClosesOnlyThatPage(t *testing.T) {
 func TestLines(t *testing.T) {
 	msgs := []store.Message{
 		{Role: store.RoleUser, Content: "list files"},
-		{Role: store.RoleAssistant, Content: "", ToolCalls: json.RawMessage(`[{"id":"c1","name":"shell","arguments":{"command":"ls"}}]`)},
+		{Role: store.RoleAssistant, Content: "", ToolCalls: json.RawMessage(`[{"id":"c1","name":"shell","arguments":{"command":"ls \u003e out"}}]`)},
 		{Role: store.RoleTool, ToolName: "shell", ToolCallID: "c1", Content: strings.Repeat("é", 3000)},
 		{Role: store.RoleAssistant, Content: "Two files."},
-		{Role: store.RoleUser, Content: HandoffPrefix + " handed off"},
+		{Role: store.RoleUser, Kind: store.KindHandoff, Content: "[baton handoff] Handed off from the terminal to the web chat. Greet them."},
+		{Role: store.RoleUser, Kind: store.KindSummary, Content: "Summary: two files."},
 	}
 	lines := Lines(msgs)
-	if len(lines) != 5 {
+	if len(lines) != 6 {
 		t.Fatalf("lines %+v", lines)
 	}
-	if lines[1].Role != "tool" || lines[1].Text != `→ shell {"command":"ls"}` {
+	if lines[0].Role != "user" || lines[0].Text != "list files" {
+		t.Errorf("user line %+v", lines[0])
+	}
+	if lines[1].Role != "tool" || lines[1].Tool != "shell" || lines[1].Text != `→ shell {"command":"ls > out"}` {
 		t.Errorf("tool call line %+v", lines[1])
 	}
-	if !strings.HasPrefix(lines[2].Text, "← shell: é") || !strings.HasSuffix(lines[2].Text, " …") || len(lines[2].Text) > toolShown+40 {
+	if lines[2].Role != "tool" || !strings.HasPrefix(lines[2].Text, "← shell: é") || !strings.HasSuffix(lines[2].Text, " …") || len(lines[2].Text) > 2040 {
 		t.Errorf("tool result line not cut: %d bytes", len(lines[2].Text))
 	}
-	if !strings.Contains(lines[2].Text, "é") || strings.ContainsRune(lines[2].Text, '\uFFFD') {
+	if strings.ContainsRune(lines[2].Text, '\uFFFD') {
 		t.Errorf("tool result cut inside a character")
 	}
-	if lines[3].Role != "assistant" || lines[4].Role != "note" {
-		t.Errorf("roles %s %s", lines[3].Role, lines[4].Role)
+	if lines[3].Role != "assistant" {
+		t.Errorf("answer line %+v", lines[3])
+	}
+	if lines[4].Role != "note" || lines[4].Text != "↪ Handed off from the terminal to the web chat" {
+		t.Errorf("handoff line %+v", lines[4])
+	}
+	if lines[5].Role != "note" || lines[5].Text != "Summary: two files." {
+		t.Errorf("summary line %+v", lines[5])
 	}
 }
 
