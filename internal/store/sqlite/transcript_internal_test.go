@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -45,31 +45,98 @@ func TestNextInt(t *testing.T) {
 }
 
 func TestUnpackRefusesWhatDoesNotAddUp(t *testing.T) {
-	meta := "user" + strings.Repeat(unitSep, metaFields-1)
-	summary := "user" + unitSep + "summary" + strings.Repeat(unitSep, metaFields-2)
-	ok := []string{"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + summary}
-	got, err := unpack(nil, "s", 2, ok[0], ok[1], ok[2], ok[3], ok[4], ok[5])
+	// Two rows: a plain user message and a summary with a tool name.
+	var meta [metaFields]string
+	for j := range meta {
+		meta[j] = unitSep
+	}
+	meta[metaRole] = "user" + unitSep + "user"
+	meta[metaKind] = unitSep + "summary"
+	meta[metaToolName] = "shell" + unitSep
+	with := func(j int, list string) [metaFields]string {
+		m := meta
+		m[j] = list
+		return m
+	}
+	got, err := unpack(nil, "s", 2, "1,2", "1,2", "5,6", "2,3", "hibye", meta)
 	if err != nil || len(got) != 2 || got[0].Content != "hi" || got[1].Content != "bye" || got[1].Seq != 2 || got[1].Role != store.RoleUser ||
-		got[0].Kind != "" || got[1].Kind != store.KindSummary {
+		got[0].Kind != "" || got[1].Kind != store.KindSummary || got[0].ToolName != "shell" || got[1].ToolName != "" {
 		t.Fatalf("good chunk: %+v, %v", got, err)
 	}
-	bad := map[string][6]string{
-		"seq not increasing":     {"1,2", "2,2", "5,6", "2,3", "hibye", ok[5]},
-		"too few ids":            {"1", "1,2", "5,6", "2,3", "hibye", ok[5]},
-		"content too short":      {"1,2", "1,2", "5,6", "2,4", "hibye", ok[5]},
-		"content left over":      {"1,2", "1,2", "5,6", "2,2", "hibye", ok[5]},
-		"one record short":       {"1,2", "1,2", "5,6", "2,3", "hibye", meta},
-		"a field too many":       {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta + unitSep},
-		"a record too many":      {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta + recordSep + meta},
-		"negative length":        {"1,2", "1,2", "5,6", "-1,3", "hibye", ok[5]},
-		"created not a number":   {"1,2", "1,2", "5,x", "2,3", "hibye", ok[5]},
-		"a field too few (\x1f)": {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + "user" + unitSep},
+	type chunk struct {
+		ids, seqs, created, lens, content string
+		meta                              [metaFields]string
 	}
-	for name, b := range bad {
+	bad := map[string]chunk{
+		"seq not increasing":          {"1,2", "2,2", "5,6", "2,3", "hibye", meta},
+		"too few ids":                 {"1", "1,2", "5,6", "2,3", "hibye", meta},
+		"content too short":           {"1,2", "1,2", "5,6", "2,4", "hibye", meta},
+		"content left over":           {"1,2", "1,2", "5,6", "2,2", "hibye", meta},
+		"negative length":             {"1,2", "1,2", "5,6", "-1,3", "hibye", meta},
+		"created not a number":        {"1,2", "1,2", "5,x", "2,3", "hibye", meta},
+		"a role short":                {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaRole, "user")},
+		"a kind too many":             {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaKind, unitSep+unitSep)},
+		"a platform id short":         {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaPlatformMsgID, "")},
+		"a separator in a tool name":  {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaToolName, "a"+unitSep+"b"+unitSep)},
+		"a separator in the last one": {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaPlatform, unitSep+"x"+unitSep)},
+	}
+	for name, c := range bad {
 		dst := make([]store.Message, 1, 8)
-		got, err := unpack(dst, "s", 2, b[0], b[1], b[2], b[3], b[4], b[5])
+		got, err := unpack(dst, "s", 2, c.ids, c.seqs, c.created, c.lens, c.content, c.meta)
 		if err != errUnpack || got != nil {
 			t.Errorf("%s: got %d messages, %v; want errUnpack", name, len(got), err)
+		}
+	}
+}
+
+// The packed query's answer for ordinary rows parses: were it refused, every
+// load would silently take the slow path. Leading empty values matter most:
+// the kind list is mostly empty strings, each still followed by its
+// separator.
+func TestPackedChunkParses(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), FileName), WithoutTranscriptCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, _ := s.CreateSession(t.Context(), store.Session{})
+	msgs := []store.Message{
+		{Role: store.RoleUser, Content: ""},
+		{Role: store.RoleUser, Content: "hi", Platform: "telegram", PlatformMsgID: "7"},
+		{Role: store.RoleAssistant, ToolCalls: []byte(`[{"id":"c1","name":"shell","arguments":{}}]`)},
+		{Role: store.RoleTool, ToolCallID: "c1", ToolName: "shell", Content: "out\x1e\x1f"},
+		{Role: store.RoleUser, Kind: store.KindHandoff, Content: "handed off"},
+		{Role: store.RoleUser, Content: "last", Kind: "custom"},
+	}
+	if _, err := s.AppendMessages(t.Context(), sess.ID, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ids, seqs, created, lens, content string
+	var meta [metaFields]string
+	dest := []any{&n, &ids, &seqs, &created, &lens, &content}
+	for j := range meta {
+		dest = append(dest, &meta[j])
+	}
+	if err := s.r.QueryRowContext(t.Context(), packedLiveSQL, sess.ID, 1, 100).Scan(dest...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := unpack(nil, sess.ID, n, ids, seqs, created, lens, content, meta)
+	if err != nil {
+		t.Fatalf("packed chunk refused: %v\nmeta %q", err, meta)
+	}
+	want, err := s.History(t.Context(), sess.ID)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d messages, want %d (%v)", len(got), len(want), err)
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if !g.CreatedAt.Equal(w.CreatedAt) {
+			t.Fatalf("message %d created %v, want %v", i, g.CreatedAt, w.CreatedAt)
+		}
+		g.CreatedAt = w.CreatedAt
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("message %d\n got %+v\nwant %+v", i, g, w)
 		}
 	}
 }
