@@ -193,7 +193,7 @@ func jsString(s string) string {
 func handoffModel(t *testing.T, greeting string) *llmtest.Server {
 	srv := llmtest.Start(t)
 	srv.SetDefault(func(r llmtest.Request) llmtest.Step {
-		if strings.HasPrefix(r.LastUserText(), gateway.HandedOffPrefix) {
+		if strings.HasPrefix(r.LastUserText(), gateway.HandoffLead) {
 			return llmtest.Reply{Text: greeting}
 		}
 		return llmtest.EchoReply(r)
@@ -327,7 +327,7 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	msgs, _ = st.Transcript(t.Context(), sessionID)
 	var users []string
 	for _, m := range msgs {
-		if m.Role == store.RoleUser && !strings.HasPrefix(m.Content, gateway.HandedOffPrefix) {
+		if m.Role == store.RoleUser && m.Kind != store.KindHandoff {
 			users = append(users, m.Platform+":"+m.Content)
 		}
 	}
@@ -361,7 +361,7 @@ func TestHandoffSurvivesGatewayKill(t *testing.T) {
 	srv := llmtest.Start(t)
 	var handoffCalls atomic.Int32
 	srv.SetDefault(func(r llmtest.Request) llmtest.Step {
-		if strings.HasPrefix(r.LastUserText(), gateway.HandedOffPrefix) || r.LastUserText() == "" {
+		if strings.HasPrefix(r.LastUserText(), gateway.HandoffLead) || r.LastUserText() == "" {
 			if handoffCalls.Add(1) == 1 {
 				// The first attempt is slow: the gateway dies mid-answer.
 				return llmtest.Reply{Text: "this answer never finishes because the gateway dies", Delay: 2 * time.Second}
@@ -419,7 +419,7 @@ func TestHandoffSurvivesGatewayKill(t *testing.T) {
 	msgs, _ := st.Transcript(t.Context(), ss[0].ID)
 	synthetic, greetings := 0, 0
 	for _, m := range msgs {
-		if strings.HasPrefix(m.Content, gateway.HandedOffPrefix) {
+		if m.Kind == store.KindHandoff {
 			synthetic++
 		}
 		if m.Content == "Hello after the restart." {

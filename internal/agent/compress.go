@@ -10,9 +10,11 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
-// SummaryPrefix starts the user message that stands in for compressed
-// turns, so people, /undo and later compressions can tell it apart.
-const SummaryPrefix = "[Summary of the earlier conversation, compressed to save context]\n\n"
+// SummaryLead starts the text of the user message that stands in for
+// compressed turns, so the model reads it as notes rather than as the
+// person's words. Code tells the message apart by its kind
+// (store.KindSummary), never by this text.
+const SummaryLead = "[Summary of the earlier conversation, compressed to save context]\n\n"
 
 const summarizerSystem = "You compress conversations between a person and an AI agent so the agent can carry on without the full transcript."
 
@@ -23,9 +25,7 @@ const summarizeInstruction = `Summarize the conversation above for continuation.
 const toolResultInSummary = 2000
 
 // IsSummary reports whether m is a compression summary.
-func IsSummary(m store.Message) bool {
-	return m.Role == store.RoleUser && strings.HasPrefix(m.Content, SummaryPrefix)
-}
+func IsSummary(m store.Message) bool { return m.Kind == store.KindSummary }
 
 // EstimateTokens guesses the tokens a transcript takes, at four bytes a
 // token: rough, but it errs early rather than late for English and code.
@@ -80,7 +80,7 @@ func (a *Agent) compress(ctx context.Context, sessionID string, sess store.Sessi
 	if err != nil {
 		return msgs, before, before, err
 	}
-	next := append([]store.Message{{Role: store.RoleUser, Content: SummaryPrefix + summary}}, msgs[split:]...)
+	next := append([]store.Message{{Role: store.RoleUser, Kind: store.KindSummary, Content: SummaryLead + summary}}, msgs[split:]...)
 	stored, err := a.replace(ctx, sessionID, next)
 	if err != nil {
 		return msgs, before, before, err

@@ -59,7 +59,7 @@ func TestCompress(t *testing.T) {
 		t.Errorf("before %d after %d", before, after)
 	}
 	msgs := e.transcript(e.sid)
-	if !agent.IsSummary(msgs[0]) || msgs[0].Content != agent.SummaryPrefix+"SUMMARY: read big.log" {
+	if !agent.IsSummary(msgs[0]) || msgs[0].Content != agent.SummaryLead+"SUMMARY: read big.log" {
 		t.Errorf("first row = %q", msgs[0].Content)
 	}
 	sameRows(t, msgs[1:], []row{
@@ -113,7 +113,7 @@ func TestCompress(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs = e.transcript(e.sid)
-	if msgs[0].Content != agent.SummaryPrefix+"S2" || msgs[1].Content != "u3" || len(msgs) != 5 {
+	if msgs[0].Content != agent.SummaryLead+"S2" || msgs[1].Content != "u3" || len(msgs) != 5 {
 		t.Errorf("second compression: %+v", rows(t, msgs))
 	}
 	if !strings.Contains(e.srv.Requests()[1].LastUserText(), "SUMMARY: read big.log") {
@@ -141,7 +141,7 @@ func TestCompressSingleLongTurn(t *testing.T) {
 	}
 	// The split falls before the last call, which keeps both its results.
 	sameRows(t, e.transcript(e.sid), []row{
-		{Role: store.RoleUser, Content: agent.SummaryPrefix + "S"},
+		{Role: store.RoleUser, Kind: store.KindSummary, Content: agent.SummaryLead + "S"},
 		{Role: store.RoleAssistant, Calls: "list_dir,list_dir"},
 		{Role: store.RoleTool, Content: "y", CallID: "c2"},
 		{Role: store.RoleTool, Content: "z", CallID: "c3"},
@@ -191,7 +191,7 @@ func TestAutoCompressInRun(t *testing.T) {
 	}
 	sameJSON(t, "turn request", reqs[1].Body["messages"], `[
 		{"role":"system","content":"You are baton."},
-		{"role":"user","content":`+jsonString(agent.SummaryPrefix+"SUMMARY")+`},
+		{"role":"user","content":`+jsonString(agent.SummaryLead+"SUMMARY")+`},
 		{"role":"user","content":"u3"},
 		{"role":"assistant","content":"checking","tool_calls":[{"id":"c3","type":"function","function":{"name":"list_dir","arguments":"{}"}}]},
 		{"role":"tool","tool_call_id":"c3","content":"[empty directory]"},

@@ -72,7 +72,8 @@ func TestSplitPoint(t *testing.T) {
 		return raw
 	}
 	u := store.Message{Role: store.RoleUser, Content: "u"}
-	sum := store.Message{Role: store.RoleUser, Content: SummaryPrefix + "s"}
+	sum := store.Message{Role: store.RoleUser, Kind: store.KindSummary, Content: SummaryLead + "s"}
+	typed := store.Message{Role: store.RoleUser, Content: SummaryLead + "pasted by the person"}
 	a := store.Message{Role: store.RoleAssistant, Content: "a"}
 	ac := func(ids ...string) store.Message {
 		return store.Message{Role: store.RoleAssistant, ToolCalls: calls(ids...)}
@@ -88,6 +89,7 @@ func TestSplitPoint(t *testing.T) {
 		{"two turns keep two", []store.Message{u, a, u, a}, 2, 2},
 		{"summary then two turns", []store.Message{sum, u, a, u, a}, 2, 3},
 		{"summary then one turn", []store.Message{sum, u, ac("1"), r("1"), a}, 2, 4},
+		{"a summary's text without its kind is a turn", []store.Message{u, a, typed, a}, 1, 2},
 		{"one turn ending in results", []store.Message{u, ac("1"), r("1"), ac("2", "3"), r("2"), r("3")}, 2, 3},
 		{"one short turn", []store.Message{u, a}, 2, 0},
 		{"just a question", []store.Message{u}, 2, 0},

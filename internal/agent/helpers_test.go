@@ -137,6 +137,7 @@ func (e *env) transcript(sid string) []store.Message {
 // row is the part of a stored message the tests compare.
 type row struct {
 	Role    store.Role
+	Kind    store.MessageKind
 	Content string
 	Calls   string // tool names, comma separated
 	CallID  string
@@ -154,7 +155,7 @@ func rows(t *testing.T, msgs []store.Message) []row {
 		for _, c := range calls {
 			names = append(names, c.Name)
 		}
-		out[i] = row{Role: m.Role, Content: m.Content, Calls: strings.Join(names, ","), CallID: m.ToolCallID}
+		out[i] = row{Role: m.Role, Kind: m.Kind, Content: m.Content, Calls: strings.Join(names, ","), CallID: m.ToolCallID}
 	}
 	return out
 }

@@ -50,7 +50,7 @@ func TestUndo(t *testing.T) {
 func TestUndoStopsAtSummary(t *testing.T) {
 	e := newEnv(t)
 	if _, err := e.st.AppendMessages(context.Background(), e.sid,
-		store.Message{Role: store.RoleUser, Content: agent.SummaryPrefix + "S"},
+		store.Message{Role: store.RoleUser, Kind: store.KindSummary, Content: agent.SummaryLead + "S"},
 		store.Message{Role: store.RoleAssistant, Content: "a"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
-	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // short is the id prefix people type: long enough to be unique in practice.
@@ -127,47 +127,41 @@ func clipHead(s string, n int) string {
 }
 
 // printTranscript shows the last limit messages of a transcript (all when
-// limit <= 0): the person's lines after the prompt mark, answers rendered
-// as they were when first streamed, tool calls as one line each.
+// limit <= 0) as transcript.View sees them: the person's lines after the
+// prompt mark, answers rendered as they were when first streamed, tool
+// calls as one line each with how they ended, and baton's own messages as
+// one-line notes.
 func printTranscript(out *renderer, msgs []store.Message, limit int) {
 	if limit > 0 && len(msgs) > limit {
 		out.Printf("… %d earlier messages (`baton sessions show` prints them all)\n", len(msgs)-limit)
 		msgs = msgs[len(msgs)-limit:]
 	}
-	results := map[string]store.Message{}
-	for _, m := range msgs {
-		if m.Role == store.RoleTool {
-			results[m.ToolCallID] = m
+	lines := transcript.View(msgs)
+	// A call's line says how it ended, which its result tells.
+	results := map[string]string{}
+	for _, l := range lines {
+		if l.Role == transcript.ToolResult {
+			results[l.CallID] = l.Text
 		}
 	}
-	for _, m := range msgs {
-		switch m.Role {
-		case store.RoleUser:
-			if agent.IsSummary(m) {
+	for _, l := range lines {
+		switch l.Role {
+		case transcript.User:
+			out.Printf("%s%s\n", prompt, l.Text)
+		case transcript.Assistant:
+			out.Delta(l.Text)
+			out.EndAnswer()
+		case transcript.ToolCall:
+			e := agent.Event{Call: llm.ToolCall{ID: l.CallID, Name: l.Tool, Arguments: json.RawMessage(l.Args)}, Output: results[l.CallID]}
+			out.Printf("%s\n", firstLine(toolLine(e)))
+		case transcript.Note:
+			switch l.Kind {
+			case store.KindSummary:
 				out.Printf("(earlier turns, summarized)\n")
-				continue
-			}
-			if note, ok := strings.CutPrefix(m.Content, gateway.HandedOffPrefix); ok {
-				// The synthetic turn of a handoff: its first sentence says
-				// from where to where; the rest was for the model.
-				first, _, _ := strings.Cut(strings.TrimSpace(note), ". ")
-				out.Printf("↪ %s\n", strings.TrimSuffix(first, "."))
-				continue
-			}
-			out.Printf("%s%s\n", prompt, m.Content)
-		case store.RoleAssistant:
-			if strings.TrimSpace(m.Content) != "" {
-				out.Delta(m.Content)
-				out.EndAnswer()
-			}
-			calls, _ := agent.DecodeToolCalls(m.ToolCalls)
-			for _, c := range calls {
-				res, ok := results[c.ID]
-				e := agent.Event{Call: c, Output: res.Content}
-				if !ok {
-					e.Output = ""
-				}
-				out.Printf("%s\n", firstLine(toolLine(e)))
+			case store.KindHandoff:
+				out.Printf("↪ %s\n", l.Text)
+			default:
+				out.Printf("(%s)\n", strings.TrimSpace(l.Text))
 			}
 		}
 	}

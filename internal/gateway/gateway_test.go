@@ -286,7 +286,7 @@ func TestHandoffToWebAndBack(t *testing.T) {
 	reqs := r.model.Requests()
 	last := reqs[len(reqs)-1]
 	body, _ := json.Marshal(last)
-	for _, want := range []string{"plan a trip to Lisbon", "book the 9:40 train", gateway.HandedOffPrefix, "the terminal", "the web chat"} {
+	for _, want := range []string{"plan a trip to Lisbon", "book the 9:40 train", gateway.HandoffLead, "the terminal", "the web chat"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("model request lacks %q", want)
 		}
@@ -298,13 +298,17 @@ func TestHandoffToWebAndBack(t *testing.T) {
 	lines := hist["lines"].([]any)
 	var texts []string
 	for _, l := range lines {
-		texts = append(texts, l.(map[string]any)["text"].(string))
+		texts = append(texts, l.(map[string]any)["role"].(string)+": "+l.(map[string]any)["text"].(string))
 	}
 	joined := strings.Join(texts, "\n")
-	for _, want := range []string{"plan a trip to Lisbon", "Noted: the 9:40 train.", "Hello from the web"} {
-		if !strings.Contains(joined, want) {
+	for _, want := range []string{"user: plan a trip to Lisbon", "assistant: Noted: the 9:40 train.", "assistant: Hello from the web",
+		"note: ↪ This conversation was just handed off from the terminal to the web chat\n"} {
+		if !strings.Contains(joined+"\n", want) {
 			t.Errorf("history lacks %q:\n%s", want, joined)
 		}
+	}
+	if strings.Contains(joined, gateway.HandoffLead) {
+		t.Errorf("the page shows the words meant for the model:\n%s", joined)
 	}
 
 	// A reply typed in the page continues the same session.
@@ -488,7 +492,7 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 		t.Fatalf("claim as the dead gateway: %v %v", ok, err)
 	}
 	// The dead gateway had got as far as storing the synthetic turn's input.
-	if _, err := r.st.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleUser, Content: gateway.HandedOffPrefix + " handed off", Platform: "web", PlatformMsgID: "handoff:" + itoa(h.ID)}); err != nil {
+	if _, err := r.st.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleUser, Kind: store.KindHandoff, Content: gateway.HandoffLead + " handed off", Platform: "web", PlatformMsgID: "handoff:" + itoa(h.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	r.model.Push(llmtest.Reply{Text: "Back on track after a restart."})
@@ -509,7 +513,7 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 	msgs, _ := r.st.Transcript(ctx, sess.ID)
 	n := 0
 	for _, m := range msgs {
-		if strings.HasPrefix(m.Content, gateway.HandedOffPrefix) {
+		if m.Kind == store.KindHandoff {
 			n++
 		}
 	}

@@ -20,8 +20,12 @@ const (
 	TerminalPlatform = "cli"
 )
 
-// HandedOffPrefix starts the synthetic user message of a handoff turn.
-const HandedOffPrefix = "[baton handoff]"
+// HandoffLead starts the text of a handoff turn's synthetic user message,
+// so the model reads it as words from baton, not from the person.
+// Code tells that message apart by its kind (store.KindHandoff), never by
+// this text. Its first sentence after the lead says from where to where:
+// people are shown that sentence (see internal/transcript).
+const HandoffLead = "[baton handoff]"
 
 // Sentinel errors of RequestHandoff.
 var (
@@ -350,8 +354,9 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 	}
 	input := store.Message{
 		Role: store.RoleUser,
+		Kind: store.KindHandoff,
 		Content: fmt.Sprintf("%s This conversation was just handed off from %s to %s. The person will read your next message there. "+
-			"Greet them briefly, say in a sentence or two where things stand, and carry on from there.", HandedOffPrefix, g.placeName(from), g.placeName(h.Platform)),
+			"Greet them briefly, say in a sentence or two where things stand, and carry on from there.", HandoffLead, g.placeName(from), g.placeName(h.Platform)),
 		Platform:      h.Platform,
 		PlatformMsgID: marker,
 	}

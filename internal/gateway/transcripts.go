@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // TranscriptStore is the part of the store Transcripts reads.
@@ -74,67 +74,25 @@ func (t Transcripts) View(ctx context.Context, key string) ([]platform.Line, err
 	return TranscriptLines(msgs), nil
 }
 
-// ToolShown caps a tool result in a shown transcript; the store keeps it
-// whole.
-const ToolShown = 2000
-
-// summaryPrefix marks a compression summary.
-const summaryPrefix = "[Summary of the earlier conversation"
-
-// TranscriptLines turns a stored transcript into what people see: a
-// handoff's synthetic message and a compression summary become notes, tool
-// calls and results one line each (results cut to ToolShown bytes).
+// TranscriptLines turns a stored transcript into what a page shows:
+// transcript.View decides what each message is; a page's line marks tool
+// calls →, results ← and handoffs ↪.
 func TranscriptLines(msgs []store.Message) []platform.Line {
-	out := make([]platform.Line, 0, len(msgs))
-	for _, m := range msgs {
-		switch m.Role {
-		case store.RoleUser:
-			switch {
-			case strings.HasPrefix(m.Content, HandedOffPrefix):
-				// Its first sentence says where from; the rest is for the model.
-				note, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(m.Content, HandedOffPrefix)), ". ")
-				out = append(out, platform.Line{Role: "note", Text: "↪ " + strings.TrimSuffix(note, "."), Time: m.CreatedAt})
-			case strings.HasPrefix(m.Content, summaryPrefix):
-				out = append(out, platform.Line{Role: "note", Text: m.Content, Time: m.CreatedAt})
-			default:
-				out = append(out, platform.Line{Role: "user", Text: m.Content, Time: m.CreatedAt})
+	view := transcript.View(msgs)
+	out := make([]platform.Line, 0, len(view))
+	for _, l := range view {
+		line := platform.Line{Role: string(l.Role), Text: l.Text, Time: l.Time}
+		switch l.Role {
+		case transcript.ToolCall:
+			line.Role, line.Tool, line.Text = "tool", l.Tool, "→ "+l.Tool+" "+l.Args
+		case transcript.ToolResult:
+			line.Role, line.Tool, line.Text = "tool", l.Tool, "← "+l.Tool+": "+l.Text
+		case transcript.Note:
+			if l.Kind == store.KindHandoff {
+				line.Text = "↪ " + l.Text
 			}
-		case store.RoleAssistant:
-			if m.Content != "" {
-				out = append(out, platform.Line{Role: "assistant", Text: m.Content, Time: m.CreatedAt})
-			}
-			var calls []struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			}
-			if len(m.ToolCalls) > 0 && json.Unmarshal(m.ToolCalls, &calls) == nil {
-				for _, c := range calls {
-					out = append(out, platform.Line{Role: "tool", Tool: c.Name, Text: "→ " + c.Name + " " + readableJSON(c.Arguments), Time: m.CreatedAt})
-				}
-			}
-		case store.RoleTool:
-			text := m.Content
-			if len(text) > ToolShown {
-				text = strings.ToValidUTF8(text[:ToolShown], "") + " …"
-			}
-			out = append(out, platform.Line{Role: "tool", Tool: m.ToolName, Text: "← " + m.ToolName + ": " + text, Time: m.CreatedAt})
 		}
+		out = append(out, line)
 	}
 	return out
-}
-
-// readableJSON is raw without the \u003c-style escapes JSON encoders add
-// for HTML safety: it is shown as text, so "a > b" can stay as typed.
-func readableJSON(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return string(raw)
-	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return string(raw)
-	}
-	return strings.TrimSpace(b.String())
 }

@@ -84,12 +84,30 @@ const (
 	RoleTool      Role = "tool"
 )
 
+// MessageKind says what a message is beyond its role. The empty kind is
+// what a person or the model said; the others are messages baton wrote
+// itself, which people see as notes rather than as words someone said.
+// Code branches on the kind, never on the content, so the content can be
+// worded for the model freely.
+type MessageKind string
+
+const (
+	// KindHandoff is the user message a handoff adds to tell the model
+	// where the conversation now is.
+	KindHandoff MessageKind = "handoff"
+	// KindSummary is the user message that stands in for compressed turns.
+	KindSummary MessageKind = "summary"
+	// KindNotice is something baton told the person about the session.
+	KindNotice MessageKind = "notice"
+)
+
 // Message is one transcript row.
 type Message struct {
 	ID            int64
 	SessionID     string
 	Seq           int64 // position in the session; increases with every append
 	Role          Role
+	Kind          MessageKind // "" for ordinary messages
 	Content       string
 	ToolCalls     json.RawMessage // assistant tool calls as JSON, nil if none
 	ToolCallID    string          // tool results: the call answered

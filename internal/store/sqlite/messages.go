@@ -11,14 +11,14 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
-const messageCols = `id, session_id, seq, role, content, tool_calls, tool_call_id, tool_name,
+const messageCols = `id, session_id, seq, role, kind, content, tool_calls, tool_call_id, tool_name,
 	platform, platform_msg_id, created_at, superseded`
 
 func scanMessage(row interface{ Scan(...any) error }, extra ...any) (store.Message, error) {
 	var m store.Message
 	var toolCalls sql.NullString
 	var created int64
-	dest := append([]any{&m.ID, &m.SessionID, &m.Seq, &m.Role, &m.Content, &toolCalls, &m.ToolCallID,
+	dest := append([]any{&m.ID, &m.SessionID, &m.Seq, &m.Role, &m.Kind, &m.Content, &toolCalls, &m.ToolCallID,
 		&m.ToolName, &m.Platform, &m.PlatformMsgID, &created, &m.Superseded}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return store.Message{}, err
@@ -65,8 +65,8 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...st
 // messages_session_bump trigger advances the session. No row is inserted
 // (and none returned) when the session does not exist.
 const insertMessageSQL = `INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id,
-		tool_name, platform, platform_msg_id, created_at)
-	SELECT id, next_seq, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM sessions WHERE id = ?1
+		tool_name, platform, platform_msg_id, created_at, kind)
+	SELECT id, next_seq, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 FROM sessions WHERE id = ?1
 	RETURNING id, seq`
 
 // appendMessages inserts msgs in order through q, which runs either on the
@@ -84,7 +84,7 @@ func appendMessages(ctx context.Context, ins *sql.Stmt, sessionID string, msgs [
 			m.CreatedAt = fromNanos(t)
 		}
 		err := ins.QueryRowContext(ctx, sessionID, m.Role, m.Content, toolCalls, m.ToolCallID,
-			m.ToolName, m.Platform, m.PlatformMsgID, toNanos(m.CreatedAt)).Scan(&m.ID, &m.Seq)
+			m.ToolName, m.Platform, m.PlatformMsgID, toNanos(m.CreatedAt), string(m.Kind)).Scan(&m.ID, &m.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, store.ErrNotFound
 		}

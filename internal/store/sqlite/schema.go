@@ -164,4 +164,16 @@ UPDATE sessions SET live_from = COALESCE(
 	`
 ALTER TABLE deliveries ADD COLUMN abandoned INTEGER NOT NULL DEFAULT 0;
 `,
+	// 5: kind, what a message is beyond its role (store.MessageKind), so
+	// that nothing has to recognise baton's own messages by their wording.
+	// Before it, a handoff's synthetic message and a compression summary
+	// were told apart by how their content began; those rows get their kind
+	// here so old transcripts keep showing them as notes.
+	`
+ALTER TABLE messages ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+UPDATE messages SET kind = 'handoff'
+	WHERE role = 'user' AND substr(content, 1, length('[baton handoff]')) = '[baton handoff]';
+UPDATE messages SET kind = 'summary'
+	WHERE role = 'user' AND substr(content, 1, length('[Summary of the earlier conversation')) = '[Summary of the earlier conversation';
+`,
 }

@@ -22,13 +22,16 @@ import (
 // 20,000-row transcript, with a few allocations per chunk instead of 13
 // per row. Message strings share their chunk's memory.
 //
-// Content may hold any bytes, so it is cut by length. The metadata fields
-// are joined with the ASCII unit separator and rows with the record
-// separator; AppendMessages refuses those two bytes in metadata. The parse
-// checks every count and that seq increases, and falls back to the row by
-// row query if anything is off (rows written before that rule, or a SQLite
-// that would not keep scan order in group_concat), so a wrong answer is
-// never returned.
+// Content may hold any bytes, so it is cut by length. Each metadata field
+// is a list of its own, joined with the ASCII unit separator: group_concat
+// appends to one growing buffer, where joining a row's fields first
+// (with || or concat_ws) would cost SQLite an allocation per join and row.
+// AppendMessages refuses that byte, and the record separator, in metadata.
+// The parse checks every count and that seq increases, and falls back to
+// the row by row query if anything is off (rows written before that rule,
+// or a SQLite that would not keep scan order in group_concat or dropped
+// the separator next to an empty value), so a wrong answer is never
+// returned.
 
 const (
 	unitSep   = "\x1f"
@@ -44,12 +47,26 @@ const liveChunk = 512
 const packedLiveSQL = `SELECT count(*),
 	ifnull(group_concat(id), ''), ifnull(group_concat(seq), ''), ifnull(group_concat(created_at), ''),
 	ifnull(group_concat(octet_length(content)), ''), ifnull(group_concat(content, ''), ''),
-	ifnull(group_concat(role || '` + unitSep + `' || ifnull(tool_calls, '') || '` + unitSep + `' || tool_call_id || '` + unitSep + `' ||
-		tool_name || '` + unitSep + `' || platform || '` + unitSep + `' || platform_msg_id, '` + recordSep + `'), '')
+	ifnull(group_concat(role, '` + unitSep + `'), ''), ifnull(group_concat(kind, '` + unitSep + `'), ''),
+	ifnull(group_concat(ifnull(tool_calls, ''), '` + unitSep + `'), ''), ifnull(group_concat(tool_call_id, '` + unitSep + `'), ''),
+	ifnull(group_concat(tool_name, '` + unitSep + `'), ''), ifnull(group_concat(platform, '` + unitSep + `'), ''),
+	ifnull(group_concat(platform_msg_id, '` + unitSep + `'), '')
 	FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? AND superseded = 0`
 
 const liveRowsSQL = `SELECT ` + messageCols + ` FROM messages
 	WHERE session_id = ? AND seq >= ? AND seq < ? AND superseded = 0 ORDER BY seq`
+
+// The metadata lists of packedLiveSQL, in order.
+const (
+	metaRole = iota
+	metaKind
+	metaToolCalls
+	metaToolCallID
+	metaToolName
+	metaPlatform
+	metaPlatformMsgID
+	metaFields
+)
 
 // errUnpack means a packed chunk could not be trusted; it is read again
 // row by row.
@@ -169,11 +186,17 @@ func loadLive(ctx context.Context, tx *sql.Tx, sessionID string, from, until int
 		return nil, err
 	}
 	defer packed.Close()
+	// One set of destinations serves every chunk: each Scan writes them all.
+	var n int
+	var ids, seqs, created, lens, content string
+	var meta [metaFields]string
+	dest := []any{&n, &ids, &seqs, &created, &lens, &content}
+	for j := range meta {
+		dest = append(dest, &meta[j])
+	}
 	for lo := from; lo < until; lo += liveChunk {
 		hi := min(lo+liveChunk, until)
-		var n int
-		var ids, seqs, created, lens, content, meta string
-		err := packed.QueryRowContext(ctx, sessionID, lo, hi).Scan(&n, &ids, &seqs, &created, &lens, &content, &meta)
+		err := packed.QueryRowContext(ctx, sessionID, lo, hi).Scan(dest...)
 		if err == nil {
 			var more []store.Message
 			if more, err = unpack(out, sessionID, n, ids, seqs, created, lens, content, meta); err == nil {
@@ -210,7 +233,7 @@ func loadLiveRows(ctx context.Context, tx *sql.Tx, sessionID string, from, until
 
 // unpack cuts n messages out of one packed chunk and appends them to dst.
 // On error dst is unchanged in length (its spare capacity may be written).
-func unpack(dst []store.Message, sessionID string, n int, ids, seqs, createds, lens, content, meta string) ([]store.Message, error) {
+func unpack(dst []store.Message, sessionID string, n int, ids, seqs, createds, lens, content string, meta [metaFields]string) ([]store.Message, error) {
 	if n == 0 {
 		return dst, nil
 	}
@@ -218,56 +241,55 @@ func unpack(dst []store.Message, sessionID string, n int, ids, seqs, createds, l
 	out := grown[len(dst) : len(dst)+n]
 	prevSeq := int64(-1 << 63)
 	for i := range out {
+		last := i == n-1
 		var id, seq, created, size int64
 		var ok bool
-		if id, ids, ok = nextInt(ids, i == n-1); !ok {
+		if id, ids, ok = nextInt(ids, last); !ok {
 			return nil, errUnpack
 		}
-		if seq, seqs, ok = nextInt(seqs, i == n-1); !ok || seq <= prevSeq {
+		if seq, seqs, ok = nextInt(seqs, last); !ok || seq <= prevSeq {
 			return nil, errUnpack
 		}
 		prevSeq = seq
-		if created, createds, ok = nextInt(createds, i == n-1); !ok {
+		if created, createds, ok = nextInt(createds, last); !ok {
 			return nil, errUnpack
 		}
-		if size, lens, ok = nextInt(lens, i == n-1); !ok || size < 0 || size > int64(len(content)) {
+		if size, lens, ok = nextInt(lens, last); !ok || size < 0 || size > int64(len(content)) {
 			return nil, errUnpack
 		}
-		var body, rec string
+		var body string
 		body, content = content[:size], content[size:]
-		if i < n-1 {
-			var found bool
-			if rec, meta, found = strings.Cut(meta, recordSep); !found {
-				return nil, errUnpack
-			}
-		} else {
-			rec, meta = meta, ""
-		}
-		var f [6]string
-		for j := range 5 {
-			var found bool
-			if f[j], rec, found = strings.Cut(rec, unitSep); !found {
+		var f [metaFields]string
+		for j := range meta {
+			if f[j], meta[j], ok = nextField(meta[j], last); !ok {
 				return nil, errUnpack
 			}
 		}
-		if strings.Contains(rec, unitSep) {
-			return nil, errUnpack
-		}
-		f[5] = rec
 		var toolCalls []byte
-		if f[1] != "" {
-			toolCalls = []byte(f[1])
+		if f[metaToolCalls] != "" {
+			toolCalls = []byte(f[metaToolCalls])
 		}
 		// Every field is written: out may be spare capacity that an earlier,
 		// failed unpack scribbled on.
-		out[i] = store.Message{ID: id, SessionID: sessionID, Seq: seq, Role: internRole(f[0]), Content: body,
-			ToolCalls: toolCalls, ToolCallID: f[2], ToolName: f[3], Platform: f[4], PlatformMsgID: f[5],
+		out[i] = store.Message{ID: id, SessionID: sessionID, Seq: seq, Role: internRole(f[metaRole]),
+			Kind: internKind(f[metaKind]), Content: body, ToolCalls: toolCalls, ToolCallID: f[metaToolCallID],
+			ToolName: f[metaToolName], Platform: f[metaPlatform], PlatformMsgID: f[metaPlatformMsgID],
 			CreatedAt: fromNanos(created)}
 	}
-	if ids != "" || seqs != "" || createds != "" || lens != "" || content != "" || meta != "" {
+	if ids != "" || seqs != "" || createds != "" || lens != "" || content != "" || meta != [metaFields]string{} {
 		return nil, errUnpack
 	}
 	return grown[:len(dst)+n], nil
+}
+
+// nextField cuts one value from the front of a metadata list. The last
+// value has no separator after it, and none in it: a separator too many
+// anywhere in the list (a value holding one) shows up there.
+func nextField(list string, last bool) (string, string, bool) {
+	if last {
+		return list, "", !strings.Contains(list, unitSep)
+	}
+	return strings.Cut(list, unitSep)
 }
 
 // nextInt reads one decimal from the front of a comma-separated list; the
@@ -321,9 +343,27 @@ func internRole(r string) store.Role {
 	return store.Role(strings.Clone(r))
 }
 
-// checkSeparators refuses the bytes that separate packed metadata.
+// internKind is internRole for kinds: most messages have none, and the
+// few that do should not keep their chunk alive either.
+func internKind(k string) store.MessageKind {
+	switch store.MessageKind(k) {
+	case "":
+		return ""
+	case store.KindHandoff:
+		return store.KindHandoff
+	case store.KindSummary:
+		return store.KindSummary
+	case store.KindNotice:
+		return store.KindNotice
+	}
+	return store.MessageKind(strings.Clone(k))
+}
+
+// checkSeparators refuses the byte that separates packed metadata, and the
+// record separator, kept free alike so the packing can use it without
+// sending rows to the slow path.
 func checkSeparators(i int, m store.Message) error {
-	for _, f := range [...]struct{ name, v string }{{"role", string(m.Role)}, {"tool call id", m.ToolCallID},
+	for _, f := range [...]struct{ name, v string }{{"role", string(m.Role)}, {"kind", string(m.Kind)}, {"tool call id", m.ToolCallID},
 		{"tool name", m.ToolName}, {"platform", m.Platform}, {"platform message id", m.PlatformMsgID}} {
 		if strings.ContainsAny(f.v, unitSep+recordSep) {
 			return fmt.Errorf("message %d: %s contains a control character (0x1e or 0x1f): %w", i, f.name, store.ErrInvalid)

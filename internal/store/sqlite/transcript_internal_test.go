@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -44,29 +45,98 @@ func TestNextInt(t *testing.T) {
 }
 
 func TestUnpackRefusesWhatDoesNotAddUp(t *testing.T) {
-	meta := "user" + unitSep + unitSep + unitSep + unitSep + unitSep
-	ok := []string{"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta}
-	got, err := unpack(nil, "s", 2, ok[0], ok[1], ok[2], ok[3], ok[4], ok[5])
-	if err != nil || len(got) != 2 || got[0].Content != "hi" || got[1].Content != "bye" || got[1].Seq != 2 || got[1].Role != store.RoleUser {
+	// Two rows: a plain user message and a summary with a tool name.
+	var meta [metaFields]string
+	for j := range meta {
+		meta[j] = unitSep
+	}
+	meta[metaRole] = "user" + unitSep + "user"
+	meta[metaKind] = unitSep + "summary"
+	meta[metaToolName] = "shell" + unitSep
+	with := func(j int, list string) [metaFields]string {
+		m := meta
+		m[j] = list
+		return m
+	}
+	got, err := unpack(nil, "s", 2, "1,2", "1,2", "5,6", "2,3", "hibye", meta)
+	if err != nil || len(got) != 2 || got[0].Content != "hi" || got[1].Content != "bye" || got[1].Seq != 2 || got[1].Role != store.RoleUser ||
+		got[0].Kind != "" || got[1].Kind != store.KindSummary || got[0].ToolName != "shell" || got[1].ToolName != "" {
 		t.Fatalf("good chunk: %+v, %v", got, err)
 	}
-	bad := map[string][6]string{
-		"seq not increasing":     {"1,2", "2,2", "5,6", "2,3", "hibye", ok[5]},
-		"too few ids":            {"1", "1,2", "5,6", "2,3", "hibye", ok[5]},
-		"content too short":      {"1,2", "1,2", "5,6", "2,4", "hibye", ok[5]},
-		"content left over":      {"1,2", "1,2", "5,6", "2,2", "hibye", ok[5]},
-		"one record short":       {"1,2", "1,2", "5,6", "2,3", "hibye", meta},
-		"a field too many":       {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta + unitSep},
-		"a record too many":      {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + meta + recordSep + meta},
-		"negative length":        {"1,2", "1,2", "5,6", "-1,3", "hibye", ok[5]},
-		"created not a number":   {"1,2", "1,2", "5,x", "2,3", "hibye", ok[5]},
-		"a field too few (\x1f)": {"1,2", "1,2", "5,6", "2,3", "hibye", meta + recordSep + "user" + unitSep},
+	type chunk struct {
+		ids, seqs, created, lens, content string
+		meta                              [metaFields]string
 	}
-	for name, b := range bad {
+	bad := map[string]chunk{
+		"seq not increasing":          {"1,2", "2,2", "5,6", "2,3", "hibye", meta},
+		"too few ids":                 {"1", "1,2", "5,6", "2,3", "hibye", meta},
+		"content too short":           {"1,2", "1,2", "5,6", "2,4", "hibye", meta},
+		"content left over":           {"1,2", "1,2", "5,6", "2,2", "hibye", meta},
+		"negative length":             {"1,2", "1,2", "5,6", "-1,3", "hibye", meta},
+		"created not a number":        {"1,2", "1,2", "5,x", "2,3", "hibye", meta},
+		"a role short":                {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaRole, "user")},
+		"a kind too many":             {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaKind, unitSep+unitSep)},
+		"a platform id short":         {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaPlatformMsgID, "")},
+		"a separator in a tool name":  {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaToolName, "a"+unitSep+"b"+unitSep)},
+		"a separator in the last one": {"1,2", "1,2", "5,6", "2,3", "hibye", with(metaPlatform, unitSep+"x"+unitSep)},
+	}
+	for name, c := range bad {
 		dst := make([]store.Message, 1, 8)
-		got, err := unpack(dst, "s", 2, b[0], b[1], b[2], b[3], b[4], b[5])
+		got, err := unpack(dst, "s", 2, c.ids, c.seqs, c.created, c.lens, c.content, c.meta)
 		if err != errUnpack || got != nil {
 			t.Errorf("%s: got %d messages, %v; want errUnpack", name, len(got), err)
+		}
+	}
+}
+
+// The packed query's answer for ordinary rows parses: were it refused, every
+// load would silently take the slow path. Leading empty values matter most:
+// the kind list is mostly empty strings, each still followed by its
+// separator.
+func TestPackedChunkParses(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), FileName), WithoutTranscriptCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, _ := s.CreateSession(t.Context(), store.Session{})
+	msgs := []store.Message{
+		{Role: store.RoleUser, Content: ""},
+		{Role: store.RoleUser, Content: "hi", Platform: "telegram", PlatformMsgID: "7"},
+		{Role: store.RoleAssistant, ToolCalls: []byte(`[{"id":"c1","name":"shell","arguments":{}}]`)},
+		{Role: store.RoleTool, ToolCallID: "c1", ToolName: "shell", Content: "out\x1e\x1f"},
+		{Role: store.RoleUser, Kind: store.KindHandoff, Content: "handed off"},
+		{Role: store.RoleUser, Content: "last", Kind: "custom"},
+	}
+	if _, err := s.AppendMessages(t.Context(), sess.ID, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ids, seqs, created, lens, content string
+	var meta [metaFields]string
+	dest := []any{&n, &ids, &seqs, &created, &lens, &content}
+	for j := range meta {
+		dest = append(dest, &meta[j])
+	}
+	if err := s.r.QueryRowContext(t.Context(), packedLiveSQL, sess.ID, 1, 100).Scan(dest...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := unpack(nil, sess.ID, n, ids, seqs, created, lens, content, meta)
+	if err != nil {
+		t.Fatalf("packed chunk refused: %v\nmeta %q", err, meta)
+	}
+	want, err := s.History(t.Context(), sess.ID)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d messages, want %d (%v)", len(got), len(want), err)
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if !g.CreatedAt.Equal(w.CreatedAt) {
+			t.Fatalf("message %d created %v, want %v", i, g.CreatedAt, w.CreatedAt)
+		}
+		g.CreatedAt = w.CreatedAt
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("message %d\n got %+v\nwant %+v", i, g, w)
 		}
 	}
 }
@@ -117,6 +187,77 @@ func TestMigrationSetsLiveFrom(t *testing.T) {
 	tr, err := s.Transcript(t.Context(), "replaced")
 	if err != nil || len(tr) != 2 || tr[0].Content != "m3" || tr[1].Content != "m4" {
 		t.Fatalf("transcript after migration: %+v, %v", tr, err)
+	}
+}
+
+// A file written at schema version 4 told a handoff's synthetic message
+// and a compression summary apart only by how their content began:
+// migration 5 gives those rows their kind, and nothing else.
+func TestMigrationSetsKindOfOldPrefixedRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
+	for v := 1; v <= 4; v++ {
+		exec(migrations[v-1])
+		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
+	}
+	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)`)
+	rows := []struct {
+		role, content string
+		superseded    bool
+		want          store.MessageKind
+	}{
+		{"user", "[Summary of the earlier conversation, compressed to save context]\n\nold notes", true, store.KindSummary},
+		{"user", "[Summary of the earlier conversation, compressed to save context]\n\nnotes", false, store.KindSummary},
+		{"user", "[baton handoff] This conversation was just handed off from the terminal to the web chat. Greet them.", false, store.KindHandoff},
+		{"assistant", "[baton handoff] quoted by the model", false, ""},
+		{"user", "what does [baton handoff] mean?", false, ""},
+		{"user", "[baton handof", false, ""},
+		{"user", "[summary of the earlier conversation", false, ""}, // another case: not ours
+		{"tool", "[Summary of the earlier conversation", false, ""},
+		{"user", "plain", false, ""},
+	}
+	for i, r := range rows {
+		exec(`INSERT INTO messages (session_id, seq, role, content, created_at, superseded) VALUES ('s', ?, ?, ?, 1, ?)`,
+			i+1, r.role, r.content, r.superseded)
+	}
+	exec(`UPDATE sessions SET message_count = ?, live_from = 2`, len(rows)-1)
+	db.Close()
+
+	s, err := Open(t.Context(), path, WithoutTranscriptCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(t.Context()); err != nil || v != len(migrations) {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	hist, err := s.History(t.Context(), "s")
+	if err != nil || len(hist) != len(rows) {
+		t.Fatalf("history: %d rows, %v", len(hist), err)
+	}
+	for i, m := range hist {
+		if m.Kind != rows[i].want || m.Content != rows[i].content {
+			t.Errorf("row %d (%s %q): kind %q, want %q", i, m.Role, m.Content, m.Kind, rows[i].want)
+		}
+	}
+	tr, err := s.Transcript(t.Context(), "s")
+	if err != nil || len(tr) != len(rows)-1 {
+		t.Fatalf("transcript: %d rows, %v", len(tr), err)
+	}
+	for i, m := range tr {
+		if m.Kind != rows[i+1].want {
+			t.Errorf("loaded row %d: kind %q, want %q", i, m.Kind, rows[i+1].want)
+		}
 	}
 }
 

@@ -29,7 +29,10 @@ func mixed(n int) []store.Message {
 		case 3:
 			m.Platform, m.PlatformMsgID = "telegram", fmt.Sprint(i)
 		case 4:
-			m.Role, m.Content = "custom-role", ""
+			m.Role, m.Content, m.Kind = "custom-role", "", "custom-kind"
+		}
+		if i%5 == 0 && i%3 == 0 {
+			m.Kind = store.KindHandoff
 		}
 		out[i] = m
 	}
@@ -131,13 +134,16 @@ func TestSeparatorsInOldRowsStillLoad(t *testing.T) {
 		WHERE session_id = ? AND seq IN (5, 700)`, "a\x1fb", "c\x1ed", sess.ID); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Exec(`UPDATE messages SET kind = ? WHERE session_id = ? AND seq = 900`, "k\x1e\x1f", sess.ID); err != nil {
+		t.Fatal(err)
+	}
 	tr, err := s.Transcript(t.Context(), sess.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameMessages(t, "with separators", tr, live(t, s, sess.ID))
-	if tr[4].ToolName != "a\x1fb" || tr[699].PlatformMsgID != "c\x1ed" {
-		t.Fatalf("separators lost: %q, %q", tr[4].ToolName, tr[699].PlatformMsgID)
+	if tr[4].ToolName != "a\x1fb" || tr[699].PlatformMsgID != "c\x1ed" || tr[899].Kind != "k\x1e\x1f" {
+		t.Fatalf("separators lost: %q, %q, %q", tr[4].ToolName, tr[699].PlatformMsgID, tr[899].Kind)
 	}
 }
 
@@ -152,6 +158,7 @@ func TestAppendRefusesSeparatorsInMetadata(t *testing.T) {
 		"platform":    {Role: store.RoleUser, Platform: "x\x1e"},
 		"platform id": {Role: store.RoleUser, PlatformMsgID: "1\x1f"},
 		"tool calls":  {Role: store.RoleAssistant, ToolCalls: json.RawMessage("[\x1e]")},
+		"kind":        {Role: store.RoleUser, Kind: "note\x1f"},
 	} {
 		_, err := s.AppendMessages(t.Context(), sess.ID, m)
 		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "0x1e or 0x1f") {

@@ -77,6 +77,36 @@ var messageTests = map[string]func(*testing.T, store.Store){
 			}
 		}
 	},
+	"KindRoundTrips": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		kinds := func(ms []store.Message) []string {
+			out := make([]string, len(ms))
+			for i, m := range ms {
+				out[i] = string(m.Role) + ":" + string(m.Kind)
+			}
+			return out
+		}
+		got := must(s.AppendMessages(ctx(t), a.ID,
+			store.Message{Role: store.RoleUser, Content: "hello"},
+			store.Message{Role: store.RoleUser, Kind: store.KindHandoff, Content: "handed off", Platform: "web", PlatformMsgID: "handoff:1"},
+			store.Message{Role: store.RoleAssistant, Kind: store.KindNotice, Content: "this chat now continues elsewhere"},
+			store.Message{Role: store.RoleAssistant, Content: "hi again"},
+		))
+		appended := []string{"user:", "user:handoff", "assistant:notice", "assistant:"}
+		eqSlice(t, "returned", kinds(got), appended)
+		eqSlice(t, "loaded", kinds(must(s.Transcript(ctx(t), a.ID))), appended)
+		eq(t, "found by platform id", must(s.FindPlatformMessage(ctx(t), "web", "handoff:1")).Kind, store.KindHandoff)
+		tr := must(s.Transcript(ctx(t), a.ID))
+		// A compression: a summary stands in for the first three.
+		replaced := append([]store.Message{{Role: store.RoleUser, Kind: store.KindSummary, Content: "summary"}}, tr[3:]...)
+		eqSlice(t, "replace returned", kinds(must(s.ReplaceTranscript(ctx(t), a.ID, replaced))), []string{"user:summary", "assistant:"})
+		eqSlice(t, "loaded after replace", kinds(must(s.Transcript(ctx(t), a.ID))), []string{"user:summary", "assistant:"})
+		eqSlice(t, "history", kinds(must(s.History(ctx(t), a.ID))),
+			[]string{"user:", "user:handoff", "assistant:notice", "assistant:", "user:summary", "assistant:"})
+		hits := must(s.Search(ctx(t), store.SearchQuery{Text: "summary", SessionID: a.ID}))
+		eq(t, "hits", len(hits), 1)
+		eq(t, "kind of a hit", hits[0].Message.Kind, store.KindSummary)
+	},
 	"ReplaceTranscriptKeepsHistory": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
 		for _, c := range []string{"one", "two", "three"} {
