@@ -21,6 +21,7 @@ import (
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // gatewayProc is `baton gateway` running as a real process.
@@ -78,18 +79,17 @@ func startGateway(t *testing.T, env []string, batonHome string) *gatewayProc {
 		t.Fatalf("gateway printed no web address:\n%s", g.Log())
 	}
 	c := control.NewClient(control.SocketPath(batonHome))
-	deadline := time.Now().Add(hangGuard)
-	for {
-		if s, err := c.Status(context.Background()); err == nil {
-			if p, ok := s.Platform("web"); ok && p.Live {
-				return g
-			}
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
+		s, err := c.Status(context.Background())
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway never answered on its socket:\n%s", g.Log())
-		}
-		time.Sleep(20 * time.Millisecond)
+		p, ok := s.Platform("web")
+		return ok && p.Live
+	}) {
+		t.Fatalf("gateway never answered on its socket:\n%s", g.Log())
 	}
+	return g
 }
 
 func (g *gatewayProc) Log() string {
@@ -381,12 +381,8 @@ func TestHandoffSurvivesGatewayKill(t *testing.T) {
 	tm.expect("echo: remember the number 7")
 	tm.line("/handoff web")
 	tm.expect("Handing off to web")
-	deadline := time.Now().Add(hangGuard)
-	for handoffCalls.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway never started the handoff turn:\n%s", gw.Log())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return handoffCalls.Load() > 0 }) {
+		t.Fatalf("the gateway never started the handoff turn:\n%s", gw.Log())
 	}
 	gw.kill()
 	tm.expect("Lost contact with the gateway")
@@ -485,12 +481,11 @@ func stopBackgroundGateway(t *testing.T, batonHome string) {
 		return
 	}
 	_ = p.Signal(syscall.SIGTERM)
-	deadline := time.Now().Add(hangGuard)
-	for time.Now().Before(deadline) {
-		if _, err := c.Status(context.Background()); err != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if testutil.Poll(testutil.Context(t, hangGuard), func() bool {
+		_, err := c.Status(context.Background())
+		return err != nil
+	}) {
+		return
 	}
 	_ = p.Kill()
 	t.Errorf("the background gateway ignored SIGTERM")

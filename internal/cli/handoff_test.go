@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 func TestChoose(t *testing.T) {
@@ -166,17 +167,14 @@ func TestHandoffRefusalsFromTheTerminal(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(gctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		if st, err := control.NewClient(control.SocketPath(app.Home)).Status(ctx); err == nil {
-			if p, ok := st.Platform("web"); ok && p.Live {
-				break
-			}
+	testutil.Eventually(t, 0, func() bool {
+		st, err := control.NewClient(control.SocketPath(app.Home)).Status(ctx)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gateway's web chat never became live")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		p, ok := st.Platform("web")
+		return ok && p.Live
+	}, "the gateway's web chat to be live")
 	for platformName, want := range map[string]string{
 		"telegram": "telegram is not enabled in the gateway (enabled: web)",
 		"web":      "web has no home channel: type /sethome",

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +28,7 @@ import (
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 const token = "0123456789abcdef0123456789abcdef"
@@ -88,7 +87,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	}
 	sock := filepath.Join(home, control.SocketName)
 	// The gateway's log is shown only when the test fails.
-	logs := &lockedBuffer{}
+	logs := &testutil.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
@@ -141,21 +140,24 @@ func newRig(t testing.TB, o rigOpts) *rig {
 
 func (r *rig) waitLive(t testing.TB, name string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		s, err := r.client.Status(ctx)
-		if err == nil {
-			if p, ok := s.Platform(name); ok && p.Live {
-				return
-			}
+	r.waitPlatform(t, name, "became live", func(p control.Platform) bool { return p.Live })
+}
+
+// waitPlatform waits until the gateway reports name in a state cond accepts.
+func (r *rig) waitPlatform(t testing.TB, name, what string, cond func(control.Platform) bool) control.Platform {
+	t.Helper()
+	var last control.Platform
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
+		s, err := r.client.Status(context.Background())
+		if err != nil {
+			return false
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never became live: %v %+v", name, err, s)
-		case <-time.After(20 * time.Millisecond):
-		}
+		last, _ = s.Platform(name)
+		return cond(last)
+	}) {
+		t.Fatalf("%s never %s; last status %+v", name, what, last)
 	}
+	return last
 }
 
 // terminalSession is a session as the terminal leaves it: three messages.
@@ -353,17 +355,10 @@ func TestHandoffToWebAndBack(t *testing.T) {
 // recorded just after the platform took it.
 func waitAllSent(t testing.TB, st store.Store) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.Eventually(t, 0, func() bool {
 		pending, err := st.PendingDeliveries(context.Background(), "", 0)
-		if err == nil && len(pending) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("unsent deliveries left: %+v %v", pending, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && len(pending) == 0
+	}, "every delivery sent")
 }
 
 func TestHandoffRefusals(t *testing.T) {
@@ -523,21 +518,3 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// lockedBuffer is a bytes.Buffer safe for the gateway's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

@@ -66,29 +66,6 @@ func telegramVia(t *testing.T, serverURL, home string) *rig {
 	})
 }
 
-// waitPlatform waits until the gateway reports name in a state cond accepts.
-func (r *rig) waitPlatform(t *testing.T, name, what string, cond func(control.Platform) bool) control.Platform {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var last control.Platform
-	for {
-		if s, err := r.client.Status(ctx); err == nil {
-			if p, ok := s.Platform(name); ok {
-				last = p
-				if cond(p) {
-					return p
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never %s; last status %+v", name, what, last)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // A Bot API unreachable at start for longer than any start-up retry:
 // Telegram shows as down with a one-line reason, refuses handoffs with it,
 // then becomes live by itself once the server answers, and a handoff to it

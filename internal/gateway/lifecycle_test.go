@@ -11,6 +11,7 @@ import (
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // A handoff requested while no gateway ran is picked up when one starts.
@@ -118,9 +119,7 @@ func TestStopFinishesTurnInFlight(t *testing.T) {
 	r.model.Push(llmtest.Reply{Text: "finished despite the stop", Delay: 50 * time.Millisecond})
 	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "long job", "id": "j1"})
 	pg.await("ack", func(f map[string]any) bool { return f["type"] == "ack" })
-	for len(r.model.Requests()) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 0, func() bool { return len(r.model.Requests()) > 0 }, "the model to be asked")
 	r.stop()
 	b, err := r.st.LookupBinding(context.Background(), web.Home.Key())
 	if err != nil {
@@ -210,17 +209,10 @@ func TestInboundLeftMidTurnIsAnsweredAtStart(t *testing.T) {
 		}
 	}})
 	waitAllSent(t, r.st)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		pending, _ := r.st.PendingInbound(context.Background(), 0)
-		if len(pending) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("inbound never handled: %+v", pending)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 0, func() bool {
+		pending, err := r.st.PendingInbound(context.Background(), 0)
+		return err == nil && len(pending) == 0
+	}, "every inbound message handled")
 	msgs, _ := r.st.Transcript(context.Background(), unanswered)
 	if len(msgs) != 2 || msgs[0].Content != "question m0" || msgs[1].Content != "answered after the restart" {
 		t.Fatalf("unanswered session now %+v", msgs)

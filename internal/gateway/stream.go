@@ -29,6 +29,7 @@ type editStream struct {
 	split func(string) []string
 
 	wake chan struct{}
+	stop chan struct{} // closed by finish: no more rounds, not even paced ones
 	done chan struct{}
 
 	showing sync.Mutex // one round of sends and edits at a time
@@ -38,7 +39,6 @@ type editStream struct {
 	ids    []string // messages posted for it, one per part
 	shown  []string // what each shows
 	broken bool     // a send or edit failed: stop streaming, the outbox delivers
-	ended  bool
 }
 
 // streamEdits starts an edit stream at addr when the platform can edit and
@@ -50,7 +50,7 @@ func (g *Gateway) streamEdits(ctx context.Context, a platform.Adapter, addr plat
 	}
 	s := &editStream{g: g, a: a, ed: ed, addr: addr, every: defaultEditEvery,
 		split: func(t string) []string { return []string{t} },
-		wake:  make(chan struct{}, 1), done: make(chan struct{})}
+		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if p, ok := a.(platform.EditPacer); ok && p.EditEvery() > 0 {
 		s.every = p.EditEvery()
 	}
@@ -88,15 +88,10 @@ func (s *editStream) event(ev agent.Event) {
 }
 
 // finish stops the stream and returns the messages posted for the last
-// segment, which the final answer's parts replace by edits.
+// segment, which the final answer's parts replace by edits. It does not
+// wait out the pace: the final answer is due now.
 func (s *editStream) finish() []string {
-	s.mu.Lock()
-	s.ended = true
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,19 +107,21 @@ func (s *editStream) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stop:
+			return
 		case <-s.wake:
 		}
 		s.mu.Lock()
-		text, ended := s.text, s.ended
+		text := s.text
 		s.mu.Unlock()
-		if ended {
-			return
-		}
 		s.show(ctx, text)
 		// Pace: at most one round of edits per interval.
 		t := time.NewTimer(s.every)
 		select {
 		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.stop:
 			t.Stop()
 			return
 		case <-t.C:

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 const (
@@ -46,18 +47,19 @@ func telegramRig(t *testing.T, fake *telegramtest.Server, home string) *rig {
 // sentWhere waits for a message the bot sent that matches.
 func sentWhere(t *testing.T, fake *telegramtest.Server, what string, match func(telegramtest.SentMessage) bool) telegramtest.SentMessage {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var found telegramtest.SentMessage
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
 		for _, m := range fake.Shown() {
 			if match(m) {
-				return m
+				found = m
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the bot never sent %s; it sent %+v", what, fake.Shown())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the bot never sent %s; it sent %+v", what, fake.Shown())
 	}
+	return found
 }
 
 func countSent(fake *telegramtest.Server, match func(telegramtest.SentMessage) bool) int {
@@ -341,16 +343,7 @@ func TestPermanentSendFailureDoesNotBlock(t *testing.T) {
 	fake.Forbid("This one is refused.")
 	r.model.Push(llmtest.Reply{Text: "This one is refused."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "first")
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if n := fake.CallCount("sendMessage"); n >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the refused reply was never tried")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 0, func() bool { return fake.CallCount("sendMessage") >= 1 }, "the refused reply to be tried")
 	r.model.Push(llmtest.Reply{Text: "This one arrives."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "second")
 	sentWhere(t, fake, "the second reply", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "This one arrives.") })
@@ -381,26 +374,12 @@ func TestTelegramWithRefusedTokenIsNotLive(t *testing.T) {
 	}
 	r := newRig(t, rigOpts{extra: []platform.Adapter{tg}, homes: map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:42"}})
 	ctx := context.Background()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		s, err := r.client.Status(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := s.Platform("telegram")
-		if p.Live {
-			t.Fatalf("a bot with a refused token is reported live: %+v", p)
-		}
-		if p.Error != "" {
-			if strings.Contains(p.Error, "999:wrong") {
-				t.Errorf("the token leaked into the status: %q", p.Error)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no error reported for the refused token: %+v", p)
-		}
-		time.Sleep(10 * time.Millisecond)
+	p := r.waitPlatform(t, "telegram", "reported an error", func(p control.Platform) bool { return p.Live || p.Error != "" })
+	if p.Live {
+		t.Fatalf("a bot with a refused token is reported live: %+v", p)
+	}
+	if strings.Contains(p.Error, "999:wrong") {
+		t.Errorf("the token leaked into the status: %q", p.Error)
 	}
 	sess := r.terminalSession(t)
 	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})

@@ -290,11 +290,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	rec := &statusWriter{ResponseWriter: w}
+	record := func() {
+		s.mu.Lock()
+		s.calls = append(s.calls, Call{Method: method, Path: r.URL.Path, Params: params, Status: rec.status})
+		s.changedLocked()
+		s.mu.Unlock()
+	}
 	switch {
 	case down && mode == Hangup:
+		// Recorded before the hang-up: the client may look at the calls as
+		// soon as its request fails.
+		record()
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
 		}
+		return
 	case down:
 		w.Header().Set("Content-Type", "text/html")
 		rec.WriteHeader(http.StatusBadGateway)
@@ -305,10 +315,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		ctx := context.WithValue(r.Context(), paramsKey{}, parsed{params, perr})
 		s.handler.ServeHTTP(rec, r.WithContext(ctx))
 	}
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, Path: r.URL.Path, Params: params, Status: rec.status})
-	s.changedLocked()
-	s.mu.Unlock()
+	record()
 }
 
 // statusWriter remembers the status answered.

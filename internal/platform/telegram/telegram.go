@@ -61,6 +61,10 @@ type Config struct {
 	Logger *slog.Logger
 	// RequestTimeout bounds one API call other than getUpdates; default 30s.
 	RequestTimeout time.Duration
+	// EditEvery paces the edits of a reply streamed into one message;
+	// default 1.5s, as Telegram allows about one edit a second per chat
+	// before answering 429.
+	EditEvery time.Duration
 }
 
 // FromEnv returns c with Token taken from TELEGRAM_BOT_TOKEN when c has
@@ -129,6 +133,9 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = 50 * time.Second
 	}
+	if cfg.EditEvery <= 0 {
+		cfg.EditEvery = 1500 * time.Millisecond
+	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
@@ -167,9 +174,8 @@ func (a *Adapter) Name() string { return Name }
 // MaxMessageLen is 4096.
 func (a *Adapter) MaxMessageLen() int { return MaxMessageLen }
 
-// EditEvery paces streamed edits of one message: Telegram allows about one
-// edit a second per chat before answering 429.
-func (a *Adapter) EditEvery() time.Duration { return 1500 * time.Millisecond }
+// EditEvery paces streamed edits of one message (Config.EditEvery).
+func (a *Adapter) EditEvery() time.Duration { return a.cfg.EditEvery }
 
 // MessageLen counts UTF-16 code units, as Telegram does.
 func (a *Adapter) MessageLen(s string) int { return platform.UTF16Len(s) }

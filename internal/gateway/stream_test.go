@@ -1,0 +1,158 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/telegram"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+)
+
+// Streaming by edits, through the Telegram fake: the gateway posts a
+// reply's first words, edits the message as the model writes, at the
+// platform's pace, opens a new message past the limit, and finishes with
+// edits rather than posting the answer again.
+
+// streamRig is a gateway with Telegram editing at most once per every.
+func streamRig(t *testing.T, fake *telegramtest.Server, every time.Duration) *rig {
+	t.Helper()
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+		EditEvery: every, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		extra:  []platform.Adapter{tg},
+		owners: map[string][]string{"telegram": {"42"}},
+		homes:  map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:42"},
+	})
+	r.waitLive(t, "telegram")
+	return r
+}
+
+// words is n distinct words, so every prefix is told apart.
+func words(n int) string {
+	w := make([]string, n)
+	for i := range w {
+		w[i] = fmt.Sprintf("word%03d", i)
+	}
+	return strings.Join(w, " ")
+}
+
+// inDM is what the bot sent to the owner's private chat, in order.
+func inDM(fake *telegramtest.Server) []telegramtest.SentMessage {
+	var out []telegramtest.SentMessage
+	for _, m := range fake.Sent() {
+		if m.ChatID == "42" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestStreamedReplyGrowsByEdits(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := streamRig(t, fake, time.Millisecond)
+	reply := words(12)
+	r.model.Push(llmtest.Reply{Text: reply, Delay: 15 * time.Millisecond})
+	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
+	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	waitAllSent(t, r.st)
+
+	sent := inDM(fake)
+	if len(sent) < 3 || sent[0].Method != "sendMessage" {
+		t.Fatalf("want a post and at least two edits, got %+v", sent)
+	}
+	id := sent[0].MessageID
+	prev := ""
+	for i, m := range sent {
+		if i > 0 && (m.Method != "editMessageText" || m.MessageID != id) {
+			t.Fatalf("step %d is %s of message %d, want an edit of %d: %+v", i, m.Method, m.MessageID, id, sent)
+		}
+		if !strings.HasPrefix(reply, m.Plain) || len(m.Plain) <= len(prev) {
+			t.Fatalf("step %d shows %q after %q: the message must only grow toward the reply", i, m.Plain, prev)
+		}
+		prev = m.Plain
+	}
+	if prev != reply {
+		t.Errorf("the message ends as %q, want the reply", prev)
+	}
+	if shown := fake.Shown(); len(shown) != 1 {
+		t.Errorf("%d messages shown, want the one reply: %+v", len(shown), shown)
+	}
+}
+
+// With a pace longer than the turn, the message is posted once while the
+// model writes and edited once into the answer when the turn ends: the
+// pace holds back edits, never the final answer.
+func TestStreamedReplyIsPacedAndFinishedAtOnce(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := streamRig(t, fake, time.Hour)
+	reply := words(10)
+	r.model.Push(llmtest.Reply{Text: reply, Delay: 5 * time.Millisecond})
+	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
+	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	waitAllSent(t, r.st)
+
+	sent := inDM(fake)
+	if len(sent) != 2 {
+		t.Fatalf("want one post and one final edit, got %+v", sent)
+	}
+	if sent[0].Method != "sendMessage" || sent[0].Plain == reply || !strings.HasPrefix(reply, sent[0].Plain) {
+		t.Errorf("first the first words are posted: %+v", sent[0])
+	}
+	if sent[1].Method != "editMessageText" || sent[1].MessageID != sent[0].MessageID || sent[1].Plain != reply {
+		t.Errorf("then the same message is edited into the reply: %+v", sent[1])
+	}
+}
+
+// A reply longer than Telegram's limit goes on in a new message while it
+// is written; the final answer edits both into its parts and posts
+// nothing again.
+func TestStreamedReplyOverflowsIntoANewMessage(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := streamRig(t, fake, time.Millisecond)
+	reply := words(700) // 5,599 characters: two messages
+	r.model.Push(llmtest.Reply{Text: reply, Delay: time.Millisecond})
+	fake.PushMessage(ownerTG, 0, ownerUser, "tell me a lot")
+	sentWhere(t, fake, "the reply's end", func(m telegramtest.SentMessage) bool { return strings.HasSuffix(m.Plain, "word699") })
+	waitAllSent(t, r.st)
+
+	shown := fake.Shown()
+	if len(shown) != 2 {
+		t.Fatalf("%d messages shown, want 2", len(shown))
+	}
+	var texts []string
+	for _, m := range shown {
+		if n := platform.UTF16Len(m.Plain); n > telegram.MaxMessageLen {
+			t.Errorf("a message of %d units, over the limit", n)
+		}
+		texts = append(texts, m.Plain)
+	}
+	if !slices.Equal(strings.Fields(strings.Join(texts, " ")), strings.Fields(reply)) {
+		t.Errorf("the two messages do not make the reply in order")
+	}
+	posts, edits := 0, 0
+	for _, m := range inDM(fake) {
+		switch {
+		case m.Method == "sendMessage":
+			posts++
+		case m.MessageID == shown[0].MessageID:
+			edits++
+		}
+	}
+	if posts != 2 {
+		t.Errorf("%d posts, want 2: the final answer edits what was streamed", posts)
+	}
+	if edits < 2 {
+		t.Errorf("the first message was edited %d times; it should have grown", edits)
+	}
+}
