@@ -21,6 +21,10 @@ var (
 	ErrConflict  = errors.New("conflict")
 	ErrInvalid   = errors.New("invalid")
 	ErrAmbiguous = errors.New("ambiguous")
+	// ErrDamaged is a store whose file exists but cannot be used (empty,
+	// not a database, corrupt). baton stops rather than start afresh on
+	// top of someone's conversations.
+	ErrDamaged = errors.New("the store is damaged")
 )
 
 // ErrHandoffInFlight is returned by RequestHandoff while the session already

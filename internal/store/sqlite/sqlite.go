@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -69,6 +70,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := checkFile(path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	// Create the file ourselves so it is private from the first byte; SQLite
 	// gives the -wal and -shm files the same mode.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -115,6 +119,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if err := s.setUp(ctx); err != nil {
 		s.Close()
+		if isDamage(err) {
+			err = damaged(path, err.Error())
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	for _, q := range []string{insertMessageSQL, insertDeliverySQL, deliveryByKeySQL} {
@@ -124,6 +131,48 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkFile refuses an existing database file that is empty: SQLite would
+// quietly make a new database of it, and the person would find their
+// conversations gone instead of being told. A new file is made only where
+// none exists.
+func checkFile(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if fi.Size() > 0 {
+		return nil
+	}
+	// An empty main file with a write-ahead log still holds what the log
+	// holds; SQLite recovers it from there.
+	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+		return nil
+	}
+	return damaged(path, "the file is empty (0 bytes)")
+}
+
+// damaged says what is wrong with the file at path and what to do.
+func damaged(path, what string) error {
+	return fmt.Errorf("%w: %s. baton will not start a new store on top of it. "+
+		"Restore it from a backup, or move it away to start afresh: mv %s %s.damaged",
+		store.ErrDamaged, what, path, path)
+}
+
+// isDamage reports whether err says the file is not a usable database.
+func isDamage(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return true
+	}
+	return false
 }
 
 // Path is the database file.
@@ -323,4 +372,37 @@ func isForeignKey(err error) bool { return isConstraint(err, sqlite3.SQLITE_CONS
 func escapeLike(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return r.Replace(s)
+}
+
+// Check runs SQLite's quick integrity check over the whole file; a
+// problem found wraps store.ErrDamaged and names the first few.
+func (s *Store) Check(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, "PRAGMA quick_check(10)")
+	if err != nil {
+		if isDamage(err) {
+			return damaged(s.path, err.Error())
+		}
+		return fmt.Errorf("check store %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("check store %s: %w", s.path, err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if isDamage(err) {
+			return damaged(s.path, err.Error())
+		}
+		return fmt.Errorf("check store %s: %w", s.path, err)
+	}
+	if len(problems) > 0 {
+		return damaged(s.path, "the integrity check found: "+strings.Join(problems, "; "))
+	}
+	return nil
 }

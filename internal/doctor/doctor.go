@@ -1,0 +1,153 @@
+// Package doctor checks a baton home the way `baton doctor` reports it:
+// the configuration, the store's integrity, and that nothing private can
+// be read by other users of the machine.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/baton-agent/baton/internal/app"
+	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform/all"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// Finding is one line of the report.
+type Finding struct {
+	OK   bool
+	What string // what was checked, and what was found
+	Fix  string // what to do about it; empty when OK
+}
+
+// checker is what a store offers when it can check its own integrity.
+type checker interface {
+	Check(ctx context.Context) error
+}
+
+// versioned is what a store offers when it has a schema version.
+type versioned interface {
+	SchemaVersion(ctx context.Context) (int, error)
+}
+
+// Check examines home and returns its findings in the order they are
+// printed. It changes nothing: a home or store that does not exist yet is
+// reported, not created.
+func Check(ctx context.Context, home string) []Finding {
+	var out []Finding
+	add := func(ok bool, what, fix string) { out = append(out, Finding{OK: ok, What: what, Fix: fix}) }
+
+	fi, err := os.Stat(home)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		add(true, "home "+home+" does not exist yet; baton makes it on the first run", "")
+		return out
+	case err != nil:
+		add(false, "home "+home+": "+err.Error(), "check the path in BATON_HOME")
+		return out
+	case !fi.IsDir():
+		add(false, "home "+home+" is not a directory", "point BATON_HOME at a directory")
+		return out
+	}
+	out = append(out, privacy(home, fi)...)
+
+	cfg, err := config.Load(home)
+	if err == nil {
+		err = cfg.CheckSections(all.Names())
+	}
+	if err != nil {
+		add(false, "config: "+err.Error(), "fix "+filepath.Join(home, config.FileName))
+		return out
+	}
+	add(true, "config "+filepath.Join(home, config.FileName)+" reads", "")
+
+	url := app.StoreURL(cfg, os.Getenv)
+	path, err := app.StorePath(home, url)
+	if err != nil {
+		add(false, "store: "+err.Error(), "fix store: in config.yaml or BATON_STORE")
+		return out
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		add(true, "store "+path+" does not exist yet; baton makes it on the first run", "")
+	} else {
+		out = append(out, checkStore(ctx, home, url, path)...)
+	}
+
+	c := control.NewClient(control.SocketPath(home))
+	if s, err := c.Status(ctx); err == nil {
+		add(true, fmt.Sprintf("gateway running (pid %d)", s.PID), "")
+	} else {
+		add(true, "gateway not running", "")
+	}
+	return out
+}
+
+func checkStore(ctx context.Context, home, url, path string) []Finding {
+	st, err := app.OpenStore(ctx, home, url)
+	if err != nil {
+		fix := "see the message above"
+		if errors.Is(err, store.ErrDamaged) {
+			fix = "restore " + path + " from a backup, or move it away to start afresh"
+		}
+		return []Finding{{What: "store: " + err.Error(), Fix: fix}}
+	}
+	defer st.Close()
+	what := "store " + path
+	if v, ok := st.(versioned); ok {
+		if n, err := v.SchemaVersion(ctx); err == nil {
+			what += fmt.Sprintf(" (schema %d)", n)
+		}
+	}
+	if c, ok := st.(checker); ok {
+		if err := c.Check(ctx); err != nil {
+			return []Finding{{What: what + ": " + err.Error(), Fix: "restore " + path + " from a backup"}}
+		}
+		what += ": integrity ok"
+	}
+	return []Finding{{OK: true, What: what}}
+}
+
+// privacy reports home and the files in it that others could read: the
+// store holds every conversation, and the web token and config hold
+// secrets.
+func privacy(home string, fi fs.FileInfo) []Finding {
+	var out []Finding
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		out = append(out, Finding{What: fmt.Sprintf("home %s can be read by others (mode %#o)", home, m), Fix: "chmod 700 " + home})
+	} else {
+		out = append(out, Finding{OK: true, What: fmt.Sprintf("home %s is private (mode %#o)", home, m)})
+	}
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return append(out, Finding{What: "home: " + err.Error(), Fix: "check the permissions of " + home})
+	}
+	// ReadDir sorts by name: the report reads the same every time.
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		p := filepath.Join(home, e.Name())
+		out = append(out, Finding{What: fmt.Sprintf("%s can be read by others (mode %#o)", p, info.Mode().Perm()), Fix: "chmod 600 " + p})
+	}
+	return out
+}
+
+// Print writes findings one per line and returns how many need fixing.
+func Print(w io.Writer, fs []Finding) (problems int) {
+	for _, f := range fs {
+		if f.OK {
+			fmt.Fprintf(w, "ok    %s\n", f.What)
+			continue
+		}
+		problems++
+		fmt.Fprintf(w, "FIX   %s\n      → %s\n", f.What, f.Fix)
+	}
+	return problems
+}

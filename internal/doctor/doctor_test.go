@@ -1,0 +1,120 @@
+package doctor_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/doctor"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
+)
+
+// home makes a baton home with a store holding a few hundred messages.
+func home(t *testing.T) (dir, db string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "baton")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db = filepath.Join(dir, sqlite.FileName)
+	st, err := sqlite.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.CreateUser(context.Background(), "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.CreateSession(context.Background(), store.Session{OwnerID: u.ID, Platform: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := st.AppendMessages(context.Background(), s.ID, store.Message{Role: store.RoleUser, Content: strings.Repeat("words to fill pages ", 20)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, db
+}
+
+func report(t *testing.T, dir string) (string, int) {
+	t.Helper()
+	var b bytes.Buffer
+	n := doctor.Print(&b, doctor.Check(context.Background(), dir))
+	return b.String(), n
+}
+
+func TestHealthyHome(t *testing.T) {
+	dir, _ := home(t)
+	out, n := report(t, dir)
+	if n != 0 {
+		t.Fatalf("%d problems in a healthy home:\n%s", n, out)
+	}
+	for _, want := range []string{"is private", "integrity ok", "gateway not running"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFilesOthersCanRead(t *testing.T) {
+	dir, db := home(t)
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, n := report(t, dir)
+	if n != 2 || !strings.Contains(out, "chmod 600 "+db) || !strings.Contains(out, "chmod 700 "+dir) {
+		t.Fatalf("want the file and the home reported with their fixes, got %d:\n%s", n, out)
+	}
+	if fi, _ := os.Stat(db); fi.Mode().Perm() != 0o644 {
+		t.Errorf("doctor changed the mode to %#o; it only reports", fi.Mode().Perm())
+	}
+}
+
+func TestEmptiedStore(t *testing.T) {
+	dir, db := home(t)
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		_ = os.Remove(f)
+	}
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, n := report(t, dir)
+	if n != 1 || !strings.Contains(out, "empty (0 bytes)") || !strings.Contains(out, "backup") {
+		t.Fatalf("want the emptied store reported, got %d:\n%s", n, out)
+	}
+	if fi, _ := os.Stat(db); fi.Size() != 0 {
+		t.Errorf("doctor wrote to the store (%d bytes)", fi.Size())
+	}
+}
+
+func TestCorruptPageFoundByIntegrityCheck(t *testing.T) {
+	dir, db := home(t)
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	if fi.Size() < 64<<10 {
+		t.Fatalf("store too small to damage a middle page: %d bytes", fi.Size())
+	}
+	// Scribble over a page in the middle, past the schema.
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, 4096), fi.Size()/2/4096*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, n := report(t, dir)
+	if n != 1 || !strings.Contains(out, "damaged") {
+		t.Fatalf("want the damage found, got %d:\n%s", n, out)
+	}
+}
