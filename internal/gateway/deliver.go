@@ -20,10 +20,6 @@ var ErrNoAdapter = errors.New("platform not running in this gateway")
 // storeTimeout bounds one store write made on delivery's behalf.
 const storeTimeout = 10 * time.Second
 
-// scanLimit bounds the unsent deliveries read at once to find where
-// replies wait.
-const scanLimit = 100_000
-
 // deliver splits text to the platform's limit, stores the parts in the
 // outbox under key (so a retry of the same key never posts twice), and
 // sends everything pending for addr, in order. When the sends fail for a
@@ -189,20 +185,18 @@ func (g *Gateway) resendAll(platformName string) {
 	if g.work == nil || g.work.Err() != nil {
 		return
 	}
-	ds, err := g.st.PendingDeliveries(g.work, "", scanLimit)
+	waiting, err := g.st.WaitingDeliveries(g.work)
 	if err != nil {
 		g.log.Error("load pending deliveries", "err", err)
 		return
 	}
-	seen := map[string]bool{}
-	for _, d := range ds {
-		if seen[d.AddressKey] || !strings.HasPrefix(d.AddressKey, platformName+":") {
+	for key := range waiting {
+		if !strings.HasPrefix(key, platformName+":") {
 			continue
 		}
-		seen[d.AddressKey] = true
-		addr, err := platform.ParseKey(d.AddressKey)
+		addr, err := platform.ParseKey(key)
 		if err != nil {
-			g.log.Error("pending delivery with a bad address", "key", d.AddressKey, "err", err)
+			g.log.Error("pending delivery with a bad address", "key", key, "err", err)
 			continue
 		}
 		g.resend(addr)
@@ -211,14 +205,14 @@ func (g *Gateway) resendAll(platformName string) {
 
 // waiting counts the replies stored and not yet sent, per platform.
 func (g *Gateway) waiting(ctx context.Context) (map[string]int, error) {
-	ds, err := g.st.PendingDeliveries(ctx, "", scanLimit)
+	byAddress, err := g.st.WaitingDeliveries(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count waiting replies: %w", err)
 	}
 	out := map[string]int{}
-	for _, d := range ds {
-		p, _, _ := strings.Cut(d.AddressKey, ":")
-		out[p]++
+	for key, n := range byAddress {
+		p, _, _ := strings.Cut(key, ":")
+		out[p] += n
 	}
 	return out, nil
 }

@@ -422,15 +422,26 @@ func (g *Gateway) Status(ctx context.Context) control.Status {
 	return s
 }
 
-// recover resumes what a previous run left: inbound events stored but not
-// handled, and replies stored but not sent.
+// recoverPage is how many pending inbound events recover reads at once.
+const recoverPage = 500
+
+// recover resumes what a previous run left: every inbound event stored but
+// not handled, page by page, in the order stored.
 func (g *Gateway) recover(ctx context.Context) {
-	pending, err := g.st.PendingInbound(ctx, 1000)
-	if err != nil {
-		g.log.Error("load pending inbound events", "err", err)
-	}
-	for _, in := range pending {
-		g.boxes.push(in.AddressKey, func() { g.process(ctx, in) })
+	var after int64
+	for {
+		pending, err := g.st.PendingInbound(ctx, after, recoverPage)
+		if err != nil {
+			g.log.Error("load pending inbound events", "err", err)
+			return
+		}
+		for _, in := range pending {
+			g.boxes.push(in.AddressKey, func() { g.process(ctx, in) })
+		}
+		if len(pending) < recoverPage {
+			break
+		}
+		after = pending[len(pending)-1].ID
 	}
 	// Unsent replies are sent by each platform's resend once it is live.
 }

@@ -132,7 +132,7 @@ func TestStopFinishesTurnInFlight(t *testing.T) {
 	if pending, _ := r.st.PendingDeliveries(context.Background(), "", 0); len(pending) != 0 {
 		t.Errorf("the answer was not delivered before stopping: %+v", pending)
 	}
-	if pending, _ := r.st.PendingInbound(context.Background(), 0); len(pending) != 0 {
+	if pending, _ := r.st.PendingInbound(context.Background(), 0, 0); len(pending) != 0 {
 		t.Errorf("inbound left unhandled: %+v", pending)
 	}
 	if _, err := os.Stat(r.client.Socket); !os.IsNotExist(err) {
@@ -210,7 +210,7 @@ func TestInboundLeftMidTurnIsAnsweredAtStart(t *testing.T) {
 	}})
 	waitAllSent(t, r.st)
 	testutil.Eventually(t, 0, func() bool {
-		pending, err := r.st.PendingInbound(context.Background(), 0)
+		pending, err := r.st.PendingInbound(context.Background(), 0, 0)
 		return err == nil && len(pending) == 0
 	}, "every inbound message handled")
 	msgs, _ := r.st.Transcript(context.Background(), unanswered)
@@ -288,5 +288,55 @@ func TestFailedHandoffLeavesNothingBehind(t *testing.T) {
 	}
 	if p, err := r.client.Watch(ctx, h2.ID, nil); err != nil || p.State != "completed" {
 		t.Fatalf("retry after failure: %+v %v", p, err)
+	}
+}
+
+// A restart takes every stored, unhandled message, not a first page of
+// them: more than the store's default page and the old limit of 1,000.
+func TestEveryPendingInboundIsAnsweredAtStart(t *testing.T) {
+	const perConversation, conversations = 275, 4 // 1,100 in all
+	sessions := map[string]string{}               // address key → session
+	r := newRig(t, rigOpts{beforeRun: func(st store.Store, owner store.User) {
+		ctx := context.Background()
+		for c := range conversations {
+			key := "web:thread:main:c" + itoa(int64(c))
+			s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID, Platform: "web"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Bind(ctx, key, s.ID); err != nil {
+				t.Fatal(err)
+			}
+			sessions[key] = s.ID
+		}
+		// Interleaved, as several conversations write at once.
+		for i := range perConversation {
+			for c := range conversations {
+				key := "web:thread:main:c" + itoa(int64(c))
+				id := key + "/" + itoa(int64(i))
+				if _, _, err := st.AddInbound(ctx, store.Inbound{Platform: "web", PlatformMsgID: id, AddressKey: key, SenderID: web.Owner, Text: "n" + itoa(int64(i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}})
+	testutil.Eventually(t, 2*time.Minute, func() bool {
+		pending, err := r.st.PendingInbound(context.Background(), 0, 1)
+		return err == nil && len(pending) == 0
+	}, "every inbound message handled")
+	for key, id := range sessions {
+		msgs, err := r.st.Transcript(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 2*perConversation {
+			t.Fatalf("%s has %d messages, want %d", key, len(msgs), 2*perConversation)
+		}
+		// In the order stored, each answered once.
+		for i := range perConversation {
+			if q, a := msgs[2*i].Content, msgs[2*i+1].Content; q != "n"+itoa(int64(i)) || a != "echo: "+q {
+				t.Fatalf("%s turn %d is %q → %q", key, i, q, a)
+			}
+		}
 	}
 }

@@ -42,9 +42,10 @@ type Inbox interface {
 	// it is a redelivery: nothing is written, the earlier row is returned and
 	// isNew is false. An empty PlatformMsgID is never a duplicate.
 	AddInbound(ctx context.Context, in Inbound) (stored Inbound, isNew bool, err error)
-	// PendingInbound lists events not yet marked done, oldest (first stored)
-	// first; limit <= 0 means 100.
-	PendingInbound(ctx context.Context, limit int) ([]Inbound, error)
+	// PendingInbound lists events not yet marked done with an id above
+	// after, oldest (first stored) first; limit <= 0 means 100. Passing the
+	// last id of one page as after gives the next.
+	PendingInbound(ctx context.Context, after int64, limit int) ([]Inbound, error)
 	// MarkInboundDone records that the event was handled. Marking it again
 	// keeps the first time; an unknown id is ErrNotFound.
 	MarkInboundDone(ctx context.Context, id int64) error
@@ -60,6 +61,9 @@ type Outbox interface {
 	// PendingDeliveries lists unsent deliveries, oldest (lowest id) first,
 	// for addressKey ("" means all); limit <= 0 means 100.
 	PendingDeliveries(ctx context.Context, addressKey string, limit int) ([]Delivery, error)
+	// WaitingDeliveries counts the unsent deliveries of every address that
+	// has any, by address key.
+	WaitingDeliveries(ctx context.Context) (map[string]int, error)
 	// MarkDelivered records a successful send. Marking an already sent
 	// delivery again changes nothing; an unknown id is ErrNotFound.
 	MarkDelivered(ctx context.Context, id int64, platformMsgID string) error

@@ -57,12 +57,13 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 	return got, false, nil
 }
 
-// PendingInbound lists events not yet done, first stored first.
-func (s *Store) PendingInbound(ctx context.Context, limit int) ([]store.Inbound, error) {
+// PendingInbound lists events not yet done after id after, first stored
+// first.
+func (s *Store) PendingInbound(ctx context.Context, after int64, limit int) ([]store.Inbound, error) {
 	if limit <= 0 {
 		limit = store.DefaultQueueLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 ORDER BY id LIMIT ?`, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 AND id > ? ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list pending inbound: %w", err)
 	}
@@ -245,6 +246,28 @@ func (s *Store) HomeChannels(ctx context.Context) (map[string]string, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list home channels: %w", err)
+	}
+	return out, nil
+}
+
+// WaitingDeliveries counts unsent deliveries per address key.
+func (s *Store) WaitingDeliveries(ctx context.Context) (map[string]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT address_key, count(*) FROM deliveries WHERE sent_at = 0 GROUP BY address_key`)
+	if err != nil {
+		return nil, fmt.Errorf("count waiting deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var key string
+		var n int
+		if err := rows.Scan(&key, &n); err != nil {
+			return nil, fmt.Errorf("count waiting deliveries: %w", err)
+		}
+		out[key] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count waiting deliveries: %w", err)
 	}
 	return out, nil
 }

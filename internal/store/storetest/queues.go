@@ -60,7 +60,7 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 		}
 		got.ID, got.ReceivedAt, in.ReceivedAt = 0, time.Time{}, time.Time{}
 		eq(t, "stored event", got, in)
-		pending := must(s.PendingInbound(ctx(t), 0))
+		pending := must(s.PendingInbound(ctx(t), 0, 0))
 		eq(t, "pending", len(pending), 1)
 		eq(t, "pending text", pending[0].Text, "hello\x00 wörld")
 		eq(t, "pending sender", pending[0].Sender, "Ada")
@@ -87,7 +87,7 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 		if other.ID == first.ID {
 			t.Fatal("another platform's event got the same row")
 		}
-		eq(t, "pending", len(must(s.PendingInbound(ctx(t), 0))), 2)
+		eq(t, "pending", len(must(s.PendingInbound(ctx(t), 0, 0))), 2)
 		// After it was handled, a redelivery still is one, and says so.
 		noErr(t, s.MarkInboundDone(ctx(t), first.ID))
 		late, isNew := must2(s.AddInbound(ctx(t), inbound("telegram", "m1", "late")))
@@ -95,7 +95,7 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 		if late.DoneAt.IsZero() {
 			t.Fatal("a redelivery of a handled event does not show it done")
 		}
-		eq(t, "pending after late redelivery", len(must(s.PendingInbound(ctx(t), 0))), 1)
+		eq(t, "pending after late redelivery", len(must(s.PendingInbound(ctx(t), 0, 0))), 1)
 	},
 	"EmptyPlatformMsgIDIsNeverDuplicate": func(t *testing.T, s store.Store) {
 		a, newA := must2(s.AddInbound(ctx(t), inbound("web", "", "one")))
@@ -125,7 +125,7 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 			eq(t, "same row", got[i].ID, got[0].ID)
 		}
 		eq(t, "stored as new", fresh, 1)
-		eq(t, "pending", len(must(s.PendingInbound(ctx(t), 0))), 1)
+		eq(t, "pending", len(must(s.PendingInbound(ctx(t), 0, 0))), 1)
 	},
 	"PendingInboundOldestFirstUntilDone": func(t *testing.T, s store.Store) {
 		var all []store.Inbound
@@ -135,22 +135,34 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 			in.ReceivedAt = at.Add(-time.Duration(i) * time.Minute)
 			all = append(all, must2First(s.AddInbound(ctx(t), in)))
 		}
-		eqIDs(t, "pending", inboundIDs(must(s.PendingInbound(ctx(t), 0))), inboundIDs(all))
+		eqIDs(t, "pending", inboundIDs(must(s.PendingInbound(ctx(t), 0, 0))), inboundIDs(all))
 		noErr(t, s.MarkInboundDone(ctx(t), all[1].ID))
-		eqIDs(t, "pending after b done", inboundIDs(must(s.PendingInbound(ctx(t), 0))),
+		eqIDs(t, "pending after b done", inboundIDs(must(s.PendingInbound(ctx(t), 0, 0))),
 			[]int64{all[0].ID, all[2].ID, all[3].ID})
-		eqIDs(t, "limit 2", inboundIDs(must(s.PendingInbound(ctx(t), 2))), []int64{all[0].ID, all[2].ID})
+		eqIDs(t, "limit 2", inboundIDs(must(s.PendingInbound(ctx(t), 0, 2))), []int64{all[0].ID, all[2].ID})
 		// Marking again is harmless and keeps the event done.
 		noErr(t, s.MarkInboundDone(ctx(t), all[1].ID))
-		eq(t, "pending after second mark", len(must(s.PendingInbound(ctx(t), 0))), 3)
+		eq(t, "pending after second mark", len(must(s.PendingInbound(ctx(t), 0, 0))), 3)
 		wantErr(t, s.MarkInboundDone(ctx(t), all[3].ID+1000), store.ErrNotFound)
 	},
 	"PendingInboundDefaultLimit": func(t *testing.T, s store.Store) {
 		for range store.DefaultQueueLimit + 5 {
 			must2(s.AddInbound(ctx(t), inbound("web", "", "x")))
 		}
-		eq(t, "default limit", len(must(s.PendingInbound(ctx(t), 0))), store.DefaultQueueLimit)
-		eq(t, "larger limit", len(must(s.PendingInbound(ctx(t), 1000))), store.DefaultQueueLimit+5)
+		eq(t, "default limit", len(must(s.PendingInbound(ctx(t), 0, 0))), store.DefaultQueueLimit)
+		eq(t, "larger limit", len(must(s.PendingInbound(ctx(t), 0, 1000))), store.DefaultQueueLimit+5)
+	},
+	"PendingInboundPagesAfterAnID": func(t *testing.T, s store.Store) {
+		var all []store.Inbound
+		for _, id := range []string{"a", "b", "c", "d", "e"} {
+			all = append(all, must2First(s.AddInbound(ctx(t), inbound("web", id, id))))
+		}
+		noErr(t, s.MarkInboundDone(ctx(t), all[2].ID))
+		first := must(s.PendingInbound(ctx(t), 0, 2))
+		eqIDs(t, "first page", inboundIDs(first), []int64{all[0].ID, all[1].ID})
+		second := must(s.PendingInbound(ctx(t), first[1].ID, 2))
+		eqIDs(t, "second page skips the done one", inboundIDs(second), []int64{all[3].ID, all[4].ID})
+		eq(t, "after the last", len(must(s.PendingInbound(ctx(t), second[1].ID, 2))), 0)
 	},
 	"AddInboundInvalid": func(t *testing.T, s store.Store) {
 		in := inbound("", "1", "x")
@@ -160,7 +172,7 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 		in.AddressKey = ""
 		_, _, err = s.AddInbound(ctx(t), in)
 		wantErr(t, err, store.ErrInvalid)
-		eq(t, "nothing stored", len(must(s.PendingInbound(ctx(t), 0))), 0)
+		eq(t, "nothing stored", len(must(s.PendingInbound(ctx(t), 0, 0))), 0)
 	},
 }
 
@@ -288,6 +300,20 @@ var outboxTests = map[string]func(*testing.T, store.Store){
 		noErr(t, s.MarkDelivered(ctx(t), ds[0].ID, "m"))
 		eqIDs(t, "telegram after send", deliveryIDs(must(s.PendingDeliveries(ctx(t), "telegram:dm:1", 0))),
 			[]int64{ds[2].ID, ds[4].ID})
+	},
+	"WaitingDeliveriesPerAddress": func(t *testing.T, s store.Store) {
+		eq(t, "nothing waits", len(must(s.WaitingDeliveries(ctx(t)))), 0)
+		ds := must(s.EnqueueDeliveries(ctx(t),
+			delivery("a1", "telegram:dm:1", "x"),
+			delivery("b1", "discord:thread:2", "x"),
+			delivery("a2", "telegram:dm:1", "x"),
+			delivery("c1", "web:thread:3", "x")))
+		noErr(t, s.MarkDelivered(ctx(t), ds[0].ID, "m"))
+		noErr(t, s.AbandonDelivery(ctx(t), ds[3].ID, "gone"))
+		w := must(s.WaitingDeliveries(ctx(t)))
+		eq(t, "addresses waiting", len(w), 2)
+		eq(t, "telegram waiting", w["telegram:dm:1"], 1)
+		eq(t, "discord waiting", w["discord:thread:2"], 1)
 	},
 	"MarkDeliveredOnce": func(t *testing.T, s store.Store) {
 		d := must(s.EnqueueDeliveries(ctx(t), delivery("k", "web:thread:1", "x")))[0]
