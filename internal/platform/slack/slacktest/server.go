@@ -106,6 +106,7 @@ type Server struct {
 	connects   int
 	failCodes  map[string][]string
 	forbidden  []string
+	deaf       bool // new sockets read nothing: pings go unanswered
 }
 
 // New starts a fake Slack on 127.0.0.1 accepting botToken (xoxb-) for the
@@ -361,6 +362,15 @@ func (s *Server) DropSockets() {
 	}
 }
 
+// StopAnswering makes new sockets read nothing from the client: its pings
+// go unanswered and its acknowledgements unread, as on a connection that
+// died without a close.
+func (s *Server) StopAnswering() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deaf = true
+}
+
 // Posts returns every message posted or edited, in order.
 func (s *Server) Posts() []Post {
 	s.mu.Lock()
@@ -561,7 +571,12 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		_ = conn.CloseNow()
 	}()
 
-	go s.readAcks(ctx, cancel, conn)
+	s.mu.Lock()
+	deaf := s.deaf
+	s.mu.Unlock()
+	if !deaf {
+		go s.readAcks(ctx, cancel, conn)
+	}
 	if err := writeJSON(ctx, conn, map[string]any{
 		"type": "hello", "num_connections": 1,
 		"debug_info":      map[string]any{"host": "applink-fake", "approximate_connection_time": 18060},
