@@ -301,7 +301,17 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		if err != nil {
 			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
 		}
-		dest = g.newThread(ctx, a, home, threadTitle(sess))
+		var why string
+		dest, why = g.newThread(ctx, a, home, threadTitle(sess))
+		if why != "" {
+			// The person learns why there is no thread, in the terminal's
+			// progress and in the chat, before the greeting.
+			g.step(h, "running", fmt.Sprintf("could not open a thread in %s (%s); continuing in the home chat", g.placeName(h.Platform), why), "")
+			notice := "A new thread could not be opened here (" + why + "), so this conversation continues in this chat."
+			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
+			}
+		}
 		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
 		if err != nil {
 			return dest, "", fmt.Errorf("record destination: %w", err)
@@ -404,11 +414,15 @@ func (g *Gateway) placeName(p string) string {
 
 // newThread opens a thread for a handoff under home, or returns home
 // itself where the platform has no threads, refuses them (remembered, so
-// it is asked once), or fails for a whole retry series.
-func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) platform.Address {
+// it is asked once), or fails for a whole retry series; why then says, in
+// a few words for people, why a platform that has threads gave none.
+func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) (addr platform.Address, why string) {
 	t, ok := a.(platform.Threader)
-	if !ok || g.knownUnsupported(home.Platform, "threads") {
-		return home
+	if !ok {
+		return home, ""
+	}
+	if g.knownUnsupported(home.Platform, "threads") {
+		return home, "threads are not available there"
 	}
 	thread, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (platform.Address, error) {
 		addr, err := t.NewThread(ctx, home, title)
@@ -422,13 +436,13 @@ func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platfo
 	}, nil)
 	switch {
 	case err == nil:
-		return thread
+		return thread, ""
 	case errors.Is(err, platform.ErrUnsupported):
 		g.noteUnsupported(home.Platform, "threads", err)
-	default:
-		g.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)
+		return home, "threads are not available there"
 	}
-	return home
+	g.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)
+	return home, platform.OneLine(err)
 }
 
 // platformStatus is what the supervisor last said of a platform.

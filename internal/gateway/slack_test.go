@@ -1,0 +1,366 @@
+package gateway_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/slack"
+	"github.com/baton-agent/baton/internal/platform/slack/slacktest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+const (
+	slackBot   = "xoxb-1-gateway-test"
+	slackApp   = "xapp-1-gateway-test"
+	slackOwner = "U0OWNER"
+	slackHome  = "C0HOME"
+)
+
+func slackRig(t *testing.T, fake *slacktest.Server, home string) *rig {
+	t.Helper()
+	a, err := slack.New(slack.Config{BotToken: slackBot, AppToken: slackApp, APIURL: fake.APIURL(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		extra:  []platform.Adapter{a},
+		owners: map[string][]string{"slack": {slackOwner}},
+		homes:  map[string]string{"web": web.Home.Key(), "slack": home},
+	})
+	r.waitLive(t, "slack")
+	return r
+}
+
+// shownWhere waits for a message of the bot, as people see it now, that
+// matches.
+func shownWhere(t *testing.T, fake *slacktest.Server, what string, match func(slacktest.Post) bool) slacktest.Post {
+	t.Helper()
+	var found slacktest.Post
+	err := fake.Wait(testutil.Context(t, 0), func() bool {
+		for _, p := range fake.Shown() {
+			if match(p) {
+				found = p
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("the bot never showed %s; it showed %+v", what, fake.Shown())
+	}
+	return found
+}
+
+func countShown(fake *slacktest.Server, match func(slacktest.Post) bool) int {
+	n := 0
+	for _, p := range fake.Shown() {
+		if match(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// handoffToSlack hands the session off to Slack from the terminal and
+// returns the final progress and every step seen.
+func handoffToSlack(t *testing.T, r *rig, sessionID string) (control.Progress, []string) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: "cli", To: "slack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	final, err := r.client.Watch(ctx, h.ID, func(p control.Progress) { steps = append(steps, p.Step) })
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v (steps %q)", final, err, steps)
+	}
+	return final, steps
+}
+
+func TestSlackHandoffThreadAndBack(t *testing.T) {
+	fake := slacktest.New(t, slackBot, slackApp)
+	r := slackRig(t, fake, "slack:group:"+slackHome)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	// Terminal → /handoff slack: a root message naming the session in the
+	// home channel, the agent's greeting in its thread.
+	r.model.Push(llmtest.Reply{Text: "Hi on Slack — we were booking the 9:40 train."})
+	final, _ := handoffToSlack(t, r, sess.ID)
+	posts := fake.Posts()
+	if len(posts) == 0 || posts[0].ThreadTS != "" || !strings.Contains(posts[0].Text, "Trip planning") {
+		t.Fatalf("the first post is not a root message naming the session: %+v", posts)
+	}
+	root := posts[0].TS
+	if want := (platform.Address{Platform: "slack", Kind: platform.Thread, Chat: slackHome, Thread: root}).Key(); final.Destination != want {
+		t.Fatalf("destination %q, want the root's thread %q", final.Destination, want)
+	}
+	inThread := func(sub string) func(slacktest.Post) bool {
+		return func(p slacktest.Post) bool { return p.ThreadTS == root && strings.Contains(p.Text, sub) }
+	}
+	shownWhere(t, fake, "the greeting in the thread", inThread("Hi on Slack"))
+
+	// The person's reply in the thread continues the same session, with
+	// the whole transcript; typing shows under the thread meanwhile.
+	r.model.Push(llmtest.Reply{Text: "Done, it is *booked*."})
+	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "book it please", ThreadTS: root})
+	shownWhere(t, fake, "the answer in the thread", inThread("Done, it is _booked_."))
+	if b, err := r.st.LookupBinding(ctx, final.Destination); err != nil || b.SessionID != sess.ID {
+		t.Fatalf("the thread is bound to %+v (%v), want session %s", b, err, sess.ID)
+	}
+	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	if msgs[0].Content != "plan a trip to Lisbon" || msgs[len(msgs)-2].Content != "book it please" || msgs[len(msgs)-2].Platform != "slack" {
+		t.Fatalf("transcript %+v", msgs)
+	}
+	reqs := r.model.Requests()
+	body, _ := json.Marshal(reqs[len(reqs)-1])
+	for _, want := range []string{"plan a trip to Lisbon", "Noted: the 9:40 train.", "Hi on Slack", "book it please"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the model did not see %q", want)
+		}
+	}
+	if st := fake.Statuses(); len(st) == 0 || st[0].ThreadTS != root {
+		t.Errorf("no typing status under the thread: %+v", st)
+	}
+
+	// A long reply arrives split, in order, every part in the thread.
+	var long strings.Builder
+	for i := 0; long.Len() < 10000; i++ {
+		long.WriteString("Paragraph " + itoa(int64(i)) + ": the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n")
+	}
+	longText := strings.TrimSpace(long.String())
+	before := len(fake.Shown())
+	r.model.Push(llmtest.Reply{Text: longText})
+	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "tell me a long story", ThreadTS: root})
+	shownWhere(t, fake, "the story's end", inThread("Paragraph "+itoa(int64(strings.Count(longText, "Paragraph ")-1))+":"))
+	waitAllSent(t, r.st)
+	parts := fake.Shown()[before:]
+	if len(parts) < 3 {
+		t.Fatalf("a %d-character reply came in %d parts", len(longText), len(parts))
+	}
+	var joined []string
+	for _, p := range parts {
+		if n := utf8.RuneCountInString(p.Text); n > slack.MaxMessageLen {
+			t.Errorf("a part is %d characters", n)
+		}
+		joined = append(joined, p.Text)
+	}
+	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(longText), " ") {
+		t.Errorf("the parts do not rejoin to the reply in order")
+	}
+
+	// Strangers get no turn: not in the home channel, not in the thread.
+	shownBefore, turnsBefore := len(fake.Shown()), len(r.model.Requests())
+	_, e1 := fake.PushMessage(slacktest.Message{Channel: slackHome, User: "U0EVE", Text: "what is the owner up to?"})
+	_, e2 := fake.PushMessage(slacktest.Message{Channel: slackHome, User: "U0EVE", Text: "<@" + slacktest.BotUserID + "> owner up to what?", ThreadTS: root, Mention: true})
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Acked(e1) && fake.Acked(e2) }, "the strangers' messages to be handled")
+	// A marker from the owner after them: once answered, they were passed.
+	r.model.Push(llmtest.Reply{Text: "Marker answered."})
+	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "marker", ThreadTS: root})
+	shownWhere(t, fake, "the marker's answer", inThread("Marker answered."))
+	if got := len(fake.Shown()) - shownBefore; got != 1 {
+		t.Errorf("%d messages posted after the strangers and the marker, want only the marker's answer: %+v", got, fake.Shown()[shownBefore:])
+	}
+	if got := len(r.model.Requests()) - turnsBefore; got != 1 {
+		t.Errorf("%d turns run, want only the marker's", got)
+	}
+	msgs, _ = r.st.Transcript(ctx, sess.ID)
+	for _, m := range msgs {
+		if strings.Contains(m.Content, "owner up to") {
+			t.Errorf("a stranger's message reached the session: %q", m.Content)
+		}
+	}
+
+	// /handoff cli typed in the thread (Slack keeps a leading "/" for its
+	// own commands, so the bot is mentioned first) leaves the session
+	// waiting for the terminal.
+	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "<@" + slacktest.BotUserID + "> /handoff cli", ThreadTS: root})
+	shownWhere(t, fake, "the handoff answer in the thread", inThread("baton resume"))
+	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
+	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "slack" {
+		t.Fatalf("waiting %+v %v", waiting, err)
+	}
+
+	// Nothing leaked into the channel: every post but the root is in the thread.
+	for _, p := range fake.Posts()[1:] {
+		if p.ThreadTS != root || p.Broadcast {
+			t.Errorf("a post left the thread: %+v", p)
+		}
+	}
+}
+
+// A root message Slack refuses: the handoff lands in the home channel,
+// completes, and the person is told why, in the terminal and in Slack.
+func TestSlackRootRefusedFallsBackToHome(t *testing.T) {
+	fake := slacktest.New(t, slackBot, slackApp)
+	r := slackRig(t, fake, "slack:group:"+slackHome)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	fake.FailNextWith("chat.postMessage", "restricted_action_non_threadable_channel")
+	r.model.Push(llmtest.Reply{Text: "Landed in the channel."})
+	final, steps := handoffToSlack(t, r, sess.ID)
+	if final.Destination != "slack:group:"+slackHome {
+		t.Fatalf("destination %q, want the home channel", final.Destination)
+	}
+	if !strings.Contains(strings.Join(steps, "\n"), "could not open a thread in Slack") {
+		t.Errorf("the terminal was not told: steps %q", steps)
+	}
+	atHome := func(sub string) func(slacktest.Post) bool {
+		return func(p slacktest.Post) bool {
+			return p.Channel == slackHome && p.ThreadTS == "" && strings.Contains(p.Text, sub)
+		}
+	}
+	notice := shownWhere(t, fake, "the notice in the channel", atHome("could not be opened"))
+	greeting := shownWhere(t, fake, "the greeting in the channel", atHome("Landed in the channel."))
+	if notice.TS >= greeting.TS {
+		t.Errorf("the notice (%s) came after the greeting (%s)", notice.TS, greeting.TS)
+	}
+	// The channel is bound to the session: the owner's next message there
+	// continues it.
+	r.model.Push(llmtest.Reply{Text: "Still the same session."})
+	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "hello again"})
+	shownWhere(t, fake, "the answer", atHome("Still the same session."))
+	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	if msgs[len(msgs)-2].Content != "hello again" {
+		t.Fatalf("the channel's message went elsewhere: %+v", msgs[len(msgs)-2])
+	}
+}
+
+// The Socket Mode connection dropped while a handoff runs (and the first
+// try to post the greeting failing with it): the adapter reconnects, the
+// handoff completes, the greeting is posted once, and the thread works on
+// the new connection.
+func TestSlackConnectionDroppedMidHandoff(t *testing.T) {
+	fake := slacktest.New(t, slackBot, slackApp)
+	r := slackRig(t, fake, "slack:group:"+slackHome)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	// A slow greeting: the drop comes while the model writes it.
+	r.model.Push(llmtest.Reply{Text: "Greetings from a shaky connection, we were booking the train.", Delay: 20 * time.Millisecond})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "slack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Wait(testutil.Context(t, 0), func() bool { return len(fake.Posts()) >= 1 }); err != nil {
+		t.Fatal("no root message posted")
+	}
+	fake.FailNext("chat.postMessage", 502, 0)
+	fake.DropSockets()
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	root := fake.Posts()[0].TS
+	greeting := func(p slacktest.Post) bool {
+		return p.ThreadTS == root && strings.Contains(p.Text, "Greetings from a shaky connection")
+	}
+	shownWhere(t, fake, "the greeting", greeting)
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connects() >= 2 && fake.OpenSockets() == 1 }, "a new connection")
+	r.waitLive(t, "slack")
+
+	r.model.Push(llmtest.Reply{Text: "Heard you on the new connection."})
+	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "still there?", ThreadTS: root})
+	shownWhere(t, fake, "the answer", func(p slacktest.Post) bool {
+		return p.ThreadTS == root && strings.Contains(p.Text, "Heard you on the new connection.")
+	})
+	waitAllSent(t, r.st)
+	if n := countShown(fake, greeting); n != 1 {
+		t.Errorf("the greeting was posted %d times, want 1", n)
+	}
+	if n := len(fake.Posts()) - countUpdates(fake); n != 3 {
+		t.Errorf("%d messages posted, want the root, the greeting and the answer: %+v", n, fake.Shown())
+	}
+}
+
+func countUpdates(fake *slacktest.Server) int {
+	n := 0
+	for _, p := range fake.Posts() {
+		if p.Method == "chat.update" {
+			n++
+		}
+	}
+	return n
+}
+
+// An envelope is acknowledged only once its message is stored: while the
+// database refuses the write, nothing is acknowledged and Slack delivers
+// the envelope again; once stored, it is acknowledged and answered once.
+func TestSlackAcksOnlyStoredMessages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out SQLite's busy timeout")
+	}
+	fake := slacktest.New(t, slackBot, slackApp)
+	r := slackRig(t, fake, "slack:dm:D0OWNER")
+
+	// Another writer holds the database's write lock.
+	db, err := sql.Open("sqlite", filepath.Join(r.home, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	lock, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	t.Cleanup(func() {
+		if locked {
+			lock.ExecContext(context.Background(), "ROLLBACK")
+		}
+		lock.Close()
+	})
+
+	r.model.Push(llmtest.Reply{Text: "Stored at last."})
+	_, env := fake.PushMessage(slacktest.Message{Channel: "D0OWNER", User: slackOwner, Text: "remember this"})
+	// The store gives up after its busy timeout; the envelope, never
+	// acknowledged, comes again on the next connection.
+	testutil.Eventually(t, 2*testutil.Patience, func() bool { return fake.Deliveries(env) >= 2 }, "the envelope delivered again")
+	if fake.Acked(env) {
+		t.Fatal("the envelope was acknowledged although its message was never stored")
+	}
+	if _, err := lock.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	locked = false
+
+	shownWhere(t, fake, "the answer", func(p slacktest.Post) bool { return strings.Contains(p.Text, "Stored at last.") })
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Acked(env) }, "the stored envelope acknowledged")
+	waitAllSent(t, r.st)
+	b, err := r.st.LookupBinding(context.Background(), "slack:dm:D0OWNER")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := r.st.Transcript(context.Background(), b.SessionID)
+	n := 0
+	for _, m := range msgs {
+		if m.Content == "remember this" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the message is in the transcript %d times, want 1", n)
+	}
+	if c := countShown(fake, func(p slacktest.Post) bool { return strings.Contains(p.Text, "Stored at last.") }); c != 1 {
+		t.Errorf("answered %d times, want 1", c)
+	}
+}

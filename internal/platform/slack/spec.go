@@ -1,0 +1,52 @@
+package slack
+
+import (
+	"context"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// Section is the slack: section of config.yaml.
+type Section struct {
+	// BotToken is the bot user OAuth token (xoxb-…); SLACK_BOT_TOKEN if empty.
+	BotToken string `yaml:"bot_token"`
+	// AppToken is the app-level token (xapp-…, connections:write) Socket
+	// Mode connects with; SLACK_APP_TOKEN if empty.
+	AppToken string `yaml:"app_token"`
+	// APIURL points at another Web API base (ending in /api/); default Slack's.
+	APIURL string `yaml:"api_url"`
+}
+
+// Spec registers Slack: enabled when a bot token is set, in the slack:
+// section or in SLACK_BOT_TOKEN (the section wins); the app token is then
+// required as well.
+func Spec() platform.Spec {
+	return platform.Spec{Name: Name, Display: "Slack", Open: open}
+}
+
+func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
+	var sec Section
+	if s.Decode != nil {
+		if err := s.Decode(&sec); err != nil {
+			return nil, err
+		}
+	}
+	env := func(k string) string {
+		if s.Env == nil {
+			return ""
+		}
+		return strings.TrimSpace(s.Env(k))
+	}
+	bot, app := strings.TrimSpace(sec.BotToken), strings.TrimSpace(sec.AppToken)
+	if bot == "" {
+		bot = env(EnvBotToken)
+	}
+	if app == "" {
+		app = env(EnvAppToken)
+	}
+	if bot == "" && (app == "" || !s.Present) {
+		return nil, platform.ErrNotConfigured
+	}
+	return New(Config{BotToken: bot, AppToken: app, APIURL: sec.APIURL, Logger: s.Log})
+}
