@@ -70,16 +70,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := create(ctx, path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	if err := checkFile(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	// Create the file ourselves so it is private from the first byte; SQLite
-	// gives the -wal and -shm files the same mode.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	f.Close()
 
 	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
@@ -131,6 +127,60 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// create makes a new database file at path when there is none. The file
+// is made whole beside it (private from the first byte: SQLite gives the
+// -wal and -shm files the same mode) and linked into place, so no process
+// ever sees an empty file at path: an empty one there means it was
+// emptied, and checkFile refuses it. Two processes creating at once both
+// succeed; the first link wins and both use its file.
+func create(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil // exists, or Open's own checks say why not
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	tmp.Close()
+	defer func() {
+		for _, f := range []string{name, name + "-wal", name + "-shm", name + "-journal"} {
+			_ = os.Remove(f)
+		}
+	}()
+	db, err := sql.Open("sqlite", name)
+	if err != nil {
+		return err
+	}
+	// WAL mode lives in the file's header: writing it gives the file its
+	// first page, before anyone can see it.
+	_, err = db.ExecContext(ctx, "PRAGMA journal_mode=WAL")
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	if fi, err := os.Stat(name); err != nil || fi.Size() == 0 {
+		return fmt.Errorf("create: the new database file stayed empty (%v)", err)
+	}
+	err = os.Link(name, path)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrExist):
+		return nil
+	default:
+		// A file system without hard links: rename, unless someone was
+		// quicker (renaming would replace their file).
+		if _, serr := os.Stat(path); serr == nil {
+			return nil
+		}
+		if rerr := os.Rename(name, path); rerr != nil {
+			return fmt.Errorf("create: %w", errors.Join(err, rerr))
+		}
+		return nil
+	}
 }
 
 // checkFile refuses an existing database file that is empty: SQLite would
