@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -62,6 +63,11 @@ type Agent struct {
 	MaxOutputTokens int // 0: the provider's default
 	ContextWindow   int // tokens; 0 disables automatic compression
 	KeepTurns       int // user turns kept verbatim by compression; 0: DefaultKeepTurns
+
+	// StoreRetry is how a store write that failed for a passing reason
+	// (busy, locked, disk full) is tried again before the turn gives up
+	// with ErrStore; zero: tries for up to 30 s.
+	StoreRetry retry.Policy
 
 	// Approver is asked before tools that are not read-only run; nil
 	// denies them all.
@@ -135,31 +141,55 @@ func (a *Agent) tools() []llm.Tool {
 	return a.Tools.List()
 }
 
-// writeCtx detaches store writes from cancellation: what was said before
-// the person pressed Ctrl-C must still be recorded.
-func writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+// ErrStore marks a turn that failed because the store could not record it
+// (busy, locked, disk full) after StoreRetry, not because of the model:
+// callers keep the input and try again once the store recovers.
+var ErrStore = errors.New("the store could not record the turn")
+
+// write runs one store write detached from cancellation (what was said
+// before the person pressed Ctrl-C must still be recorded), each try
+// bounded by writeTimeout, tried again while its failure may pass.
+func write[T any](ctx context.Context, a *Agent, op func(ctx context.Context) (T, error)) (T, error) {
+	p := a.StoreRetry
+	if p == (retry.Policy{}) {
+		// Long enough to ride out another process's burst of writes.
+		p = retry.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second, Within: 30 * time.Second}
+	}
+	v, err := retry.Value(context.WithoutCancel(ctx), p, func(ctx context.Context) (T, error) {
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		defer cancel()
+		v, err := op(wctx)
+		if err != nil && !store.Transient(err) {
+			return v, retry.Stop(err)
+		}
+		return v, err
+	}, nil)
+	if err != nil && store.Transient(err) {
+		return v, fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return v, err
 }
 
 func (a *Agent) append(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
-	wctx, cancel := writeCtx(ctx)
-	defer cancel()
-	return a.Store.AppendMessages(wctx, sessionID, msgs...)
+	return write(ctx, a, func(ctx context.Context) ([]store.Message, error) {
+		return a.Store.AppendMessages(ctx, sessionID, msgs...)
+	})
 }
 
 func (a *Agent) replace(ctx context.Context, sessionID string, msgs []store.Message) ([]store.Message, error) {
-	wctx, cancel := writeCtx(ctx)
-	defer cancel()
-	return a.Store.ReplaceTranscript(wctx, sessionID, fresh(msgs))
+	return write(ctx, a, func(ctx context.Context) ([]store.Message, error) {
+		return a.Store.ReplaceTranscript(ctx, sessionID, fresh(msgs))
+	})
 }
 
 func (a *Agent) addUsage(ctx context.Context, sessionID string, u llm.Usage) error {
 	if u == (llm.Usage{}) {
 		return nil
 	}
-	wctx, cancel := writeCtx(ctx)
-	defer cancel()
-	return a.Store.AddUsage(wctx, sessionID, store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
+	_, err := write(ctx, a, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.Store.AddUsage(ctx, sessionID, store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
+	})
+	return err
 }
 
 // fresh copies msgs without their store-assigned identity, for rewriting.

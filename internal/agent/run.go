@@ -83,10 +83,10 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 	}
 	var err error
 	if t.sess, err = a.Store.GetSession(ctx, t.session); err != nil {
-		return err
+		return storeFailure(ctx, "load session", err)
 	}
 	if t.msgs, err = a.Store.Transcript(ctx, t.session); err != nil {
-		return err
+		return storeFailure(ctx, "load transcript", err)
 	}
 	if a.overThreshold(t.msgs) {
 		if msgs, before, after, err := a.compress(ctx, t.session, t.sess, t.msgs); err == nil {
@@ -202,4 +202,13 @@ func withIDs(calls []llm.ToolCall, step int) []llm.ToolCall {
 		}
 	}
 	return calls
+}
+
+// storeFailure wraps a failed store read, with ErrStore when it may pass
+// (and the turn was not stopped meanwhile).
+func storeFailure(ctx context.Context, what string, err error) error {
+	if store.Transient(err) && ctx.Err() == nil {
+		return fmt.Errorf("%s: %w: %w", what, ErrStore, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -40,7 +40,7 @@ func (g *Gateway) deliver(ctx context.Context, addr platform.Address, key, text 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if _, err := g.st.EnqueueDeliveries(wctx, ds...); err != nil {
-		return fmt.Errorf("store reply for %s: %w", addr.Key(), err)
+		return notRecorded("store reply for "+addr.Key(), err)
 	}
 	return g.flush(ctx, addr)
 }

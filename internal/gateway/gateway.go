@@ -73,6 +73,10 @@ type Config struct {
 	// Resend is how replies left unsent by a failed series are tried again
 	// in the background until they are sent; zero: DefaultResend().
 	Resend retry.Policy
+	// Rerecord is how a message whose turn the store could not record
+	// (busy, locked, disk full) is handled again, in its place in the
+	// conversation, until the store recovers; zero: DefaultRerecord().
+	Rerecord retry.Policy
 }
 
 // DefaultSend is the retry series of a delivery while someone waits for
@@ -84,6 +88,10 @@ func DefaultSend() retry.Policy {
 // DefaultResend is how unsent replies are tried again in the background:
 // for as long as it takes, at least every five minutes.
 func DefaultResend() retry.Policy { return retry.Policy{First: 5 * time.Second, Max: 5 * time.Minute} }
+
+// DefaultRerecord tries a message again soon, then every half minute,
+// for as long as the gateway runs.
+func DefaultRerecord() retry.Policy { return retry.Policy{First: time.Second, Max: 30 * time.Second} }
 
 // Gateway routes events between platforms, the agent and the store.
 type Gateway struct {
@@ -164,6 +172,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Send == (retry.Policy{}) {
 		g.cfg.Send = DefaultSend()
+	}
+	if cfg.Rerecord == (retry.Policy{}) {
+		g.cfg.Rerecord = DefaultRerecord()
 	}
 	if cfg.Resend == (retry.Policy{}) {
 		g.cfg.Resend = DefaultResend()

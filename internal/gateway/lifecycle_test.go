@@ -294,7 +294,7 @@ func TestFailedHandoffLeavesNothingBehind(t *testing.T) {
 // A restart takes every stored, unhandled message, not a first page of
 // them: more than the store's default page and the old limit of 1,000.
 func TestEveryPendingInboundIsAnsweredAtStart(t *testing.T) {
-	const perConversation, conversations = 275, 4 // 1,100 in all
+	const perConversation, conversations = 5, 220 // 1,100 in all
 	sessions := map[string]string{}               // address key → session
 	r := newRig(t, rigOpts{beforeRun: func(st store.Store, owner store.User) {
 		ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -65,59 +66,108 @@ func (g *Gateway) authorized(ev platform.Event) bool {
 	return g.owners[ev.At.Platform][ev.SenderID]
 }
 
-// process handles one stored inbound event in its mailbox.
+// errNotRecorded marks a failure to record a turn or its reply in the
+// store, for a reason that may pass: the message is handled again.
+var errNotRecorded = errors.New("not recorded")
+
+// notRecorded marks err as errNotRecorded when it may pass.
+func notRecorded(what string, err error) error {
+	if store.Transient(err) || errors.Is(err, agent.ErrStore) {
+		return fmt.Errorf("%s: %w: %w", what, errNotRecorded, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// process handles one stored inbound event in its mailbox. When the store
+// cannot record its turn or reply, the person is told once, plainly, and
+// the event is handled again under the Rerecord policy, holding its
+// conversation's later messages back so that order is kept; it is marked
+// done only once handled.
 func (g *Gateway) process(ctx context.Context, in store.Inbound) {
-	defer func() {
-		if ctx.Err() != nil {
-			return // stopped mid-way: handled again at the next start
+	told := false
+	err := retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
+		err := g.handleOnce(ctx, in)
+		if err != nil && !errors.Is(err, errNotRecorded) {
+			g.log.Error("handle message", "at", in.AddressKey, "err", err)
+			return nil // not the store's passing trouble: retrying will not help
 		}
-		if err := g.st.MarkInboundDone(ctx, in.ID); err != nil {
-			g.log.Error("mark inbound done", "id", in.ID, "err", err)
+		return err
+	}, func(err error, wait time.Duration) {
+		g.log.Warn("the store could not record a message's turn; trying again", "at", in.AddressKey, "in", wait.Round(time.Millisecond), "err", err)
+		if !told {
+			told = true
+			if addr, perr := platform.ParseKey(in.AddressKey); perr == nil {
+				g.sendNow(ctx, addr, "⚠️ "+storeTrouble(err))
+			}
 		}
-	}()
+	})
+	if err != nil || ctx.Err() != nil {
+		return // stopped mid-way: handled again at the next start
+	}
+	_ = retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
+		wctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		return g.st.MarkInboundDone(wctx, in.ID)
+	}, func(err error, _ time.Duration) {
+		g.log.Warn("mark inbound done", "id", in.ID, "err", err)
+	})
+}
+
+// storeTrouble tells a person why their message waits.
+func storeTrouble(err error) string {
+	why := "the store is busy"
+	if strings.Contains(err.Error(), "disk is full") {
+		why = "the disk is full"
+	}
+	return "baton could not save this conversation just now (" + why + "). Your message is kept and will be answered as soon as it can be saved."
+}
+
+// handleOnce is one try at handling an inbound event; an error marked
+// errNotRecorded means the store could not record it and it should be
+// tried again.
+func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 	addr, err := platform.ParseKey(in.AddressKey)
 	if err != nil {
 		g.log.Error("inbound event with a bad address", "key", in.AddressKey, "err", err)
-		return
+		return nil
 	}
 	text := strings.TrimSpace(in.Text)
 	if command.IsCommand(text) {
 		reply := g.command(ctx, addr, text)
 		if reply != "" {
-			g.reply(ctx, addr, in, reply)
+			return g.reply(ctx, addr, in, reply)
 		}
-		return
+		return nil
 	}
 	if text == "" {
-		return
+		return nil
 	}
 	sess, err := g.sessionFor(ctx, addr)
 	if err != nil {
+		if err := notRecorded("find session", err); errors.Is(err, errNotRecorded) {
+			return err
+		}
 		g.log.Error("find session", "at", addr.Key(), "err", err)
-		g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error())
-		return
+		return g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error())
 	}
 	if in.PlatformMsgID != "" {
 		// Stored by an earlier run that stopped mid-turn: never store it
 		// twice; deliver the answer it got, or answer it now.
 		prior, err := g.priorTurn(ctx, in.Platform, in.PlatformMsgID)
 		if err != nil {
-			g.log.Error("look for an earlier turn", "id", in.PlatformMsgID, "err", err)
-			return
+			return notRecorded("look for an earlier turn", err)
 		}
 		switch {
 		case !prior.found:
 		case prior.movedOn:
-			return
+			return nil
 		case prior.answer != "":
-			g.reply(ctx, addr, in, prior.answer)
-			return
+			return g.reply(ctx, addr, in, prior.answer)
 		default:
-			g.turn(ctx, addr, in, prior.sessionID, store.Message{})
-			return
+			return g.turn(ctx, addr, in, prior.sessionID, store.Message{})
 		}
 	}
-	g.turn(ctx, addr, in, sess.ID, store.Message{
+	return g.turn(ctx, addr, in, sess.ID, store.Message{
 		Role: store.RoleUser, Content: text, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
 	})
 }
@@ -161,18 +211,22 @@ func (g *Gateway) priorTurn(ctx context.Context, platformName, msgID string) (pr
 }
 
 // turn runs one agent turn in the session and delivers its answer to addr.
-func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbound, sessionID string, input store.Message) {
+// A turn the store could not record returns errNotRecorded, to be run
+// again; the model's own failures are told to the person.
+func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbound, sessionID string, input store.Message) error {
 	res, err := g.runTurn(ctx, addr, sessionID, input, fmt.Sprintf("in:%d", in.ID))
+	if errors.Is(err, agent.ErrStore) && ctx.Err() == nil {
+		return notRecorded("run turn", err)
+	}
 	if err != nil {
 		g.log.Warn("turn failed", "session", sessionID, "err", err)
 		text := "⚠️ " + turnError(err)
 		if res.Text != "" {
 			text = res.Text + "\n\n" + text
 		}
-		g.reply(ctx, addr, in, text)
-		return
+		return g.reply(ctx, addr, in, text)
 	}
-	g.reply(ctx, addr, in, res.Text)
+	return g.reply(ctx, addr, in, res.Text)
 }
 
 // runTurn runs the agent with typing shown and the reply streamed where
@@ -305,13 +359,19 @@ func (g *Gateway) newSession(ctx context.Context, addr platform.Address) (store.
 }
 
 // reply delivers text as the answer to inbound event in (idempotent per event).
-func (g *Gateway) reply(ctx context.Context, addr platform.Address, in store.Inbound, text string) {
+func (g *Gateway) reply(ctx context.Context, addr platform.Address, in store.Inbound, text string) error {
 	if strings.TrimSpace(text) == "" {
-		return
+		return nil
 	}
-	if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d", in.ID), text); err != nil {
+	err := g.deliver(ctx, addr, fmt.Sprintf("in:%d", in.ID), text)
+	if errors.Is(err, errNotRecorded) {
+		return err // the reply is not stored: the turn is handled again
+	}
+	if err != nil {
+		// Stored; sending failed and is retried in the background.
 		g.log.Error("deliver reply", "to", addr.Key(), "err", err)
 	}
+	return nil
 }
 
 // turnError is a failed turn's error as a person should read it.

@@ -27,6 +27,22 @@ var (
 	ErrDamaged = errors.New("the store is damaged")
 )
 
+// Transient reports whether err, from a store method, may pass when the
+// call is made again: a busy or locked database, a full disk, a write
+// that timed out. The sentinel errors above are answers, not failures,
+// and a cancelled call was meant to stop; neither is transient.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, answer := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrAmbiguous, ErrDamaged, context.Canceled} {
+		if errors.Is(err, answer) {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrHandoffInFlight is returned by RequestHandoff while the session already
 // has a pending or running handoff.
 var ErrHandoffInFlight = &wrapped{msg: "a handoff is already in flight", kind: ErrConflict}
