@@ -56,6 +56,10 @@ type rigOpts struct {
 	script    []llmtest.Step // queued on the model before the gateway starts
 	tools     *agent.Registry
 	approval  time.Duration
+	// wrapStore, when set, gives the gateway and its agent this store in
+	// place of the real one (to inject failures); the rig's own reads
+	// use the real one.
+	wrapStore func(store.Store) store.Store
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -93,9 +97,14 @@ func newRig(t testing.TB, o rigOpts) *rig {
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
+	gst := store.Store(st)
+	if o.wrapStore != nil {
+		gst = o.wrapStore(st)
+	}
+	quickStore := retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 3}
 	gw, err := gateway.New(gateway.Config{
-		Store:            st,
-		Agent:            &agent.Agent{Provider: p, Store: st, Model: "m", Tools: o.tools},
+		Store:            gst,
+		Agent:            &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, StoreRetry: quickStore},
 		ApprovalTimeout:  o.approval,
 		Adapters:         append([]platform.Adapter{w}, o.extra...),
 		OwnerID:          owner.ID,
@@ -109,9 +118,10 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		ShutdownGrace:    cmp.Or(o.grace, 2*time.Second),
 		Log:              slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		// The retry policies keep their shape, made quick.
-		Restart: retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-		Send:    retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 4},
-		Resend:  retry.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond},
+		Restart:  retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Send:     retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 4},
+		Resend:   retry.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond},
+		Rerecord: retry.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
