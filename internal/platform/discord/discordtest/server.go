@@ -727,3 +727,17 @@ func (s *Server) Acked(id string) bool {
 	}
 	return false
 }
+
+// AddThread opens a thread under a text channel as a person would, and
+// returns its id. With announce the sessions hear THREAD_CREATE; without,
+// a client learns of it only by asking (GET /channels/{id}).
+func (s *Server) AddThread(parentID, name string, announce bool) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	th := &Channel{ID: s.newID(), Type: PublicThread, GuildID: s.guild, ParentID: parentID, Name: name, Archive: 1440}
+	s.addLocked(th)
+	if announce {
+		s.dispatchLocked("THREAD_CREATE", channelJSON(th), th, false)
+	}
+	return th.ID
+}
