@@ -297,7 +297,18 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		if err != nil {
 			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
 		}
-		dest = g.newThread(ctx, a, home, threadTitle(sess))
+		var noThread error
+		dest, noThread = g.newThread(ctx, a, home, threadTitle(sess))
+		if noThread != nil {
+			// The person expected a thread: say why the conversation is in
+			// the home chat instead. Stored before the destination is
+			// recorded, so a retry after a crash still finds it to send.
+			notice := fmt.Sprintf("No new thread could be opened for this conversation (%s), so it continues here in this chat.", platform.OneLine(noThread))
+			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
+			}
+			g.step(h, "running", "no new thread ("+platform.OneLine(noThread)+"); handing off into the home chat", dest.Key())
+		}
 		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
 		if err != nil {
 			return dest, "", fmt.Errorf("record destination: %w", err)
@@ -397,13 +408,21 @@ func (g *Gateway) placeName(p string) string {
 	return strings.ToUpper(p[:1]) + p[1:]
 }
 
+// errThreadsRefused is why a handoff lands in the home chat of a platform
+// that refused threads before.
+var errThreadsRefused = errors.New("the service refused to open threads there before")
+
 // newThread opens a thread for a handoff under home, or returns home
 // itself where the platform has no threads, refuses them (remembered, so
-// it is asked once), or fails for a whole retry series.
-func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) platform.Address {
+// it is asked once), or fails for a whole retry series. noThread says why
+// a Threader's home is used instead of a new thread.
+func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) (dest platform.Address, noThread error) {
 	t, ok := a.(platform.Threader)
-	if !ok || g.knownUnsupported(home.Platform, "threads") {
-		return home
+	if !ok {
+		return home, nil
+	}
+	if g.knownUnsupported(home.Platform, "threads") {
+		return home, errThreadsRefused
 	}
 	thread, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (platform.Address, error) {
 		addr, err := t.NewThread(ctx, home, title)
@@ -417,13 +436,13 @@ func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platfo
 	}, nil)
 	switch {
 	case err == nil:
-		return thread
+		return thread, nil
 	case errors.Is(err, platform.ErrUnsupported):
 		g.noteUnsupported(home.Platform, "threads", err)
 	default:
 		g.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)
 	}
-	return home
+	return home, err
 }
 
 // platformStatus is what the supervisor last said of a platform.

@@ -124,7 +124,11 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 	}
 	if err != nil {
 		var ae *apiError
-		if unknownRoute(err) || (errors.As(err, &ae) && (ae.Code == codeMissingPermission || ae.Code == codeMissingAccess || ae.Code == codeWrongChannelType)) {
+		switch {
+		case errors.As(err, &ae) && (ae.Code == codeMissingPermission || ae.Code == codeMissingAccess):
+			a.refusedOnce("create thread", err)
+			return platform.Address{}, fmt.Errorf("discord: the bot may not create threads in channel %s (give it Create Public Threads there): %w", parent, platform.Unsupported(err))
+		case unknownRoute(err) || (errors.As(err, &ae) && ae.Code == codeWrongChannelType):
 			a.refusedOnce("create thread", err)
 			return platform.Address{}, fmt.Errorf("discord: new thread in %s: %w", home.Key(), platform.Unsupported(err))
 		}
