@@ -162,8 +162,16 @@ func (c *conn) serve(ctx context.Context, st resumeState) error {
 	c.stored.Store(int64(c.seq))
 	c.acked.Store(true)
 	bctx, stopBeats := context.WithCancel(ctx)
-	defer stopBeats()
-	go c.heartbeats(bctx, time.Duration(h.HeartbeatInterval)*time.Millisecond)
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		c.heartbeats(bctx, time.Duration(h.HeartbeatInterval)*time.Millisecond)
+	}()
+	defer func() {
+		stopBeats()
+		c.ws.CloseNow() // unblocks a heartbeat mid-write
+		<-beating
+	}()
 
 	if st.id != "" {
 		err = c.write(ctx, gateway.OpcodeResume, gateway.MessageDataResume{Token: c.a.cfg.Token, SessionID: st.id, Seq: st.seq})
