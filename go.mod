@@ -9,6 +9,8 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coder/websocket v1.8.15
 	github.com/creack/pty v1.1.24
+	github.com/disgoorg/disgo v0.19.5
+	github.com/disgoorg/snowflake/v2 v2.0.3
 	github.com/go-telegram/bot v1.19.0
 	github.com/joho/godotenv v1.5.1
 	github.com/openai/openai-go/v3 v3.96.0
@@ -21,6 +23,13 @@ require (
 )
 
 require github.com/gorilla/websocket v1.5.3 // indirect
+
+require (
+	github.com/disgoorg/json/v2 v2.0.0 // indirect
+	github.com/disgoorg/omit v1.0.0 // indirect
+	github.com/klauspost/compress v1.18.4 // indirect
+	github.com/sasha-s/go-csync v0.0.0-20240107134140-fcbab37b09ad // indirect
+)
 
 require (
 	charm.land/lipgloss/v2 v2.0.6 // indirect

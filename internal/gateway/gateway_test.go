@@ -528,3 +528,27 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// countMatching counts the items match accepts.
+func countMatching[T any](items []T, match func(T) bool) int {
+	n := 0
+	for _, it := range items {
+		if match(it) {
+			n++
+		}
+	}
+	return n
+}
+
+// settled waits until the session's transcript ends with answer and
+// returns it: a reply streamed by edits is shown before its turn is
+// stored.
+func settled(t *testing.T, r *rig, sessionID, answer string) []store.Message {
+	t.Helper()
+	var msgs []store.Message
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		msgs, _ = r.st.Transcript(context.Background(), sessionID)
+		return len(msgs) > 0 && msgs[len(msgs)-1].Content == answer
+	}, "the transcript to end with "+answer)
+	return msgs
+}

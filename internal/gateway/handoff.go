@@ -301,16 +301,17 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		if err != nil {
 			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
 		}
-		var why string
-		dest, why = g.newThread(ctx, a, home, threadTitle(sess))
-		if why != "" {
-			// The person learns why there is no thread, in the terminal's
-			// progress and in the chat, before the greeting.
-			g.step(h, "running", fmt.Sprintf("could not open a thread in %s (%s); continuing in the home chat", g.placeName(h.Platform), why), "")
-			notice := "A new thread could not be opened here (" + why + "), so this conversation continues in this chat."
+		var noThread error
+		dest, noThread = g.newThread(ctx, a, home, threadTitle(sess))
+		if noThread != nil {
+			// The person expected a thread: say why the conversation is in
+			// the home chat instead. Stored before the destination is
+			// recorded, so a retry after a crash still finds it to send.
+			notice := fmt.Sprintf("No new thread could be opened for this conversation (%s), so it continues here in this chat.", platform.OneLine(noThread))
 			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
 				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
 			}
+			g.step(h, "running", fmt.Sprintf("could not open a thread in %s (%s); continuing in the home chat", g.placeName(h.Platform), platform.OneLine(noThread)), dest.Key())
 		}
 		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
 		if err != nil {
@@ -412,17 +413,21 @@ func (g *Gateway) placeName(p string) string {
 	return strings.ToUpper(p[:1]) + p[1:]
 }
 
+// errThreadsRefused is why a handoff lands in the home chat of a platform
+// that refused threads before.
+var errThreadsRefused = errors.New("the service refused to open threads there before")
+
 // newThread opens a thread for a handoff under home, or returns home
 // itself where the platform has no threads, refuses them (remembered, so
-// it is asked once), or fails for a whole retry series; why then says, in
-// a few words for people, why a platform that has threads gave none.
-func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) (addr platform.Address, why string) {
+// it is asked once), or fails for a whole retry series. noThread says why
+// a Threader's home is used instead of a new thread.
+func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) (dest platform.Address, noThread error) {
 	t, ok := a.(platform.Threader)
 	if !ok {
-		return home, ""
+		return home, nil
 	}
 	if g.knownUnsupported(home.Platform, "threads") {
-		return home, "threads are not available there"
+		return home, errThreadsRefused
 	}
 	thread, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (platform.Address, error) {
 		addr, err := t.NewThread(ctx, home, title)
@@ -436,13 +441,13 @@ func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platfo
 	}, nil)
 	switch {
 	case err == nil:
-		return thread, ""
+		return thread, nil
 	case errors.Is(err, platform.ErrUnsupported):
 		g.noteUnsupported(home.Platform, "threads", err)
-		return home, "threads are not available there"
+		return home, err
 	}
 	g.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)
-	return home, platform.OneLine(err)
+	return home, err
 }
 
 // platformStatus is what the supervisor last said of a platform.

@@ -65,16 +65,6 @@ func shownWhere(t *testing.T, fake *slacktest.Server, what string, match func(sl
 	return found
 }
 
-func countShown(fake *slacktest.Server, match func(slacktest.Post) bool) int {
-	n := 0
-	for _, p := range fake.Shown() {
-		if match(p) {
-			n++
-		}
-	}
-	return n
-}
-
 // handoffToSlack hands the session off to Slack from the terminal and
 // returns the final progress and every step seen.
 func handoffToSlack(t *testing.T, r *rig, sessionID string) (control.Progress, []string) {
@@ -123,7 +113,7 @@ func TestSlackHandoffThreadAndBack(t *testing.T) {
 	if b, err := r.st.LookupBinding(ctx, final.Destination); err != nil || b.SessionID != sess.ID {
 		t.Fatalf("the thread is bound to %+v (%v), want session %s", b, err, sess.ID)
 	}
-	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	msgs := settled(t, r, sess.ID, "Done, it is *booked*.")
 	if msgs[0].Content != "plan a trip to Lisbon" || msgs[len(msgs)-2].Content != "book it please" || msgs[len(msgs)-2].Platform != "slack" {
 		t.Fatalf("transcript %+v", msgs)
 	}
@@ -179,7 +169,7 @@ func TestSlackHandoffThreadAndBack(t *testing.T) {
 	if got := len(r.model.Requests()) - turnsBefore; got != 1 {
 		t.Errorf("%d turns run, want only the marker's", got)
 	}
-	msgs, _ = r.st.Transcript(ctx, sess.ID)
+	msgs = settled(t, r, sess.ID, "Marker answered.")
 	for _, m := range msgs {
 		if strings.Contains(m.Content, "owner up to") {
 			t.Errorf("a stranger's message reached the session: %q", m.Content)
@@ -210,7 +200,6 @@ func TestSlackRootRefusedFallsBackToHome(t *testing.T) {
 	fake := slacktest.New(t, slackBot, slackApp)
 	r := slackRig(t, fake, "slack:group:"+slackHome)
 	sess := r.terminalSession(t)
-	ctx := context.Background()
 
 	fake.FailNextWith("chat.postMessage", "restricted_action_non_threadable_channel")
 	r.model.Push(llmtest.Reply{Text: "Landed in the channel."})
@@ -226,7 +215,7 @@ func TestSlackRootRefusedFallsBackToHome(t *testing.T) {
 			return p.Channel == slackHome && p.ThreadTS == "" && strings.Contains(p.Text, sub)
 		}
 	}
-	notice := shownWhere(t, fake, "the notice in the channel", atHome("could not be opened"))
+	notice := shownWhere(t, fake, "the notice in the channel", atHome("No new thread could be opened"))
 	greeting := shownWhere(t, fake, "the greeting in the channel", atHome("Landed in the channel."))
 	if notice.TS >= greeting.TS {
 		t.Errorf("the notice (%s) came after the greeting (%s)", notice.TS, greeting.TS)
@@ -236,7 +225,7 @@ func TestSlackRootRefusedFallsBackToHome(t *testing.T) {
 	r.model.Push(llmtest.Reply{Text: "Still the same session."})
 	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "hello again"})
 	shownWhere(t, fake, "the answer", atHome("Still the same session."))
-	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	msgs := settled(t, r, sess.ID, "Still the same session.")
 	if msgs[len(msgs)-2].Content != "hello again" {
 		t.Fatalf("the channel's message went elsewhere: %+v", msgs[len(msgs)-2])
 	}
@@ -281,7 +270,7 @@ func TestSlackConnectionDroppedMidHandoff(t *testing.T) {
 		return p.ThreadTS == root && strings.Contains(p.Text, "Heard you on the new connection.")
 	})
 	waitAllSent(t, r.st)
-	if n := countShown(fake, greeting); n != 1 {
+	if n := countMatching(fake.Shown(), greeting); n != 1 {
 		t.Errorf("the greeting was posted %d times, want 1", n)
 	}
 	if n := len(fake.Posts()) - countUpdates(fake); n != 3 {
@@ -350,7 +339,7 @@ func TestSlackAcksOnlyStoredMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ := r.st.Transcript(context.Background(), b.SessionID)
+	msgs := settled(t, r, b.SessionID, "Stored at last.")
 	n := 0
 	for _, m := range msgs {
 		if m.Content == "remember this" {
@@ -360,7 +349,7 @@ func TestSlackAcksOnlyStoredMessages(t *testing.T) {
 	if n != 1 {
 		t.Errorf("the message is in the transcript %d times, want 1", n)
 	}
-	if c := countShown(fake, func(p slacktest.Post) bool { return strings.Contains(p.Text, "Stored at last.") }); c != 1 {
+	if c := countMatching(fake.Shown(), func(p slacktest.Post) bool { return strings.Contains(p.Text, "Stored at last.") }); c != 1 {
 		t.Errorf("answered %d times, want 1", c)
 	}
 }

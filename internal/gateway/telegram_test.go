@@ -62,20 +62,6 @@ func sentWhere(t *testing.T, fake *telegramtest.Server, what string, match func(
 	return found
 }
 
-// settled waits until the session's transcript holds last as its final
-// message and returns the transcript: a reply streamed by edits is shown
-// before its turn is stored.
-func settled(t *testing.T, st store.Store, sessionID, last string) []store.Message {
-	t.Helper()
-	var msgs []store.Message
-	testutil.Eventually(t, 0, func() bool {
-		var err error
-		msgs, err = st.Transcript(context.Background(), sessionID)
-		return err == nil && len(msgs) > 0 && msgs[len(msgs)-1].Content == last
-	}, "the transcript to end with "+last)
-	return msgs
-}
-
 func countSent(fake *telegramtest.Server, match func(telegramtest.SentMessage) bool) int {
 	n := 0
 	for _, m := range fake.Shown() {
@@ -122,7 +108,7 @@ func TestTelegramHandoffTopicAndBack(t *testing.T) {
 	r.model.Push(llmtest.Reply{Text: "Done, it is booked."})
 	fake.PushMessage(forum, topic, ownerUser, "book it please")
 	sentWhere(t, fake, "the answer", inTopic("Done, it is booked."))
-	msgs := settled(t, r.st, sess.ID, "Done, it is booked.")
+	msgs := settled(t, r, sess.ID, "Done, it is booked.")
 	if m := msgs[len(msgs)-2]; m.Content != "book it please" || m.Platform != "telegram" {
 		t.Fatalf("the topic's message went to %+v", m)
 	}
@@ -184,7 +170,7 @@ func TestTelegramHandoffTopicAndBack(t *testing.T) {
 		t.Errorf("a repeated update was answered %d times", n)
 	}
 	users := 0
-	msgs = settled(t, r.st, sess.ID, "Marker answered.")
+	msgs = settled(t, r, sess.ID, "Marker answered.")
 	for _, m := range msgs {
 		if m.Content == "repeated message" {
 			users++
@@ -250,7 +236,7 @@ func TestTelegramHandoffWithoutOptionalMethods(t *testing.T) {
 	r.model.Push(llmtest.Reply{Text: "Still the same session."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "hello again")
 	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Still the same session.") })
-	msgs := settled(t, r.st, sess.ID, "Still the same session.")
+	msgs := settled(t, r, sess.ID, "Still the same session.")
 	if msgs[len(msgs)-2].Content != "hello again" {
 		t.Fatalf("the DM's message went elsewhere: %+v", msgs[len(msgs)-2])
 	}
@@ -366,7 +352,7 @@ func TestPermanentSendFailureDoesNotBlock(t *testing.T) {
 	}
 	// Both answers are in the transcript: nothing the agent said is lost.
 	b, _ := r.st.LookupBinding(ctx, "telegram:dm:42")
-	msgs := settled(t, r.st, b.SessionID, "This one arrives.")
+	msgs := settled(t, r, b.SessionID, "This one arrives.")
 	waitAllSent(t, r.st)
 	var said []string
 	for _, m := range msgs {

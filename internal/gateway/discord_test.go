@@ -1,0 +1,292 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/discord"
+	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+const discordToken = "MTIz.gateway.test"
+
+var (
+	discordOwner    = discordtest.User{ID: "4242", Username: "owner"}
+	discordStranger = discordtest.User{ID: "6666", Username: "eve"}
+)
+
+func discordRig(t *testing.T, fake *discordtest.Server) *rig {
+	t.Helper()
+	dc, err := discord.New(discord.Config{Token: discordToken, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		extra:  []platform.Adapter{dc},
+		owners: map[string][]string{"discord": {discordOwner.ID}},
+		homes:  map[string]string{"web": web.Home.Key(), "discord": "discord:group:" + fake.Home()},
+	})
+	r.waitLive(t, "discord")
+	return r
+}
+
+// shown waits until the bot shows a message that matches, and returns it.
+func shown(t *testing.T, fake *discordtest.Server, what string, match func(discordtest.Post) bool) discordtest.Post {
+	t.Helper()
+	var found discordtest.Post
+	ok := fake.Wait(testutil.Context(t, 0), func() bool {
+		for _, p := range fake.Shown() {
+			if match(p) {
+				found = p
+				return true
+			}
+		}
+		return false
+	}) == nil
+	if !ok {
+		t.Fatalf("the bot never showed %s; it showed %+v", what, fake.Shown())
+	}
+	return found
+}
+
+func in(channel, sub string) func(discordtest.Post) bool {
+	return func(p discordtest.Post) bool { return p.ChannelID == channel && strings.Contains(p.Content, sub) }
+}
+
+// settled waits until the session's transcript ends with answer: a reply
+// streamed by edits shows before the turn is stored.
+func handOff(t *testing.T, r *rig, sessionID, to string) control.Progress {
+	t.Helper()
+	ctx := testutil.Context(t, 0)
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: "cli", To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	return final
+}
+
+func TestDiscordHandoffThreadAndBack(t *testing.T) {
+	fake := discordtest.New(t, discordToken)
+	r := discordRig(t, fake)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+	home := fake.Home()
+
+	// Terminal → /handoff discord: a thread in the home channel named
+	// after the session, archived after a day, the greeting in it.
+	r.model.Push(llmtest.Reply{Text: "Hi on Discord — we were booking the 9:40 train."})
+	final := handOff(t, r, sess.ID, "discord")
+	threads := fake.Threads()
+	if len(threads) != 1 || !strings.HasPrefix(threads[0].Name, "Trip planning") || threads[0].ParentID != home || threads[0].Archive != 1440 {
+		t.Fatalf("threads %+v", threads)
+	}
+	thread := threads[0].ID
+	if final.Destination != "discord:thread:"+home+":"+thread {
+		t.Fatalf("destination %q, thread %s under %s", final.Destination, thread, home)
+	}
+	shown(t, fake, "the greeting in the thread", in(thread, "Hi on Discord"))
+
+	// The person's reply in the thread continues the same session, with
+	// the whole transcript.
+	r.model.Push(llmtest.Reply{Text: "Done, it is booked."})
+	if _, err := fake.Say(thread, discordOwner, "book it please"); err != nil {
+		t.Fatal(err)
+	}
+	shown(t, fake, "the answer", in(thread, "Done, it is booked."))
+	if b, err := r.st.LookupBinding(ctx, final.Destination); err != nil || b.SessionID != sess.ID {
+		t.Fatalf("the thread is bound to %+v (%v), want session %s", b, err, sess.ID)
+	}
+	msgs := settled(t, r, sess.ID, "Done, it is booked.")
+	if m := msgs[len(msgs)-2]; m.Content != "book it please" || m.Platform != "discord" {
+		t.Fatalf("the thread's message went to %+v", m)
+	}
+	if msgs[0].Content != "plan a trip to Lisbon" {
+		t.Errorf("the transcript lost its start: %+v", msgs[0])
+	}
+	reqs := r.model.Requests()
+	body, _ := json.Marshal(reqs[len(reqs)-1])
+	for _, want := range []string{"plan a trip to Lisbon", "Noted: the 9:40 train.", "Hi on Discord", "book it please"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the model was not shown %q", want)
+		}
+	}
+
+	// A 5,000-character reply arrives split, in order, each part within
+	// Discord's 2000.
+	var long strings.Builder
+	for i := 0; long.Len() < 5000; i++ {
+		long.WriteString("Paragraph " + itoa(int64(i)) + ": the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n")
+	}
+	longText := strings.TrimSpace(long.String())
+	before := len(fake.Shown())
+	r.model.Push(llmtest.Reply{Text: longText})
+	if _, err := fake.Say(thread, discordOwner, "tell me a long story"); err != nil {
+		t.Fatal(err)
+	}
+	last := "Paragraph " + itoa(int64(strings.Count(longText, "Paragraph ")-1)) + ":"
+	shown(t, fake, "the story's end", in(thread, last))
+	waitAllSent(t, r.st)
+	parts := fake.Shown()[before:]
+	if len(parts) < 3 {
+		t.Fatalf("a %d-character reply came in %d parts", len(longText), len(parts))
+	}
+	var joined []string
+	for _, p := range parts {
+		if n := platform.UTF16Len(p.Content); n > discord.MaxMessageLen || p.ChannelID != thread {
+			t.Errorf("a part of %d units in channel %s", n, p.ChannelID)
+		}
+		joined = append(joined, p.Content)
+	}
+	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(longText), " ") {
+		t.Errorf("the parts do not rejoin to the reply in order")
+	}
+
+	// A stranger — in the home channel or in the thread — gets no turn.
+	shownBefore := len(fake.Shown())
+	if _, err := fake.Say(home, discordStranger, "what is the owner up to?"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Say(thread, discordStranger, "@everyone tell me the plan"); err != nil {
+		t.Fatal(err)
+	}
+	r.model.Push(llmtest.Reply{Text: "Marker answered."})
+	if _, err := fake.Say(thread, discordOwner, "marker"); err != nil {
+		t.Fatal(err)
+	}
+	shown(t, fake, "the marker's answer", in(thread, "Marker answered."))
+	for _, p := range fake.Shown()[shownBefore:] {
+		if p.Content != "Marker answered." {
+			t.Errorf("the bot answered a stranger: %+v", p)
+		}
+	}
+	msgs = settled(t, r, sess.ID, "Marker answered.")
+	for _, m := range msgs {
+		if strings.Contains(m.Content, "owner up to") || strings.Contains(m.Content, "tell me the plan") {
+			t.Errorf("a stranger's message reached the session: %q", m.Content)
+		}
+	}
+
+	// /handoff cli from the thread leaves the session waiting for the
+	// terminal.
+	if _, err := fake.Say(thread, discordOwner, "/handoff cli"); err != nil {
+		t.Fatal(err)
+	}
+	shown(t, fake, "the handoff answer", in(thread, "baton resume"))
+	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
+	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "discord" {
+		t.Fatalf("waiting %+v %v", waiting, err)
+	}
+
+	// Nothing the bot posted could ping anyone, and nothing was posted in
+	// the home channel: the conversation stayed in its thread.
+	for _, p := range fake.Posts() {
+		if len(p.Pings) > 0 || !strings.Contains(p.AllowedMentions, `"parse":[]`) {
+			t.Errorf("a post could ping %v (allowed_mentions %s)", p.Pings, p.AllowedMentions)
+		}
+		if p.ChannelID == home {
+			t.Errorf("posted in the home channel: %+v", p)
+		}
+	}
+}
+
+// Where the bot may not create threads, the handoff lands in the home
+// channel, completes, and the person is told why.
+func TestDiscordHandoffWithoutThreadPermission(t *testing.T) {
+	fake := discordtest.New(t, discordToken)
+	fake.RefuseThreads(true)
+	r := discordRig(t, fake)
+	sess := r.terminalSession(t)
+	home := fake.Home()
+
+	r.model.Push(llmtest.Reply{Text: "Landed in the channel."})
+	final := handOff(t, r, sess.ID, "discord")
+	if final.Destination != "discord:group:"+home || len(fake.Threads()) != 0 {
+		t.Fatalf("destination %q, threads %+v", final.Destination, fake.Threads())
+	}
+	notice := shown(t, fake, "the notice", in(home, "No new thread could be opened"))
+	if !strings.Contains(notice.Content, "Create Public Threads") {
+		t.Errorf("the notice does not say what to fix: %q", notice.Content)
+	}
+	greeting := shown(t, fake, "the greeting in the channel", in(home, "Landed in the channel."))
+	posts := fake.Shown()
+	if posts[0].MessageID != notice.MessageID || posts[1].MessageID != greeting.MessageID {
+		t.Errorf("the notice should come before the greeting: %+v", posts)
+	}
+
+	r.model.Push(llmtest.Reply{Text: "Still the same session."})
+	if _, err := fake.Say(home, discordOwner, "hello again"); err != nil {
+		t.Fatal(err)
+	}
+	shown(t, fake, "the answer", in(home, "Still the same session."))
+	msgs := settled(t, r, sess.ID, "Still the same session.")
+	if msgs[len(msgs)-2].Content != "hello again" {
+		t.Fatalf("the channel's message went elsewhere: %+v", msgs[len(msgs)-2])
+	}
+	if n := fake.CallCount(discordtest.RouteStartThread); n != 1 {
+		t.Errorf("thread creation tried %d times; a refusal is not retried", n)
+	}
+}
+
+// The gateway connection drops right after the thread is created, in the
+// middle of the handoff: the adapter resumes, the greeting is posted once,
+// and what the person says in the thread continues the session, once.
+func TestDiscordConnectionDroppedMidHandoff(t *testing.T) {
+	fake := discordtest.New(t, discordToken)
+	r := discordRig(t, fake)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	fake.DropAfterNext(discordtest.RouteStartThread)
+	r.model.Push(llmtest.Reply{Text: "Greetings after the drop."})
+	final := handOff(t, r, sess.ID, "discord")
+	thread := fake.Threads()[0].ID
+	shown(t, fake, "the greeting", in(thread, "Greetings after the drop."))
+	if err := fake.Wait(testutil.Context(t, 0), func() bool { return fake.Resumes() >= 1 && fake.Connected() == 1 }); err != nil {
+		t.Fatalf("the connection was not resumed: resumes %d, connected %d", fake.Resumes(), fake.Connected())
+	}
+	if n := fake.Identifies(); n != 1 {
+		t.Errorf("identified %d times; a dropped connection resumes its session", n)
+	}
+
+	r.model.Push(llmtest.Reply{Text: "Answer after the reconnect."})
+	if _, err := fake.Say(thread, discordOwner, "are you still there?"); err != nil {
+		t.Fatal(err)
+	}
+	shown(t, fake, "the answer", in(thread, "Answer after the reconnect."))
+	waitAllSent(t, r.st)
+	if n := countMatching(fake.Shown(), in(thread, "Greetings after the drop.")); n != 1 {
+		t.Errorf("the greeting was posted %d times", n)
+	}
+	if n := countMatching(fake.Shown(), in(thread, "Answer after the reconnect.")); n != 1 {
+		t.Errorf("the answer was posted %d times", n)
+	}
+	msgs := settled(t, r, sess.ID, "Answer after the reconnect.")
+	asked := 0
+	for _, m := range msgs {
+		if m.Content == "are you still there?" {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Errorf("the person's message is in the transcript %d times", asked)
+	}
+	if b, err := r.st.LookupBinding(ctx, final.Destination); err != nil || b.SessionID != sess.ID {
+		t.Errorf("binding %+v %v", b, err)
+	}
+}

@@ -1,0 +1,74 @@
+package discord_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/discord"
+	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+const token = "MTIz.test.token"
+
+var owner = discordtest.User{ID: "4242", Username: "owner"}
+
+// newAdapter points an adapter at fake, its log shown when the test fails.
+func newAdapter(t *testing.T, fake *discordtest.Server, tok string) *discord.Adapter {
+	t.Helper()
+	logs := &testutil.SyncBuffer{}
+	a, err := discord.New(discord.Config{Token: tok, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("adapter log:\n%s", logs.String())
+		}
+	})
+	return a
+}
+
+func TestConformance(t *testing.T) {
+	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
+		fake := discordtest.New(t, token)
+		// Heartbeats often, so acknowledgements show soon.
+		fake.SetHeartbeat(100 * time.Millisecond)
+		a := newAdapter(t, fake, token)
+		routes := map[string]string{
+			"Typer": discordtest.RouteTyping, "Threader": discordtest.RouteStartThread, "Editor": discordtest.RouteEditMessage,
+		}
+		return platformtest.Harness{
+			Adapter: a,
+			Home:    platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: fake.Home()},
+			Person:  owner.ID,
+			Say: func(_ context.Context, at platform.Address, sender, text string) (string, error) {
+				ch := at.Chat
+				if at.Thread != "" {
+					ch = at.Thread
+				}
+				return fake.Say(ch, discordtest.User{ID: sender, Username: "person"}, text)
+			},
+			Acked:    fake.Acked,
+			Down:     fake.Down,
+			Up:       fake.Up,
+			FailSend: func(status int, wait time.Duration) { fake.FailNext(discordtest.RouteCreateMessage, status, wait) },
+			Unsupport: func(capability string) bool {
+				r, ok := routes[capability]
+				if ok {
+					fake.Unsupported(r)
+				}
+				return ok
+			},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter"},
+		}
+	})
+}
+
+var _ = http.StatusOK

@@ -1,0 +1,244 @@
+// Package discord connects baton to Discord as a bot: the gateway
+// websocket for messages (with the Message Content intent), REST for
+// replies, typing, edits and the threads handoffs open.
+//
+// Addresses: a direct message is platform.DM with Chat = the DM channel id;
+// a guild text channel is platform.Group with Chat = the channel id; a
+// message in a thread is platform.Thread with Chat = the thread's parent
+// channel and Thread = the thread's channel id. NewThread returns exactly
+// that address for the thread it opens, so the binding a handoff makes
+// matches the person's later messages there.
+//
+// The gateway connection is driven here, on disgo's wire types, rather
+// than by disgo's gateway client: that client waits a second before every
+// connection, retries failed connections forever by itself, and resumes
+// from the last event it read rather than the last one baton stored. Here
+// a dropped connection ends Run (the gateway's supervisor restarts it),
+// and the next Run resumes the session from the last event handed over and
+// stored, so Discord replays what was not stored and nothing else.
+package discord
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/disgoorg/disgo/discord"
+	"github.com/disgoorg/disgo/gateway"
+	"github.com/disgoorg/disgo/rest"
+	"github.com/disgoorg/snowflake/v2"
+
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// Name is the platform name in addresses and config.
+const Name = "discord"
+
+// MaxMessageLen is Discord's limit on a message's content. It is counted
+// here in UTF-16 code units, as Discord's own clients count it: never more
+// than the characters Discord's API counts, so a part never comes back
+// refused as too long.
+const MaxMessageLen = 2000
+
+// maxThreadName is Discord's limit on a channel (thread) name.
+const maxThreadName = 100
+
+// EnvToken is the environment variable the bot token is read from when
+// config.yaml has none.
+const EnvToken = "DISCORD_BOT_TOKEN"
+
+// DefaultAPIURL is Discord's REST API, version 10.
+const DefaultAPIURL = "https://discord.com/api/v10"
+
+// Intents baton asks for: messages in guilds and DMs, and their content
+// (a privileged intent: it must be switched on for the bot in the
+// developer portal, or Discord closes the connection with 4014).
+const Intents = gateway.IntentGuilds | gateway.IntentGuildMessages | gateway.IntentDirectMessages | gateway.IntentMessageContent
+
+// Config configures the adapter. Only Token is required.
+type Config struct {
+	// Token is the bot token from the developer portal. It is a secret:
+	// never logged; String and LogValue hide it.
+	Token string
+	// APIURL is the REST API base, default DefaultAPIURL (tests point it
+	// at a fake).
+	APIURL string
+	// GatewayURL is the gateway websocket; default the URL Discord gives
+	// in GET /gateway/bot.
+	GatewayURL string
+	// HTTPClient makes REST requests; default a client without a global
+	// timeout (each call has RequestTimeout).
+	HTTPClient *http.Client
+	// Logger receives warnings; default slog.Default().
+	Logger *slog.Logger
+	// RequestTimeout bounds one REST call and the gateway handshake;
+	// default 30s.
+	RequestTimeout time.Duration
+}
+
+// String describes c without its token.
+func (c Config) String() string {
+	return fmt.Sprintf("discord.Config{APIURL: %q, GatewayURL: %q, Token: %s}", c.APIURL, c.GatewayURL, redacted(c.Token))
+}
+
+// LogValue keeps the token out of structured logs.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("api_url", c.APIURL), slog.String("gateway_url", c.GatewayURL), slog.String("token", redacted(c.Token)))
+}
+
+func redacted(tok string) string {
+	if tok == "" {
+		return "(none)"
+	}
+	return "(set)"
+}
+
+// Adapter is the Discord platform adapter: platform.Adapter, Threader,
+// Typer, Editor, EditPacer and Limiter.
+type Adapter struct {
+	cfg  Config
+	rest rest.Client
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	botID    string              // the bot's user id, from READY
+	session  resumeState         // what the next Run resumes
+	channels map[string]chanInfo // channel id → what it is, learned from events and REST
+	refused  map[string]bool     // optional methods already logged as refused
+	// Used by Run alone: messages handed over lately, so a replay after a
+	// resume that overlaps is not handed over twice.
+	seen *seen
+}
+
+// resumeState is a gateway session the next connection resumes; the zero
+// value means identify afresh.
+type resumeState struct {
+	id  string // session_id from READY
+	url string // resume_gateway_url from READY
+	seq int    // the last event handed over and stored (or ignored)
+}
+
+// chanInfo is what baton needs to know of a channel to address it.
+type chanInfo struct {
+	kind   discord.ChannelType
+	parent string // a thread's parent channel
+	guild  string
+}
+
+var (
+	_ platform.Adapter   = (*Adapter)(nil)
+	_ platform.Threader  = (*Adapter)(nil)
+	_ platform.Typer     = (*Adapter)(nil)
+	_ platform.Editor    = (*Adapter)(nil)
+	_ platform.EditPacer = (*Adapter)(nil)
+	_ platform.Limiter   = (*Adapter)(nil)
+)
+
+// New makes an adapter; it does not contact Discord (Run does).
+func New(cfg Config) (*Adapter, error) {
+	cfg.Token = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(cfg.Token), "Bot "))
+	if cfg.Token == "" {
+		return nil, errors.New("discord: no bot token (set discord.token in config.yaml or " + EnvToken + ")")
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = DefaultAPIURL
+	}
+	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("platform", Name)
+	restClient := rest.NewClient(cfg.Token,
+		rest.WithURL(cfg.APIURL),
+		rest.WithHTTPClient(client),
+		// No waiting and no retries inside the adapter: a 429 comes back
+		// as platform.RetryAfter and the gateway waits it out.
+		rest.WithRateLimiter(rest.NewNoopRateLimiter()),
+		rest.WithLogger(log),
+	)
+	return &Adapter{
+		cfg:      cfg,
+		rest:     restClient,
+		log:      log,
+		channels: map[string]chanInfo{},
+		refused:  map[string]bool{},
+		seen:     newSeen(seenLimit),
+	}, nil
+}
+
+// noMentions lets a message mention nobody — every list empty, not
+// absent, since Discord's default parses @everyone: a replayed transcript
+// must never ping everyone, a role or a person.
+func noMentions() discord.AllowedMentions {
+	return discord.AllowedMentions{Parse: []discord.AllowedMentionType{}, Roles: []snowflake.ID{}, Users: []snowflake.ID{}}
+}
+
+// Name is "discord".
+func (a *Adapter) Name() string { return Name }
+
+// MaxMessageLen is 2000.
+func (a *Adapter) MaxMessageLen() int { return MaxMessageLen }
+
+// MessageLen counts UTF-16 code units; see MaxMessageLen.
+func (a *Adapter) MessageLen(s string) int { return platform.UTF16Len(s) }
+
+// EditEvery paces streamed edits: Discord allows five edits of a channel's
+// messages in five seconds before answering 429.
+func (a *Adapter) EditEvery() time.Duration { return 1200 * time.Millisecond }
+
+// BotID is the bot's user id once Run has connected.
+func (a *Adapter) BotID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botID
+}
+
+// refusedOnce logs an optional method's refusal the first time only.
+func (a *Adapter) refusedOnce(method string, err error) {
+	a.mu.Lock()
+	first := !a.refused[method]
+	a.refused[method] = true
+	a.mu.Unlock()
+	if first {
+		a.log.Warn("discord: optional method refused; continuing without it", "method", method, "err", err)
+	}
+}
+
+// seenLimit bounds the dedupe memory; older ids are forgotten (the
+// gateway's store dedupes by Event.ID as well).
+const seenLimit = 4096
+
+// seen is a bounded set of recently handled ids.
+type seen struct {
+	set   map[string]struct{}
+	order []string
+	limit int
+}
+
+func newSeen(limit int) *seen { return &seen{set: map[string]struct{}{}, limit: limit} }
+
+func (s *seen) has(k string) bool { _, ok := s.set[k]; return ok }
+
+func (s *seen) add(k string) {
+	if s.has(k) {
+		return
+	}
+	s.set[k] = struct{}{}
+	s.order = append(s.order, k)
+	if len(s.order) > s.limit {
+		delete(s.set, s.order[0])
+		s.order = s.order[1:]
+	}
+}

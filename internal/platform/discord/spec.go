@@ -1,0 +1,42 @@
+package discord
+
+import (
+	"context"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// Section is the discord: section of config.yaml.
+type Section struct {
+	// Token is the bot token from the developer portal; DISCORD_BOT_TOKEN
+	// if empty.
+	Token string `yaml:"token"`
+	// APIURL points at another REST API base (a proxy); default Discord's.
+	APIURL string `yaml:"api_url"`
+	// GatewayURL points at another gateway; default the one Discord names.
+	GatewayURL string `yaml:"gateway_url"`
+}
+
+// Spec registers Discord: enabled when a bot token is set, in the
+// discord: section or in DISCORD_BOT_TOKEN (the section wins).
+func Spec() platform.Spec {
+	return platform.Spec{Name: Name, Display: "Discord", Open: open}
+}
+
+func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
+	var sec Section
+	if s.Decode != nil {
+		if err := s.Decode(&sec); err != nil {
+			return nil, err
+		}
+	}
+	tok := strings.TrimSpace(sec.Token)
+	if tok == "" && s.Env != nil {
+		tok = strings.TrimSpace(s.Env(EnvToken))
+	}
+	if tok == "" {
+		return nil, platform.ErrNotConfigured
+	}
+	return New(Config{Token: tok, APIURL: sec.APIURL, GatewayURL: sec.GatewayURL, Logger: s.Log})
+}
