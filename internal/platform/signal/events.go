@@ -23,8 +23,10 @@ const maxEventLine = 1 << 20
 // live once the daemon answers the stream. A reconnection (the supervisor
 // restarts Run after any failure) sends the id of the last event stored
 // as Last-Event-ID, so the daemon sends again whatever came after it — the
-// event Receive refused included. It returns nil when ctx ends, and why
-// otherwise.
+// event Receive refused included. (Refused before any event of this
+// daemon was stored, there is no id to resume from: the adapter keeps the
+// event and hands it over first once reconnected.) It returns nil when ctx
+// ends, and why otherwise.
 func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.cfg.URL+"/api/v1/events", nil)
 	if err != nil {

@@ -84,7 +84,7 @@ type Adapter struct {
 	// pending is an event Receive refused when no earlier event id was
 	// known to resume from: the next Run hands it over first.
 	pending *platform.Event
-	refused   map[string]bool // optional methods already logged as refused
+	refused map[string]bool // optional methods already logged as refused
 }
 
 var (
