@@ -5,6 +5,7 @@ package all
 
 import (
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/imessage"
 	"github.com/baton-agent/baton/internal/platform/signal"
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/web"
@@ -16,6 +17,7 @@ func Specs() []platform.Spec {
 		web.Spec(),
 		telegram.Spec(),
 		signal.Spec(),
+		imessage.Spec(),
 	}
 }
 
