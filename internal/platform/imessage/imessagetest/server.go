@@ -384,3 +384,6 @@ func (s *Server) HoldSends() (release func()) { return s.kit.Hold("message/text"
 
 // Held is how many sends wait now.
 func (s *Server) Held() int { return s.kit.Held("message/text") }
+
+// Calls returns every request received, in order.
+func (s *Server) Calls() []fakekit.Call { return s.kit.Calls() }
