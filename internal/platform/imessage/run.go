@@ -146,8 +146,12 @@ func (a *Adapter) webhook(r platform.Receiver, failed chan<- error) http.Handler
 // catchUp asks the server for the messages after the last one stored
 // (or the earliest one refused) and hands over those not handed yet.
 func (a *Adapter) catchUp(ctx context.Context, r platform.Receiver) error {
+	// Dates are in milliseconds and the query's "after" is exclusive: ask
+	// from the millisecond before, so a message sharing the last one's
+	// millisecond is not passed over; those handed over already are known
+	// by guid.
 	a.mu.Lock()
-	after := a.since
+	after := a.since - 1
 	if a.failed != 0 {
 		after = min(after, a.failed-1)
 	}
