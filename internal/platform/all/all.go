@@ -6,6 +6,8 @@ package all
 import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/discord"
+	"github.com/baton-agent/baton/internal/platform/imessage"
+	"github.com/baton-agent/baton/internal/platform/signal"
 	"github.com/baton-agent/baton/internal/platform/slack"
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/web"
@@ -18,6 +20,8 @@ func Specs() []platform.Spec {
 		telegram.Spec(),
 		slack.Spec(),
 		discord.Spec(),
+		signal.Spec(),
+		imessage.Spec(),
 	}
 }
 

@@ -90,6 +90,8 @@ type Server struct {
 	down        bool
 	downMode    DownMode
 	closed      bool
+	holds       map[string]chan struct{} // methods whose requests wait for release
+	held        map[string]int           // requests waiting now, by method
 }
 
 // New starts a server on 127.0.0.1 (a free port) in front of h, closed
@@ -107,6 +109,8 @@ func New(tb testing.TB, cfg Config, h http.Handler) *Server {
 		wake:        make(chan struct{}),
 		failures:    map[string][]Failure{},
 		unsupported: map[string]bool{},
+		holds:       map[string]chan struct{}{},
+		held:        map[string]int{},
 	}
 	// Listen ourselves: tests may use loopback IPv4 only.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -215,6 +219,62 @@ func (s *Server) Unsupported(methods ...string) {
 	}
 }
 
+// Hold makes requests of method (any case) wait, before the fake's
+// handler sees them, until release is called or the client gives up (the
+// request is then recorded unanswered): a slow service, for looking at
+// the world while a call is in flight. Held tells how many wait.
+func (s *Server) Hold(method string) (release func()) {
+	k := strings.ToLower(method)
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.holds[k] = gate
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.holds[k] == gate {
+				delete(s.holds, k)
+			}
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
+// Held is the number of requests of method waiting at a Hold now.
+func (s *Server) Held(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[strings.ToLower(method)]
+}
+
+// hold waits at method's gate, if any; false if the client gave up.
+func (s *Server) hold(r *http.Request, key string) bool {
+	s.mu.Lock()
+	gate := s.holds[key]
+	if gate != nil {
+		s.held[key]++
+		s.changedLocked()
+	}
+	s.mu.Unlock()
+	if gate == nil {
+		return true
+	}
+	defer func() {
+		s.mu.Lock()
+		s.held[key]--
+		s.changedLocked()
+		s.mu.Unlock()
+	}()
+	select {
+	case <-gate:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
 // Down takes the service down in the BadGateway mode; see DownWith.
 func (s *Server) Down() { s.DownWith(BadGateway) }
 
@@ -295,6 +355,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.calls = append(s.calls, Call{Method: method, Path: r.URL.Path, Params: params, Status: rec.status})
 		s.changedLocked()
 		s.mu.Unlock()
+	}
+	if !down && fail == nil && !s.hold(r, key) {
+		record()
+		return
 	}
 	switch {
 	case down && mode == Hangup:

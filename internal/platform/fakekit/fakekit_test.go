@@ -198,3 +198,40 @@ func TestDownModes(t *testing.T) {
 		t.Errorf("echo statuses = %v, want [502 0 200]", statuses)
 	}
 }
+
+func TestHold(t *testing.T) {
+	s := New(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
+	}))
+	release := s.Hold("/slow")
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(s.URL() + "/slow")
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	ctx := testutil.Context(t, 0)
+	if err := s.Wait(ctx, func() bool { return s.Held("/SLOW") == 1 }); err != nil {
+		t.Fatal("the request never waited at the hold")
+	}
+	// Other methods pass meanwhile.
+	resp, err := http.Get(s.URL() + "/fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := s.CallCount("/slow"); n != 0 {
+		t.Errorf("the held request was recorded as answered: %d", n)
+	}
+	release()
+	if got := testutil.Receive(t, answered, "the released answer"); got != http.StatusOK {
+		t.Errorf("released request answered %d", got)
+	}
+	if s.Held("/slow") != 0 || s.CallCount("/slow") != 1 {
+		t.Errorf("after release: held %d, calls %d", s.Held("/slow"), s.CallCount("/slow"))
+	}
+}

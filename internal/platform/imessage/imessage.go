@@ -1,0 +1,345 @@
+// Package imessage connects baton to iMessage through a BlueBubbles server
+// (a Mac running BlueBubbles, signed in to the Apple ID baton answers as):
+// replies go out by its REST API (POST /api/v1/message/text, the server
+// password as ?password=), messages come in by its webhook ("new-message")
+// POSTed to an address baton listens on. The webhook carries a shared
+// secret in its URL; requests without it are refused.
+//
+// BlueBubbles does not retry a webhook that failed, and none arrives while
+// baton is restarting, so Run also asks the server for the messages after
+// the last one stored (POST /api/v1/message/query): when it starts, and at
+// every health check. Nothing a person wrote is lost that way.
+//
+// iMessage has no threads: a handoff lands in the home chat. Addresses: a
+// chat is named by its BlueBubbles chat guid ("iMessage;-;+15551234567" a
+// one-to-one chat, platform.DM; "iMessage;+;chat123…" a group,
+// platform.Group). Tapbacks, attachments without text and baton's own
+// messages are not handed over.
+package imessage
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/styled"
+)
+
+// Name is the platform name in addresses and config.
+const Name = "imessage"
+
+// MaxMessageLen is the longest reply sent as one message, in characters:
+// iMessage takes longer texts, but they arrive as one unwieldy bubble.
+const MaxMessageLen = 10000
+
+// WebhookPath is where the adapter takes BlueBubbles' webhooks.
+const WebhookPath = "/bluebubbles"
+
+// Config configures the adapter. URL, Password and Listen are required.
+type Config struct {
+	// URL is the BlueBubbles server (http://mac.local:1234).
+	URL string
+	// Password is the server password. A secret: never logged.
+	Password string
+	// Listen is where the webhook listener binds (127.0.0.1:8091; port 0
+	// picks one, kept across restarts).
+	Listen string
+	// WebhookSecret must be in every webhook's URL as ?secret=; default
+	// the server password.
+	WebhookSecret string
+	// PrivateAPI says the server has BlueBubbles' Private API on: replies
+	// are sent through it and typing is shown. Without it, typing is
+	// unsupported.
+	PrivateAPI bool
+	// CheckEvery is how often Run checks the server and asks for messages
+	// a webhook may have missed; default 30s.
+	CheckEvery time.Duration
+	// RequestTimeout bounds one API call; default 30s.
+	RequestTimeout time.Duration
+	// HTTPClient makes the requests; default a client without a global
+	// timeout.
+	HTTPClient *http.Client
+	// Logger receives warnings; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Adapter is the iMessage platform adapter: platform.Adapter, Typer and
+// Limiter.
+type Adapter struct {
+	cfg    Config
+	client *http.Client
+	log    *slog.Logger
+	addr   string // the listener's address, fixed at New
+
+	handMu sync.Mutex // one message handed over at a time
+
+	mu         sync.Mutex
+	ln         net.Listener // open from New until a Run ends; reopened on addr
+	since      int64        // catch up with messages after this (ms); 0 until first live
+	failed     int64        // earliest message Receive refused (ms), 0 for none
+	failedGUID string       // its guid
+	handed     *seen        // guids stored lately, so a catch-up does not repeat them
+	refused    bool         // typing refusal already logged
+}
+
+var (
+	_ platform.Adapter = (*Adapter)(nil)
+	_ platform.Typer   = (*Adapter)(nil)
+	_ platform.Limiter = (*Adapter)(nil)
+)
+
+// New makes an adapter and opens its webhook listener; it does not
+// contact the server (Run does).
+func New(cfg Config) (*Adapter, error) {
+	cfg.URL = strings.TrimRight(strings.TrimSpace(cfg.URL), "/")
+	switch {
+	case cfg.URL == "":
+		return nil, errors.New("imessage: no BlueBubbles server url")
+	case cfg.Password == "":
+		return nil, errors.New("imessage: no BlueBubbles server password")
+	case cfg.Listen == "":
+		return nil, errors.New("imessage: no webhook listen address")
+	}
+	if cfg.WebhookSecret == "" {
+		cfg.WebhookSecret = cfg.Password
+	}
+	if cfg.CheckEvery <= 0 {
+		cfg.CheckEvery = 30 * time.Second
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("imessage: webhook listener on %s: %w", cfg.Listen, err)
+	}
+	return &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), addr: ln.Addr().String(), ln: ln, handed: newSeen(1000)}, nil
+}
+
+// Name is "imessage".
+func (a *Adapter) Name() string { return Name }
+
+// MaxMessageLen is 10000 characters.
+func (a *Adapter) MaxMessageLen() int { return MaxMessageLen }
+
+// MessageLen counts characters (runes).
+func (a *Adapter) MessageLen(s string) int { return utf8.RuneCountInString(s) }
+
+// WebhookURL is the address to give BlueBubbles (Settings → API &
+// Webhooks), secret included.
+func (a *Adapter) WebhookURL() string {
+	return "http://" + a.addr + WebhookPath + "?secret=" + url.QueryEscape(a.cfg.WebhookSecret)
+}
+
+// Close closes the webhook listener if no Run holds it.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ln == nil {
+		return nil
+	}
+	err := a.ln.Close()
+	a.ln = nil
+	return err
+}
+
+// Send posts text (markdown shown as plain text) to a chat, split at
+// MaxMessageLen, and returns the guid of the first message.
+func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	if err := check(to); err != nil {
+		return "", err
+	}
+	var first string
+	for _, part := range platform.Split(text, MaxMessageLen, a.MessageLen) {
+		plain := styled.Render(part, nil).Plain
+		if strings.TrimSpace(plain) == "" {
+			continue
+		}
+		body := map[string]any{"chatGuid": to.Chat, "tempGuid": tempGUID(), "message": plain, "method": "apple-script"}
+		if a.cfg.PrivateAPI {
+			body["method"] = "private-api"
+		}
+		var sent struct {
+			GUID string `json:"guid"`
+		}
+		if err := a.call(ctx, http.MethodPost, "/api/v1/message/text", body, &sent); err != nil {
+			return first, fmt.Errorf("imessage: send to %s: %w", to.Key(), err)
+		}
+		if first == "" {
+			first = sent.GUID
+		}
+	}
+	if first == "" {
+		return "", platform.Permanent(fmt.Errorf("imessage: send to %s: empty message", to.Key()))
+	}
+	return first, nil
+}
+
+// Typing shows the typing bubble, which needs the Private API.
+func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
+	if err := check(at); err != nil {
+		return err
+	}
+	if !a.cfg.PrivateAPI {
+		return platform.Unsupported(fmt.Errorf("imessage: typing in %s: needs the BlueBubbles Private API (private_api: true)", at.Key()))
+	}
+	err := a.call(ctx, http.MethodPost, "/api/v1/chat/"+url.PathEscape(at.Chat)+"/typing", nil, nil)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, platform.ErrUnsupported) {
+		a.mu.Lock()
+		first := !a.refused
+		a.refused = true
+		a.mu.Unlock()
+		if first {
+			a.log.Warn("imessage: the server refused typing; continuing without it", "err", err)
+		}
+	}
+	return fmt.Errorf("imessage: typing in %s: %w", at.Key(), err)
+}
+
+func check(to platform.Address) error {
+	if to.Platform != Name || to.Chat == "" || to.Thread != "" {
+		return platform.Permanent(fmt.Errorf("imessage: %q is not an iMessage chat", to.Key()))
+	}
+	return nil
+}
+
+func tempGUID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "baton-" + hex.EncodeToString(b)
+}
+
+// answer is BlueBubbles' envelope around every answer.
+type answer struct {
+	Status  int             `json:"status"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+	Error   *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// call makes one API call with the password and classifies its failure;
+// out, when not nil, receives the answer's data.
+func (a *Adapter) call(ctx context.Context, method, path string, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return platform.Permanent(fmt.Errorf("%s: %w", path, err))
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.cfg.URL+path+"?password="+url.QueryEscape(a.cfg.Password), rd)
+	if err != nil {
+		return platform.Permanent(fmt.Errorf("%s: bad server url", path))
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		// The URL holds the password: report the failure without it.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return fmt.Errorf("%s: read answer: %w", path, err)
+	}
+	var ans answer
+	jsonErr := json.Unmarshal(data, &ans)
+	if resp.StatusCode == http.StatusOK && jsonErr == nil && (ans.Status == 0 || ans.Status == http.StatusOK) {
+		if out != nil && len(ans.Data) > 0 {
+			if err := json.Unmarshal(ans.Data, out); err != nil {
+				return fmt.Errorf("%s: data: %w", path, err)
+			}
+		}
+		return nil
+	}
+	status := resp.StatusCode
+	if status == http.StatusOK {
+		status = ans.Status
+	}
+	why := http.StatusText(status)
+	switch {
+	case jsonErr != nil:
+		why = platform.OneLine(errors.New(string(data)))
+	case ans.Error != nil && ans.Error.Message != "":
+		why = ans.Error.Message
+	case ans.Message != "":
+		why = ans.Message
+	}
+	err = fmt.Errorf("%s: HTTP %d: %s", path, status, why)
+	low := strings.ToLower(why)
+	switch {
+	case status == http.StatusUnauthorized:
+		return platform.Refused(err)
+	case status == http.StatusTooManyRequests:
+		if secs, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && secs > 0 {
+			return platform.RetryAfter(time.Duration(secs)*time.Second, err)
+		}
+		return err
+	case status == http.StatusNotFound, strings.Contains(low, "private api"):
+		return platform.Unsupported(err)
+	case status >= 400 && status < 500:
+		return platform.Permanent(err)
+	}
+	return err
+}
+
+// seen remembers the last n keys.
+type seen struct {
+	n    int
+	keys map[string]bool
+	ring []string
+}
+
+func newSeen(n int) *seen { return &seen{n: n, keys: map[string]bool{}} }
+
+func (s *seen) has(k string) bool { return s.keys[k] }
+
+func (s *seen) add(k string) {
+	if s.keys[k] {
+		return
+	}
+	s.keys[k] = true
+	s.ring = append(s.ring, k)
+	if len(s.ring) > s.n {
+		delete(s.keys, s.ring[0])
+		s.ring = s.ring[1:]
+	}
+}

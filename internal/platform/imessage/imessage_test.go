@@ -1,0 +1,206 @@
+package imessage_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/imessage"
+	"github.com/baton-agent/baton/internal/platform/imessage/imessagetest"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+type collector struct {
+	mu     sync.Mutex
+	events []platform.Event
+	errs   []string // what Run returned
+}
+
+func (c *collector) Receive(_ context.Context, ev platform.Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, ev)
+	return nil
+}
+
+func (c *collector) Live() {}
+
+func (c *collector) all() []platform.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]platform.Event(nil), c.events...)
+}
+
+func (c *collector) texts() []string {
+	var out []string
+	for _, e := range c.all() {
+		out = append(out, e.Text)
+	}
+	return out
+}
+
+// run runs the adapter until stop or the test's end; stop waits for it.
+func run(t *testing.T, a *imessage.Adapter, c *collector) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := a.Run(ctx, c); err != nil {
+				c.mu.Lock()
+				c.errs = append(c.errs, err.Error())
+				c.mu.Unlock()
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestWebhookNeedsTheSecret(t *testing.T) {
+	fake := imessagetest.New(t, password)
+	a := newAdapter(t, fake, false)
+	c := &collector{}
+	run(t, a, c)
+	testutil.Eventually(t, 0, func() bool { return fake.CallCount("message/query") > 0 }, "the adapter to be running")
+
+	u, _ := url.Parse(a.WebhookURL())
+	body := `{"type":"new-message","data":{"guid":"X1","text":"let me in","isFromMe":false,"dateCreated":1,"handle":{"address":"+15559999999"},"chats":[{"guid":"iMessage;-;+15559999999"}]}}`
+	for _, q := range []string{"", "?secret=wrong", "?password=" + password} {
+		resp, err := http.Post("http://"+u.Host+imessage.WebhookPath+q, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("webhook with %q answered %d, want 401", q, resp.StatusCode)
+		}
+	}
+	// Malformed with the secret: 400, and nothing handed over.
+	resp, err := http.Post(a.WebhookURL(), "application/json", strings.NewReader(`{"type":"new-message","data":`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("malformed webhook answered %d", resp.StatusCode)
+	}
+	fake.Receive(owner, imessagetest.DM(owner), "a real one")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 1 }, "the real message")
+	if got := c.texts(); len(got) != 1 || got[0] != "a real one" {
+		t.Errorf("handed over %q", got)
+	}
+}
+
+// Tapbacks, attachments without text and baton's own messages are not
+// handed over; text with an attachment is, without the attachment's
+// placeholder.
+func TestWhatIsHandedOver(t *testing.T) {
+	fake := imessagetest.New(t, password)
+	a := newAdapter(t, fake, false)
+	c := &collector{}
+	run(t, a, c)
+	testutil.Eventually(t, 0, func() bool { return fake.CallCount("message/query") > 0 }, "the adapter to be running")
+	dm := imessagetest.DM(owner)
+	handle := &imessagetest.Handle{Address: owner, Service: "iMessage"}
+	chats := []imessagetest.Chat{{GUID: dm, Style: 45}}
+	target := fake.Receive(owner, dm, "book the train")
+	love, guid := "love", target
+	fake.ReceiveMessage(imessagetest.Message{Text: "Loved “book the train”", AssociatedMessageGUID: &guid, AssociatedMessageType: &love, Handle: handle, Chats: chats})
+	fake.ReceiveMessage(imessagetest.Message{Text: "\ufffc", Attachments: []imessagetest.Attachment{{GUID: "A1", TransferName: "IMG_1.HEIC", MimeType: "image/heic"}}, Handle: handle, Chats: chats})
+	fake.ReceiveMessage(imessagetest.Message{Text: "\ufffcthe ticket", Attachments: []imessagetest.Attachment{{GUID: "A2", TransferName: "ticket.pdf"}}, Handle: handle, Chats: chats})
+	if _, err := a.Send(testutil.Context(t, 0), platform.Address{Platform: "imessage", Kind: platform.DM, Chat: dm}, "**on it**"); err != nil {
+		t.Fatal(err)
+	}
+	group := fake.Receive("+15552222222", "iMessage;+;chat4242", "hi all")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) >= 3 }, "three messages")
+	// Another catch-up passes without repeating anything.
+	n := fake.CallCount("message/query")
+	testutil.Eventually(t, 0, func() bool { return fake.CallCount("message/query") > n+1 }, "two more catch-ups")
+	got := c.all()
+	if len(got) != 3 || got[0].Text != "book the train" || got[0].ID != target || got[1].Text != "the ticket" || got[2].ID != group {
+		t.Fatalf("handed over %+v", got)
+	}
+	if got[0].At != (platform.Address{Platform: "imessage", Kind: platform.DM, Chat: dm}) || got[0].SenderID != owner {
+		t.Errorf("a DM arrived as %+v", got[0])
+	}
+	if got[2].At.Kind != platform.Group || got[2].At.Chat != "iMessage;+;chat4242" {
+		t.Errorf("a group message arrived at %+v", got[2].At)
+	}
+	if s := fake.Sent(); len(s) != 1 || s[0].Text != "on it" {
+		t.Errorf("sent %+v", s)
+	}
+}
+
+// A message whose webhook never came (BlueBubbles does not retry one that
+// failed) is fetched at the next check.
+func TestMissedWebhookIsFetched(t *testing.T) {
+	fake := imessagetest.New(t, password)
+	a := newAdapter(t, fake, false)
+	c := &collector{}
+	run(t, a, c)
+	fake.Receive(owner, imessagetest.DM(owner), "first")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 1 }, "the first message")
+	fake.SetWebhook("")
+	missed := fake.Receive(owner, imessagetest.DM(owner), "no webhook for this one")
+	defer func() {
+		if t.Failed() {
+			c.mu.Lock()
+			t.Logf("Run errors %q; calls %+v", c.errs, fake.Calls())
+			c.mu.Unlock()
+		}
+	}()
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 2 }, "the missed message")
+	if got := c.all(); got[1].ID != missed || len(fake.Hooks()) != 1 {
+		t.Errorf("events %+v, hooks %+v", got, fake.Hooks())
+	}
+}
+
+func TestTypingNeedsPrivateAPI(t *testing.T) {
+	fake := imessagetest.New(t, password)
+	a := newAdapter(t, fake, false)
+	err := a.Typing(testutil.Context(t, 0), platform.Address{Platform: "imessage", Kind: platform.DM, Chat: imessagetest.DM(owner)})
+	if cl, _ := platform.Classify(err); cl != platform.ClassUnsupported {
+		t.Errorf("typing without the Private API: %v (%v)", err, cl)
+	}
+	if fake.CallCount("chat/typing") != 0 {
+		t.Error("asked the server for typing it cannot do")
+	}
+	fake.EnablePrivateAPI()
+	b := newAdapter(t, fake, true)
+	if err := b.Typing(testutil.Context(t, 0), platform.Address{Platform: "imessage", Kind: platform.DM, Chat: imessagetest.DM(owner)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.Typing(); len(got) != 1 || got[0] != imessagetest.DM(owner) {
+		t.Errorf("typing in %q", got)
+	}
+}
+
+// A wrong password is refused credentials, and the password appears in
+// no error.
+func TestWrongPasswordRefused(t *testing.T) {
+	fake := imessagetest.New(t, password)
+	a, err := imessage.New(imessage.Config{URL: fake.URL(), Password: "wrong-secret-pw", Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	err = a.Run(testutil.Context(t, 0), &collector{})
+	if cl, _ := platform.Classify(err); cl != platform.ClassRefused {
+		t.Errorf("Run with a wrong password: %v (%v)", err, cl)
+	}
+	if strings.Contains(err.Error(), "wrong-secret-pw") {
+		t.Errorf("the password leaked: %v", err)
+	}
+	fake.Down()
+	_, err = a.Send(testutil.Context(t, 0), platform.Address{Platform: "imessage", Kind: platform.DM, Chat: "iMessage;-;x"}, "hi")
+	if err == nil || strings.Contains(err.Error(), "wrong-secret-pw") {
+		t.Errorf("send while down: %v", err)
+	}
+}

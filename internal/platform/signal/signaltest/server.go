@@ -1,0 +1,431 @@
+// Package signaltest is a fake signal-cli daemon for tests, speaking what
+// `signal-cli -a ACCOUNT daemon --http` speaks: JSON-RPC 2.0 on POST
+// /api/v1/rpc (send, sendTyping, version), the receive notifications as
+// Server-Sent Events on GET /api/v1/events — each with an id, replayed
+// after the Last-Event-ID a reconnecting client sends — and GET
+// /api/v1/check. It is built on fakekit: every call recorded, failures on
+// demand (answered as signal-cli's JSON-RPC errors), unsupported methods,
+// the daemon down behind its proxy, and the event stream cut.
+package signaltest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform/fakekit"
+)
+
+// Sent is a message the daemon was asked to send and accepted.
+type Sent struct {
+	Recipients []string // numbers or UUIDs; empty for a group
+	GroupID    string
+	Message    string
+	TextStyle  []string // "start:length:STYLE"
+	Timestamp  int64    // the id the fake gave it
+}
+
+// Event is one event of the stream.
+type Event struct {
+	ID   int
+	Data json.RawMessage
+}
+
+// Server is the fake daemon. Its methods are safe for concurrent use.
+type Server struct {
+	tb      testing.TB
+	account string
+	kit     *fakekit.Server
+
+	mu       sync.Mutex
+	events   []Event
+	sent     []Sent
+	typing   []map[string]any
+	clock    int64 // the last timestamp handed out: every message gets a later one
+	drops    chan struct{}
+	streams  int      // event streams open now
+	resumes  []string // the Last-Event-ID of every stream request ("" for none)
+	refusals map[string]int
+}
+
+// New starts a fake daemon for account on 127.0.0.1, closed when tb ends.
+func New(tb testing.TB, account string) *Server {
+	tb.Helper()
+	s := &Server{tb: tb, account: account, clock: time.Now().UnixMilli(), drops: make(chan struct{}), refusals: map[string]int{}}
+	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the daemon's base URL.
+func (s *Server) URL() string { return s.kit.URL() }
+
+// Account is the number the daemon runs as.
+func (s *Server) Account() string { return s.account }
+
+// methodOf names a request: the JSON-RPC method of a call, "events" for
+// the stream, "check" for the health check.
+func methodOf(r *http.Request) string {
+	switch r.URL.Path {
+	case "/api/v1/events":
+		return "events"
+	case "/api/v1/check":
+		return "check"
+	case "/api/v1/rpc":
+		var req struct {
+			Method string `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		_ = json.Unmarshal(body, &req)
+		return req.Method
+	}
+	return r.URL.Path
+}
+
+// requestID reads a JSON-RPC request's id, leaving the body readable.
+func requestID(r *http.Request) json.RawMessage {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	_ = json.Unmarshal(body, &req)
+	if len(req.ID) == 0 {
+		return json.RawMessage("null")
+	}
+	return req.ID
+}
+
+// writeFailure answers a failure the kit was asked for as signal-cli
+// does: a 429 is its rate-limit error (-5) with the wait in the send
+// results, other 4xx a user error (-1) or invalid parameters (-32602), an
+// unsupported method -32601; 5xx stay HTTP errors, as a proxy or a
+// crashing daemon gives them.
+func writeFailure(w http.ResponseWriter, r *http.Request, f fakekit.Failure) {
+	if r.URL.Path != "/api/v1/rpc" || f.Status >= 500 {
+		fakekit.WriteError(w, r, f)
+		return
+	}
+	id := requestID(r)
+	e := map[string]any{"code": -1, "message": "Failed to send message: Unregistered user", "data": nil}
+	switch {
+	case f.Unsupported:
+		e = map[string]any{"code": -32601, "message": "Method not implemented", "data": nil}
+	case f.Status == http.StatusTooManyRequests:
+		secs := int((f.RetryAfter + time.Second - 1) / time.Second)
+		e = map[string]any{"code": -5, "message": "Failed to send message due to rate limiting", "data": map[string]any{
+			"response": map[string]any{"timestamp": 0, "results": []map[string]any{{"type": "RATE_LIMIT_FAILURE", "retryAfterSeconds": secs}}},
+		}}
+	case f.Status == http.StatusBadRequest:
+		e = map[string]any{"code": -32602, "message": "Invalid params", "data": nil}
+	}
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "error": e, "id": id})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/api/v1/check":
+		w.WriteHeader(http.StatusOK)
+	case "/api/v1/events":
+		if r.Method != http.MethodGet {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		s.stream(w, r)
+	case "/api/v1/rpc":
+		if r.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		s.rpc(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// stream sends the events after the client's Last-Event-ID (all kept ones
+// when the id is unknown; only new ones without the header), then each
+// new event as it comes, until the client leaves, the server closes or
+// DropStreams cuts it.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	last := r.Header.Get("Last-Event-ID")
+	s.mu.Lock()
+	next := len(s.events) // index of the next event to send
+	if last != "" {
+		next = 0
+		if n, err := strconv.Atoi(last); err == nil {
+			for i, e := range s.events {
+				if e.ID == n {
+					next = i + 1
+				}
+			}
+		}
+	}
+	s.resumes = append(s.resumes, last)
+	s.streams++
+	drops := s.drops
+	s.mu.Unlock()
+	s.kit.Changed()
+	defer func() {
+		s.mu.Lock()
+		s.streams--
+		s.mu.Unlock()
+		s.kit.Changed()
+	}()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flush := func() { _ = http.NewResponseController(w).Flush() }
+	flush()
+	for {
+		wake := s.kit.Changes()
+		s.mu.Lock()
+		pending := append([]Event(nil), s.events[next:]...)
+		next = len(s.events)
+		s.mu.Unlock()
+		for _, e := range pending {
+			if _, err := fmt.Fprintf(w, "id:%d\nevent:receive\ndata:%s\n\n", e.ID, e.Data); err != nil {
+				return
+			}
+		}
+		if len(pending) > 0 {
+			flush()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-drops:
+			return
+		case <-wake:
+			if s.kit.IsDown() {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": nil,
+			"error": map[string]any{"code": -32700, "message": "Parse error: " + err.Error()}})
+		return
+	}
+	answer := func(result any) {
+		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "result": result, "id": req.ID})
+	}
+	fail := func(code int, msg string) {
+		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": code, "message": msg}, "id": req.ID})
+	}
+	var p struct {
+		Recipient json.RawMessage `json:"recipient"`
+		GroupID   string          `json:"groupId"`
+		Message   string          `json:"message"`
+		TextStyle json.RawMessage `json:"textStyle"`
+		Account   string          `json:"account"`
+	}
+	if len(req.Params) > 0 {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			fail(-32602, "Invalid params: "+err.Error())
+			return
+		}
+	}
+	if p.Account != "" {
+		// Single-account mode: an account parameter is not expected.
+		fail(-32602, "Unrecognized field \"account\"")
+		return
+	}
+	recipients := stringList(p.Recipient)
+	switch req.Method {
+	case "version":
+		answer(map[string]any{"version": "0.13.x-fake"})
+	case "send":
+		if len(recipients) == 0 && p.GroupID == "" {
+			fail(-32602, "No recipients given")
+			return
+		}
+		s.mu.Lock()
+		if n := s.refusals[p.Message]; n > 0 {
+			s.refusals[p.Message] = n - 1
+			s.mu.Unlock()
+			fail(-1, "Failed to send message: Unregistered user")
+			return
+		}
+		ts := s.tick()
+		s.sent = append(s.sent, Sent{Recipients: recipients, GroupID: p.GroupID, Message: p.Message, TextStyle: stringList(p.TextStyle), Timestamp: ts})
+		s.mu.Unlock()
+		s.kit.Changed()
+		answer(map[string]any{"timestamp": ts, "results": []map[string]any{{"type": "SUCCESS"}}})
+	case "sendTyping":
+		var params map[string]any
+		_ = json.Unmarshal(req.Params, &params)
+		s.mu.Lock()
+		s.typing = append(s.typing, params)
+		s.mu.Unlock()
+		s.kit.Changed()
+		answer(map[string]any{})
+	default:
+		fail(-32601, "Method not implemented")
+	}
+}
+
+// HoldSends makes every send wait until release is called: a slow
+// daemon, for looking at the world while a message is in flight.
+func (s *Server) HoldSends() (release func()) { return s.kit.Hold("send") }
+
+// Held is how many sends wait now.
+func (s *Server) Held() int { return s.kit.Held("send") }
+
+// stringList reads a parameter given as one string or a list.
+func stringList(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var many []string
+	_ = json.Unmarshal(raw, &many)
+	return many
+}
+
+// tick hands out a fresh timestamp; s.mu is held.
+func (s *Server) tick() int64 {
+	s.clock = max(s.clock+1, time.Now().UnixMilli())
+	return s.clock
+}
+
+// Push queues a raw receive notification (its "params") and returns its
+// event id.
+func (s *Server) Push(params map[string]any) int {
+	data, err := json.Marshal(params)
+	if err != nil {
+		s.tb.Errorf("signaltest: marshal event: %v", err)
+		return 0
+	}
+	s.mu.Lock()
+	id := len(s.events) + 1
+	s.events = append(s.events, Event{ID: id, Data: data})
+	s.mu.Unlock()
+	s.kit.Changed()
+	return id
+}
+
+// PushMessage queues a text message from a person (a number) to the
+// account, in a group when groupID is set, and returns the message id the
+// adapter gives it ("<sender>:<timestamp>").
+func (s *Server) PushMessage(from, name, groupID, text string) string {
+	s.mu.Lock()
+	ts := s.tick()
+	s.mu.Unlock()
+	dm := map[string]any{"timestamp": ts, "message": text, "expiresInSeconds": 0, "viewOnce": false}
+	if groupID != "" {
+		dm["groupInfo"] = map[string]any{"groupId": groupID, "type": "DELIVER"}
+	}
+	s.Push(map[string]any{"account": s.account, "envelope": map[string]any{
+		"source": from, "sourceNumber": from, "sourceUuid": uuidOf(from), "sourceName": name, "sourceDevice": 1,
+		"timestamp": ts, "dataMessage": dm,
+	}})
+	return from + ":" + strconv.FormatInt(ts, 10)
+}
+
+// PushSent queues what the account's own phone sent to destination (a
+// sync message); destination = the account is Note to Self.
+func (s *Server) PushSent(destination, text string) string {
+	s.mu.Lock()
+	ts := s.tick()
+	s.mu.Unlock()
+	s.Push(map[string]any{"account": s.account, "envelope": map[string]any{
+		"source": s.account, "sourceNumber": s.account, "sourceUuid": uuidOf(s.account), "sourceName": "Me", "sourceDevice": 1,
+		"timestamp": ts, "syncMessage": map[string]any{"sentMessage": map[string]any{
+			"destination": destination, "destinationNumber": destination, "destinationUuid": uuidOf(destination),
+			"timestamp": ts, "message": text, "expiresInSeconds": 0, "viewOnce": false,
+		}},
+	}})
+	return s.account + ":" + strconv.FormatInt(ts, 10)
+}
+
+func uuidOf(number string) string {
+	return fmt.Sprintf("00000000-0000-4000-8000-%012s", number[len(number)-min(len(number), 12):])
+}
+
+// Sent returns what the daemon sent, in order.
+func (s *Server) Sent() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Sent(nil), s.sent...)
+}
+
+// Typing returns the parameters of every sendTyping call.
+func (s *Server) Typing() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.typing...)
+}
+
+// Refuse makes the next n sends of exactly text fail with signal-cli's
+// user error (an unregistered recipient).
+func (s *Server) Refuse(text string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refusals[text] += n
+}
+
+// Streams is how many event streams are open now.
+func (s *Server) Streams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams
+}
+
+// Resumes lists the Last-Event-ID of every stream request, in order.
+func (s *Server) Resumes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.resumes...)
+}
+
+// DropStreams cuts every open event stream, as a network blip does; the
+// daemon stays up.
+func (s *Server) DropStreams() {
+	s.mu.Lock()
+	close(s.drops)
+	s.drops = make(chan struct{})
+	s.mu.Unlock()
+	s.kit.Changed()
+}
+
+// Wait blocks until cond holds or ctx ends.
+func (s *Server) Wait(ctx context.Context, cond func() bool) error { return s.kit.Wait(ctx, cond) }
+
+// FailNext makes the next call of a JSON-RPC method fail as status says
+// (see writeFailure).
+func (s *Server) FailNext(method string, status int, retryAfter time.Duration) {
+	s.kit.FailNext(method, status, retryAfter)
+}
+
+// Unsupported makes methods answer "Method not implemented".
+func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
+
+// CallCount is the number of calls of method.
+func (s *Server) CallCount(method string) int { return s.kit.CallCount(method) }
+
+// Down takes the daemon down behind its proxy: streams cut, every request
+// answered 502 until Up.
+func (s *Server) Down() { s.kit.Down() }
+
+// Up brings the daemon back.
+func (s *Server) Up() { s.kit.Up() }

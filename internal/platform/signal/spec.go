@@ -1,0 +1,55 @@
+package signal
+
+import (
+	"context"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/platform"
+)
+
+// Environment variables Spec reads when the config section leaves a field
+// empty.
+const (
+	EnvURL     = "SIGNAL_CLI_URL"
+	EnvAccount = "SIGNAL_ACCOUNT"
+)
+
+// Section is the signal: section of config.yaml.
+type Section struct {
+	// URL is the signal-cli daemon's HTTP address; SIGNAL_CLI_URL if
+	// empty, else http://127.0.0.1:8080.
+	URL string `yaml:"url"`
+	// Account is the number signal-cli runs as; SIGNAL_ACCOUNT if empty.
+	Account string `yaml:"account"`
+}
+
+// Spec registers Signal: enabled when an account is set, in the signal:
+// section or in SIGNAL_ACCOUNT (the section wins).
+func Spec() platform.Spec {
+	return platform.Spec{Name: Name, Display: "Signal", Open: open}
+}
+
+func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
+	var sec Section
+	if s.Decode != nil {
+		if err := s.Decode(&sec); err != nil {
+			return nil, err
+		}
+	}
+	env := func(k string) string {
+		if s.Env == nil {
+			return ""
+		}
+		return strings.TrimSpace(s.Env(k))
+	}
+	if sec.URL == "" {
+		sec.URL = env(EnvURL)
+	}
+	if strings.TrimSpace(sec.Account) == "" {
+		sec.Account = env(EnvAccount)
+	}
+	if strings.TrimSpace(sec.Account) == "" {
+		return nil, platform.ErrNotConfigured
+	}
+	return New(Config{URL: sec.URL, Account: sec.Account, Logger: s.Log})
+}
