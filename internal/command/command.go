@@ -161,7 +161,7 @@ func builtin() []Command {
 		{Name: "approve", Aliases: []string{"yes", "once"}, Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
 			Description: "let the tool the agent asked about run, this once"},
 		{Name: "always", Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
-			Description: "let it run, and that tool from now on in this session"},
+			Description: "let it run, and exactly the same call again in this session"},
 		{Name: "deny", Aliases: []string{"no"}, Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
 			Description: "do not let it run"},
 		{Name: "start", Category: CategoryGeneral, Scope: Chat, Arity: OptionalArgs,
