@@ -76,7 +76,7 @@ type Agent struct {
 
 	mu     sync.Mutex
 	always map[approvedCall]bool // "always for this session" answers
-	busy   map[string]bool      // sessions with a turn or edit in progress
+	busy   map[string]bool       // sessions with a turn or edit in progress
 }
 
 type approvedCall struct{ session, tool, subject string }

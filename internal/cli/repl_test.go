@@ -209,7 +209,7 @@ func TestREPLApprovals(t *testing.T) {
 		"first", "maybe", "a", // garbage is asked again; "always" covers exactly that command
 		"second",     // the same command: not asked
 		"other", "d", // another command asks
-		"/new",       // a new session forgets "always"
+		"/new", // a new session forgets "always"
 		"third", "d",
 	)
 	if n := strings.Count(out, "allow? [o]nce"); n != 4 {
