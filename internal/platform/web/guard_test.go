@@ -38,7 +38,9 @@ func run(t *testing.T, cfg Config) *Adapter {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil })) }()
+	go func() {
+		done <- a.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
