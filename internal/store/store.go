@@ -274,6 +274,7 @@ type Store interface {
 	Inbox
 	Outbox
 	Homes
+	Pairings
 	Close() error
 }
 

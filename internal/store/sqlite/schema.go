@@ -164,4 +164,21 @@ UPDATE sessions SET live_from = COALESCE(
 	`
 ALTER TABLE deliveries ADD COLUMN abandoned INTEGER NOT NULL DEFAULT 0;
 `,
+	// 5: pairing requests of people the gateway does not know yet, one
+	// per identity, found by code when the owner approves.
+	`
+CREATE TABLE pairings (
+	platform         TEXT NOT NULL,
+	platform_user_id TEXT NOT NULL,
+	code             TEXT NOT NULL,
+	sender           TEXT NOT NULL DEFAULT '',
+	address_key      TEXT NOT NULL DEFAULT '',
+	created_at       INTEGER NOT NULL,
+	expires_at       INTEGER NOT NULL,
+	attempts         INTEGER NOT NULL DEFAULT 0,
+	locked_until     INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (platform, platform_user_id)
+);
+CREATE UNIQUE INDEX pairings_code ON pairings(code);
+`,
 }
