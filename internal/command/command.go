@@ -164,6 +164,8 @@ func builtin() []Command {
 			Description: "let it run, and exactly the same call again in this session"},
 		{Name: "deny", Aliases: []string{"no"}, Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
 			Description: "do not let it run"},
+		{Name: "pairing", Category: CategoryPlaces, Scope: Chat, Arity: OptionalArgs, Args: "[list | approve CODE | deny CODE]",
+			Description: "see who asked to talk to baton, and let them in or not"},
 		{Name: "start", Category: CategoryGeneral, Scope: Chat, Arity: OptionalArgs,
 			Description: "say hello (Telegram sends it when a chat with the bot begins)"},
 		{Name: "help", Aliases: []string{"h", "?"}, Category: CategoryGeneral, Scope: Both, Arity: OptionalArgs, Args: "[command]",

@@ -3,8 +3,15 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
+
+// PairingCode is a code as typed, normalised: upper case, without the
+// dash it is shown with or spaces.
+func PairingCode(s string) string {
+	return strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(s)))
+}
 
 // ErrPairingFull is returned when a platform already has as many pending
 // pairing requests as its policy allows.
@@ -20,7 +27,8 @@ type Pairing struct {
 	AddressKey     string // where the person asked: where to tell them
 	CreatedAt      time.Time
 	ExpiresAt      time.Time
-	// Attempts counts the person's messages since the code was issued.
+	// Attempts counts the person's messages since the code was issued,
+	// also those while locked out.
 	Attempts int
 	// LockedUntil is after now for a person locked out (too many
 	// attempts, or denied); their messages are then ignored.
@@ -47,9 +55,9 @@ type PairingAsk struct {
 type Pairings interface {
 	// AskPairing records a message from an unknown person: a new code
 	// (issued=true) if they hold none that is still valid, else one more
-	// attempt on theirs, which may lock them out. A locked-out person's
-	// row comes back unchanged. ErrPairingFull when a new code would pass
-	// MaxPending.
+	// attempt on theirs, which may lock them out (the message that does
+	// has Attempts == MaxAttempts+1; a locked-out person's messages still
+	// count). ErrPairingFull when a new code would pass MaxPending.
 	AskPairing(ctx context.Context, ask PairingAsk) (p Pairing, issued bool, err error)
 	// PendingPairings lists unexpired codes and locked-out people.
 	PendingPairings(ctx context.Context, now time.Time) ([]Pairing, error)

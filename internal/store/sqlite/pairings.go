@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/store"
@@ -41,7 +40,12 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 		}
 		switch {
 		case found && p.LockedUntil.UnixNano() > now:
-			return nil
+			// Counted still, so only the message that locked them has
+			// Attempts == MaxAttempts+1.
+			p.Attempts++
+			_, err := tx.ExecContext(ctx, `UPDATE pairings SET attempts = attempts + 1 WHERE platform = ? AND platform_user_id = ?`,
+				ask.Platform, ask.PlatformUserID)
+			return err
 		case found && p.ExpiresAt.UnixNano() > now:
 			p.Attempts++
 			locked := int64(0)
@@ -101,7 +105,7 @@ func (s *Store) PendingPairings(ctx context.Context, now time.Time) ([]store.Pai
 
 // ApprovePairing links the code's identity to userID.
 func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now time.Time) (p store.Pairing, err error) {
-	code = strings.ToUpper(strings.TrimSpace(code))
+	code = store.PairingCode(code)
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		p, err = scanPairing(tx.QueryRowContext(ctx, `SELECT `+pairingCols+` FROM pairings WHERE code = ? AND expires_at > ? AND locked_until <= ?`,
 			code, now.UnixNano(), now.UnixNano()))
@@ -131,7 +135,7 @@ func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now tim
 
 // DenyPairing removes the request and locks the person out.
 func (s *Store) DenyPairing(ctx context.Context, code string, lockUntil time.Time) (p store.Pairing, err error) {
-	code = strings.ToUpper(strings.TrimSpace(code))
+	code = store.PairingCode(code)
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		p, err = scanPairing(tx.QueryRowContext(ctx, `SELECT `+pairingCols+` FROM pairings WHERE code = ?`, code))
 		if errors.Is(err, sql.ErrNoRows) {
