@@ -44,7 +44,7 @@ func threeTurns(srv *llmtest.Server, tm *term) {
 	tm.expect("Hi! How can I help?")
 	tm.line("please run the check")
 	tm.expect("baton wants to run shell: echo baton-tool-ok > proof.txt && cat proof.txt")
-	tm.expect("allow? [o]nce, [a]lways this session, [d]eny")
+	tm.expect("allow? [o]nce, [a]lways (exactly this, this session), [d]eny")
 	tm.answer("o")
 	tm.expect("✓ shell: echo baton-tool-ok")
 	tm.expect("The check printed baton-tool-ok.")

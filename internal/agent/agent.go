@@ -72,18 +72,20 @@ type Agent struct {
 	// Approver is asked before tools that are not read-only run; nil
 	// denies them all.
 	Approver Approver
-	// Allow lists what runs without asking: a tool name ("write_file"), or
-	// "tool:prefix" ("shell:git status") for calls whose subject is the
-	// prefix or continues it after a space or slash and holds no shell
-	// metacharacters (so "git status; rm -rf ~" still asks).
+	// Allow lists what runs without asking: a tool name ("write_file",
+	// within the working directory and the configured paths), or
+	// "tool:rule" matched against the call's subject as its SubjectKind
+	// says: "shell:git status" is that exact command, "shell:ls *" ls with
+	// any arguments, "write_file:docs/" anything under docs. See
+	// CheckAllow for entries refused outright.
 	Allow []string
 
 	mu     sync.Mutex
-	always map[sessionTool]bool // "always for this session" answers
-	busy   map[string]bool      // sessions with a turn or edit in progress
+	always map[approvedCall]bool // "always for this session" answers
+	busy   map[string]bool       // sessions with a turn or edit in progress
 }
 
-type sessionTool struct{ session, tool string }
+type approvedCall struct{ session, tool, subject string }
 
 // Result sums up a finished (or stopped) turn.
 type Result struct {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"strings"
 )
 
 // Decision is a person's answer to an ApprovalRequest. The zero value
@@ -13,7 +12,7 @@ type Decision int
 const (
 	Deny             Decision = iota
 	Once                      // run this call
-	AlwaysForSession          // run this and every later call of the tool in the session
+	AlwaysForSession          // run this and every later call with the same subject in the session
 )
 
 func (d Decision) String() string {
@@ -52,57 +51,28 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Decisio
 // DeniedResult is the tool result the model gets when a person says no.
 const DeniedResult = "denied by user"
 
-// shellMeta are characters that let one command line do more than its
-// first words say (chaining, substitution, redirection), so a subject
-// containing any of them never matches an allowlist prefix.
-const shellMeta = ";&|`$<>(){}\\\n\r"
-
-// allowed reports whether the allowlist lets a call run unasked. An entry
-// "name" allows every call of the tool; "name:prefix" allows calls whose
-// subject is prefix or starts with prefix followed by a space or slash
-// (so "shell:git status" allows "git status -s" but not "git statusx"),
-// provided the subject has no shell metacharacters ("git status; rm -rf ~"
-// still asks).
-func allowed(allow []string, tool, subject string) bool {
-	subject = strings.TrimSpace(subject)
-	for _, entry := range allow {
-		name, prefix, hasPrefix := strings.Cut(strings.TrimSpace(entry), ":")
-		if name != tool {
-			continue
-		}
-		if !hasPrefix {
-			return true
-		}
-		prefix = strings.TrimSpace(prefix)
-		if prefix == "" || subject == "" || strings.ContainsAny(subject, shellMeta) {
-			continue
-		}
-		rest, ok := strings.CutPrefix(subject, prefix)
-		if !ok {
-			continue
-		}
-		if rest == "" || strings.HasSuffix(prefix, "/") || rest[0] == ' ' || rest[0] == '/' {
-			return true
-		}
+// alwaysAllowed reports whether the person said "always" in this session
+// for exactly this call: the same tool and the same subject, as the prompt
+// showed it. A call with no subject is never covered.
+func (a *Agent) alwaysAllowed(sessionID, tool, subject string) bool {
+	if subject == "" {
+		return false
 	}
-	return false
-}
-
-// alwaysAllowed reports whether the person said "always" for this tool in
-// this session.
-func (a *Agent) alwaysAllowed(sessionID, tool string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.always[sessionTool{sessionID, tool}]
+	return a.always[approvedCall{sessionID, tool, subject}]
 }
 
-func (a *Agent) rememberAlways(sessionID, tool string) {
+func (a *Agent) rememberAlways(sessionID, tool, subject string) {
+	if subject == "" {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.always == nil {
-		a.always = map[sessionTool]bool{}
+		a.always = map[approvedCall]bool{}
 	}
-	a.always[sessionTool{sessionID, tool}] = true
+	a.always[approvedCall{sessionID, tool, subject}] = true
 }
 
 // ForgetApprovals drops the session's "always" answers, e.g. on /new.

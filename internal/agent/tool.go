@@ -15,7 +15,7 @@ type Tool struct {
 	Name        string
 	Description string
 	Schema      json.RawMessage // JSON Schema of the arguments object
-	// ReadOnly tools run without approval.
+	// ReadOnly tools run without approval, as long as Inside agrees.
 	ReadOnly bool
 	// Run does the work. An error becomes the tool result "error: …" for
 	// the model; it never fails the turn. Output returned with an error is
@@ -26,6 +26,14 @@ type Tool struct {
 	// "tool:prefix" allowlist entries. It gets arguments as the model sent
 	// them and must cope with garbage.
 	Subject func(args json.RawMessage) string
+	// SubjectKind says how "tool:rule" allowlist entries match Subject.
+	SubjectKind SubjectKind
+	// Inside, if set, reports whether a call stays where the tool may act
+	// freely (the working directory and the paths config names). A call
+	// that does not is asked about, even for a read-only tool, and a bare
+	// tool name in the allowlist does not cover it: only a rule naming its
+	// subject does.
+	Inside func(args json.RawMessage) bool
 }
 
 // Registry holds the tools offered to the model, in registration order.

@@ -72,8 +72,9 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 	if !json.Valid(c.Arguments) {
 		return t.toolError(c, fmt.Errorf("arguments are not valid JSON: %s", clip(string(c.Arguments), 200))), nil
 	}
-	if !tool.ReadOnly {
-		d, err := t.approve(ctx, tool, c)
+	runCtx := ctx
+	if !tool.ReadOnly || (tool.Inside != nil && !tool.Inside(c.Arguments)) {
+		d, auto, err := t.approve(ctx, tool, c)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				t.finished(c, CancelledResult, cerr)
@@ -88,9 +89,12 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 			t.finished(c, DeniedResult, nil)
 			return DeniedResult, nil
 		}
+		if auto {
+			runCtx = WithAutoAllowed(ctx)
+		}
 	}
 	t.emit(Event{Kind: EventToolStarted, SessionID: t.session, Call: c})
-	out, err := runTool(ctx, tool, c.Arguments)
+	out, err := runTool(runCtx, tool, c.Arguments)
 	if cerr := ctx.Err(); cerr != nil {
 		content := CancelledResult
 		if out != "" {
@@ -112,29 +116,35 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 	return content, nil
 }
 
-// approve decides whether a call of a tool that is not read-only may run:
-// the allowlist, then an earlier "always", then the Approver.
-func (t *turn) approve(ctx context.Context, tool Tool, c llm.ToolCall) (Decision, error) {
+// approve decides whether a call that needs approval may run: the
+// allowlist (auto=true), then an earlier "always" for the same subject,
+// then the Approver. A call outside where the tool may act freely is let
+// through only by a rule naming its subject.
+func (t *turn) approve(ctx context.Context, tool Tool, c llm.ToolCall) (d Decision, auto bool, err error) {
 	subject := ""
 	if tool.Subject != nil {
 		subject = tool.Subject(c.Arguments)
 	}
-	if allowed(t.a.Allow, tool.Name, subject) || t.a.alwaysAllowed(t.session, tool.Name) {
-		return Once, nil
+	inside := tool.Inside == nil || tool.Inside(c.Arguments)
+	if (inside && allowed(t.a.Allow, tool, subject)) || ruleMatches(t.a.Allow, tool, subject) {
+		return Once, true, nil
+	}
+	if t.a.alwaysAllowed(t.session, tool.Name, subject) {
+		return Once, false, nil
 	}
 	if t.a.Approver == nil {
-		return Deny, nil
+		return Deny, false, nil
 	}
 	req := ApprovalRequest{SessionID: t.session, Tool: tool.Name, Subject: subject, Arguments: c.Arguments, CallID: c.ID}
 	t.emit(Event{Kind: EventApprovalNeeded, SessionID: t.session, Call: c, Approval: req})
-	d, err := t.a.Approver.Approve(ctx, req)
+	d, err = t.a.Approver.Approve(ctx, req)
 	if err != nil {
-		return Deny, err
+		return Deny, false, err
 	}
 	if d == AlwaysForSession {
-		t.a.rememberAlways(t.session, tool.Name)
+		t.a.rememberAlways(t.session, tool.Name, subject)
 	}
-	return d, nil
+	return d, false, nil
 }
 
 // runTool runs the tool, turning a panic into an error: one broken tool

@@ -82,9 +82,12 @@ func (a *App) Offline() bool { return provider.IsOffline(a.Provider) }
 // NewAgent builds the agent with the built-in tools working in the current
 // directory; approver is asked before commands and writes (nil denies them).
 func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
-	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout})
+	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths})
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
+	}
+	if err := agent.CheckAllow(a.Config.Tools.Allow, reg); err != nil {
+		return nil, fmt.Errorf("%s: tools.allow: %w (see README.md, Permissions)", filepath.Join(a.Home, config.FileName), err)
 	}
 	return &agent.Agent{
 		Provider:        a.Provider,

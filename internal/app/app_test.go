@@ -106,3 +106,22 @@ func TestOpen(t *testing.T) {
 		t.Errorf("platform sections refused: %v", err)
 	}
 }
+
+// A prefix rule for a command that runs other programs is refused where
+// the agent is built, saying why, instead of silently allowing anything.
+func TestNewAgentRefusesUnsafeAllowRules(t *testing.T) {
+	_, a, err := openHome(t, "tools:\n  allow: [\"shell:git status *\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewAgent(nil); err == nil || !strings.Contains(err.Error(), "git runs other programs") || !strings.Contains(err.Error(), "tools.allow") {
+		t.Errorf("err = %v", err)
+	}
+	_, a, err = openHome(t, "tools:\n  allow: [\"shell:git status\", \"shell:ls *\", write_file]\n  paths: [/tmp]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewAgent(nil); err != nil {
+		t.Errorf("safe rules refused: %v", err)
+	}
+}

@@ -302,7 +302,7 @@ func (r *REPL) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.De
 		if err := ctx.Err(); err != nil {
 			return agent.Deny, err
 		}
-		ans, err := r.in.Ask("allow? [o]nce, [a]lways this session, [d]eny › ")
+		ans, err := r.in.Ask("allow? [o]nce, [a]lways (exactly this, this session), [d]eny › ")
 		switch {
 		case errors.Is(err, ErrInterrupt):
 			// Ctrl-C at the question cancels the turn, as it would anywhere else.
@@ -324,7 +324,7 @@ func (r *REPL) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.De
 			r.out.Status("…")
 			return d, nil
 		}
-		r.out.Printf("answer o (once), a (always for this session) or d (deny)\n")
+		r.out.Printf("answer o (once), a (always: this exact call, for this session) or d (deny)\n")
 	}
 }
 

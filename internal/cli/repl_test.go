@@ -201,31 +201,33 @@ func TestREPLApprovals(t *testing.T) {
 	}
 	srv.Push(
 		shell("echo one"), llmtest.Reply{Text: "done one"},
-		shell("echo two"), llmtest.Reply{Text: "done two"},
-		shell("echo three"), llmtest.Reply{Text: "done three"},
+		shell("echo one"), llmtest.Reply{Text: "done two"},
+		shell("echo two"), llmtest.Reply{Text: "done other"},
+		shell("echo one"), llmtest.Reply{Text: "done three"},
 	)
 	out := runREPL(t, app, Config{},
-		"first", "maybe", "a", // garbage is asked again; "always" covers the session
-		"second", // not asked
-		"/new",   // a new session forgets "always"
+		"first", "maybe", "a", // garbage is asked again; "always" covers exactly that command
+		"second",     // the same command: not asked
+		"other", "d", // another command asks
+		"/new", // a new session forgets "always"
 		"third", "d",
 	)
-	if n := strings.Count(out, "allow? [o]nce"); n != 3 {
-		t.Errorf("asked %d times, want 3", n)
+	if n := strings.Count(out, "allow? [o]nce"); n != 4 {
+		t.Errorf("asked %d times, want 4", n)
 	}
 	for _, want := range []string{
 		"baton wants to run shell: echo one",
-		"answer o (once), a (always for this session) or d (deny)",
-		"✓ shell: echo one", "done one",
-		"✓ shell: echo two", "done two",
-		"✗ shell: echo three — denied", "done three",
+		"answer o (once), a (always: this exact call, for this session) or d (deny)",
+		"✓ shell: echo one", "done one", "done two",
+		"baton wants to run shell: echo two", "✗ shell: echo two — denied", "done other",
+		"✗ shell: echo one — denied", "done three",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	if strings.Contains(out, "baton wants to run shell: echo two") {
-		t.Error("asked again after \"always\"")
+	if n := strings.Count(out, "baton wants to run shell: echo one"); n != 2 {
+		t.Errorf("asked about echo one %d times; want once per session", n)
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", out)

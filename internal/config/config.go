@@ -105,9 +105,13 @@ type ModelConfig struct {
 
 // ToolsConfig governs the agent's tools.
 type ToolsConfig struct {
-	// Allow lists tools, or shell command prefixes as "shell:git status",
-	// that run without asking for approval.
-	Allow        []string      `yaml:"allow"`
+	// Allow lists what runs without asking for approval: a tool name, or
+	// "tool:rule" ("shell:git status" exactly, "shell:ls *" with any
+	// arguments, "write_file:docs/" under docs). See README.md.
+	Allow []string `yaml:"allow"`
+	// Paths are directories besides the working directory where file
+	// tools act freely.
+	Paths        []string      `yaml:"paths"`
 	ShellTimeout time.Duration `yaml:"shell_timeout"`
 }
 

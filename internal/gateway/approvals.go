@@ -72,7 +72,7 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	if subject == "" {
 		subject = string(req.Arguments)
 	}
-	question := fmt.Sprintf("May I run **%s**?\n```\n%s\n```\nReply /approve (this once), /always (this tool, for this session) or /deny.", req.Tool, subject)
+	question := fmt.Sprintf("May I run **%s**?\n```\n%s\n```\nReply /approve (this once), /always (exactly this, for this session) or /deny.", req.Tool, subject)
 	// Each question is its own delivery: call ids come from the model and
 	// repeat across turns ("call_1"), so they cannot key it.
 	key := fmt.Sprintf("approval:%s:%s:%d", req.SessionID, req.CallID, time.Now().UnixNano())

@@ -87,6 +87,8 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		return "Nothing is waiting for approval."
 	case "search":
 		return g.search(ctx, args)
+	case "pairing":
+		return g.pairingCommand(ctx, args)
 	case "compress":
 		sess, err := g.boundSession(ctx, addr)
 		if err != nil {

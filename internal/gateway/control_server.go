@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
@@ -18,24 +21,36 @@ import (
 // ErrAlreadyRunning is returned when another gateway answers on the socket.
 var ErrAlreadyRunning = errors.New("another gateway is already running")
 
-// serveControl listens on the control socket (mode 0600) and returns a
-// function that stops it.
+// Control socket bounds.
+const (
+	DefaultControlIdle  = 30 * time.Second
+	DefaultControlConns = 32
+)
+
+// serveControl listens on the control socket (mode 0600 from the moment
+// it can be reached) and returns a function that stops it. A connection
+// idle for ControlIdle is closed; past ControlConns open connections a new
+// one is told so and closed.
 func (g *Gateway) serveControl(path string) (func(), error) {
 	if _, err := control.NewClient(path).Status(context.Background()); err == nil {
 		return nil, fmt.Errorf("%w on %s (stop it first, or see `baton gateway status`)", ErrAlreadyRunning, path)
 	}
 	_ = os.Remove(path) // a stale socket of a gateway that died
-	ln, err := net.Listen("unix", path)
+	ln, err := listenPrivate(path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	idle, conns := g.cfg.ControlIdle, g.cfg.ControlConns
+	if idle <= 0 {
+		idle = DefaultControlIdle
 	}
-	srv := &http.Server{Handler: g.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+	if conns <= 0 {
+		conns = DefaultControlConns
+	}
+	srv := &http.Server{Handler: g.controlHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: idle}
+	lim := &limitListener{Listener: ln, slots: make(chan struct{}, conns), log: g.log}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("control socket", "err", err)
 		}
 	}()
@@ -45,6 +60,81 @@ func (g *Gateway) serveControl(path string) (func(), error) {
 		_ = srv.Shutdown(ctx)
 		_ = os.Remove(path)
 	}, nil
+}
+
+// listenPrivate listens on a unix socket at path that nobody else can
+// reach at any moment: it is bound inside a fresh directory only this user
+// may enter, made 0600 there, and only then renamed to path. (A socket
+// bound at path directly is reachable with the umask's mode until a chmod
+// catches up.) bound, if set, is called once the socket listens, before it
+// is moved into place.
+func listenPrivate(path string, bound func(tmp string)) (*net.UnixListener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".s") // 0700; short: socket paths are limited
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	// The path moves; stop closes the listener and removes path itself.
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if bound != nil {
+		bound(tmp)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// limitListener bounds open connections; one past the bound is answered
+// 503 with the reason and closed.
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+	log   *slog.Logger
+}
+
+// tooMany is the whole answer to a connection past the bound.
+const tooMany = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+		default:
+			body, _ := json.Marshal(control.APIError{Code: control.CodeBusy, Message: fmt.Sprintf("too many open control connections (%d); try again", cap(l.slots))})
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = fmt.Fprintf(c, tooMany, len(body), body)
+			c.Close()
+			l.log.Warn("control socket: connection refused, too many open", "limit", cap(l.slots))
+		}
+	}
+}
+
+// slotConn gives its slot back once, when closed.
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	c.once.Do(c.free)
+	return c.Conn.Close()
 }
 
 func (g *Gateway) controlHandler() http.Handler {

@@ -48,7 +48,12 @@ type Config struct {
 	// one set by /sethome, kept in the store, wins.
 	Homes map[string]string
 	// Socket is where the control API listens; "" runs none.
-	Socket        string
+	Socket string
+	// ControlIdle closes a control connection that sends no request for
+	// this long; 0: DefaultControlIdle.
+	ControlIdle time.Duration
+	// ControlConns bounds open control connections; 0: DefaultControlConns.
+	ControlConns  int
 	Claimer       string // who claims handoffs; default host:pid
 	Lease         time.Duration
 	PollEvery     time.Duration

@@ -19,12 +19,12 @@ import (
 // conversation's mailbox. It returns nil only once the event is stored or
 // deliberately dropped, so the adapter may acknowledge it.
 func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
-	if !g.authorized(ev) {
-		g.log.Warn("ignored a message from someone who is not the owner",
-			"platform", ev.At.Platform, "sender_id", ev.SenderID, "at", ev.At.Key())
-		if inv, err := g.cmds.Parse(ev.Text, command.Chat); err == nil && inv.Command.Name == "start" {
-			g.sendNow(ctx, ev.At, "Sorry, this is a personal agent and you are not its owner.")
-		}
+	ok, err := g.authorized(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("authorize %s sender %s: %w", ev.At.Platform, ev.SenderID, err)
+	}
+	if !ok {
+		g.stranger(ctx, ev)
 		return nil
 	}
 	// Approval answers bypass the mailbox: the turn waiting for them is
@@ -57,13 +57,29 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 	return nil
 }
 
-func (g *Gateway) authorized(ev platform.Event) bool {
+// authorized reports whether the sender is the owner: on a trusted
+// platform, by configuration, or by an identity linked to the owner (a
+// pairing the owner approved).
+func (g *Gateway) authorized(ctx context.Context, ev platform.Event) (bool, error) {
 	for _, p := range g.cfg.TrustedPlatforms {
 		if p == ev.At.Platform {
-			return true
+			return true, nil
 		}
 	}
-	return g.owners[ev.At.Platform][ev.SenderID]
+	if g.owners[ev.At.Platform][ev.SenderID] {
+		return true, nil
+	}
+	if ev.SenderID == "" {
+		return false, nil
+	}
+	id, err := g.st.LookupIdentity(ctx, ev.At.Platform, ev.SenderID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return id.UserID == g.cfg.OwnerID, nil
 }
 
 // errNotRecorded marks a failure to record a turn or its reply in the

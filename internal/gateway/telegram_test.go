@@ -180,12 +180,13 @@ func TestTelegramHandoffTopicAndBack(t *testing.T) {
 		t.Errorf("the repeated message is in the transcript %d times", users)
 	}
 
-	// A stranger is not answered; a stranger's /start is told no.
+	// A stranger is not answered in the group; in a direct chat, a
+	// stranger's /start gets a pairing code.
 	sentBefore := len(fake.Shown())
 	fake.PushMessage(forum, topic, telegramtest.User{ID: 99, FirstName: "Eve"}, "what is the owner up to?")
 	fake.PushMessage(99, 0, telegramtest.User{ID: 99, FirstName: "Eve"}, "/start")
 	sentWhere(t, fake, "the refusal", func(m telegramtest.SentMessage) bool {
-		return m.ChatID == "99" && strings.Contains(m.Plain, "not its owner")
+		return m.ChatID == "99" && strings.Contains(m.Plain, "Your pairing code is")
 	})
 	for _, m := range fake.Shown()[sentBefore:] {
 		if m.ChatID != "99" {

@@ -312,6 +312,7 @@ type Store interface {
 	Inbox
 	Outbox
 	Homes
+	Pairings
 	Close() error
 }
 

@@ -44,7 +44,9 @@ func editFile(cfg Config) agent.Tool {
 			}
 			return fmt.Sprintf("replaced %d occurrence(s) in %s", n, display(cfg.Dir, p)), nil
 		},
-		Subject: pathSubject(cfg.Dir),
+		Subject:     pathSubject(cfg, ""),
+		SubjectKind: agent.SubjectPath,
+		Inside:      writeInside(cfg),
 	}
 }
 

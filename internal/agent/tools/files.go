@@ -43,7 +43,9 @@ func readFile(cfg Config) agent.Tool {
 			}
 			return readLines(p, a, cfg.MaxRead)
 		},
-		Subject: pathSubject(cfg.Dir),
+		Subject:     pathSubject(cfg, ""),
+		SubjectKind: agent.SubjectPath,
+		Inside:      readInside(cfg, ""),
 	}
 }
 
@@ -139,7 +141,9 @@ func writeFile(cfg Config) agent.Tool {
 			}
 			return fmt.Sprintf("%s %s (%d bytes)", verb, display(cfg.Dir, p), len(a.Content)), nil
 		},
-		Subject: pathSubject(cfg.Dir),
+		Subject:     pathSubject(cfg, ""),
+		SubjectKind: agent.SubjectPath,
+		Inside:      writeInside(cfg),
 	}
 }
 
@@ -214,6 +218,8 @@ func listDir(cfg Config) agent.Tool {
 			}
 			return strings.TrimSuffix(b.String(), "\n"), nil
 		},
-		Subject: pathSubject(cfg.Dir),
+		Subject:     pathSubject(cfg, "."),
+		SubjectKind: agent.SubjectPath,
+		Inside:      readInside(cfg, "."),
 	}
 }

@@ -6,4 +6,4 @@ import "os/exec"
 
 // ownProcessGroup is a no-op where process groups are not available;
 // cancellation kills only the shell itself.
-func ownProcessGroup(*exec.Cmd) {}
+func ownProcessGroup(*exec.Cmd) (func(), error) { return func() {}, nil }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +48,34 @@ func shell(cfg Config) agent.Tool {
 			}
 			return strings.TrimSpace(a.Command)
 		},
+		SubjectKind: agent.SubjectCommand,
 	}
+}
+
+// gitHardening turns off what lets a repository's own files run commands
+// inside git: the fsmonitor hook, the hooks directory, and a working
+// directory posing as a bare repository. Settings passed this way override
+// every config file.
+var gitHardening = [][2]string{
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", os.DevNull},
+	{"safe.bareRepository", "explicit"},
+}
+
+// gitEnv is the environment for a git command the allowlist let run.
+func gitEnv() []string {
+	env := os.Environ()
+	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(gitHardening)))
+	for i, kv := range gitHardening {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
+	return env
+}
+
+// runsGit reports whether a command line's program is git.
+func runsGit(command string) bool {
+	f := strings.Fields(command)
+	return len(f) > 0 && filepath.Base(f[0]) == "git"
 }
 
 func runShell(ctx context.Context, cfg Config, a shellArgs) (string, error) {
@@ -63,10 +92,19 @@ func runShell(ctx context.Context, cfg Config, a shellArgs) (string, error) {
 	cmd := exec.CommandContext(tctx, "bash", "-c", a.Command)
 	cmd.Dir = cfg.Dir
 	cmd.WaitDelay = waitDelay
-	ownProcessGroup(cmd) // so a timeout kills the command's children too
+	if agent.AutoAllowed(ctx) && runsGit(a.Command) {
+		cmd.Env = gitEnv()
+	}
 	out := newCapped(cfg.MaxOutput)
 	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
+	// In its own process group, so a timeout kills the command's children
+	// too, and tied to this process, so they die with baton.
+	release, err := ownProcessGroup(cmd)
+	if err != nil {
+		return "", fmt.Errorf("run command: %w", err)
+	}
+	err = cmd.Run()
+	release()
 
 	text := out.String()
 	if cerr := ctx.Err(); cerr != nil {

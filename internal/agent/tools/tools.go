@@ -1,6 +1,8 @@
 // Package tools holds baton's built-in tools: shell, read_file, write_file,
 // edit_file and list_dir. Relative paths resolve against a working
-// directory fixed at construction.
+// directory fixed at construction; symlinks are resolved before a path is
+// shown, matched or used, so a link cannot carry a call somewhere its
+// subject does not say.
 package tools
 
 import (
@@ -8,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +35,9 @@ type Config struct {
 	MaxShellTimeout time.Duration // the most a model may ask for
 	MaxOutput       int           // bytes of shell output kept
 	MaxRead         int           // bytes read_file returns per call
+	// Paths are directories besides Dir where file tools act freely
+	// (reads without asking, writes when the allowlist names the tool).
+	Paths []string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -51,7 +57,18 @@ func (c Config) withDefaults() (Config, error) {
 	} else if !fi.IsDir() {
 		return c, fmt.Errorf("tools: working directory %s is not a directory", abs)
 	}
-	c.Dir = abs
+	if c.Dir, err = realPath(abs); err != nil {
+		return c, fmt.Errorf("tools: working directory %s: %w", abs, err)
+	}
+	roots := make([]string, 0, len(c.Paths))
+	for _, p := range c.Paths {
+		r, err := resolve(c.Dir, p)
+		if err != nil {
+			return c, fmt.Errorf("tools: path %q: %w", p, err)
+		}
+		roots = append(roots, r)
+	}
+	c.Paths = roots
 	if c.ShellTimeout <= 0 {
 		c.ShellTimeout = DefaultShellTimeout
 	}
@@ -100,8 +117,9 @@ func decode[T any](tool string, raw json.RawMessage) (T, error) {
 	return v, nil
 }
 
-// resolve makes p absolute: "~/" is the home directory, relative paths
-// are under dir.
+// resolve makes p absolute with every symlink resolved: "~/" is the home
+// directory, relative paths are under dir. A part that does not exist yet
+// is kept as written.
 func resolve(dir, p string) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", errors.New("path is required")
@@ -116,31 +134,136 @@ func resolve(dir, p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	return filepath.Clean(p), nil
+	return realPath(filepath.Clean(p))
 }
 
-// display is p as shown to people and matched by allowlist prefixes:
+// maxLinks bounds the symlinks followed in one path, as the kernel does.
+const maxLinks = 40
+
+// realPath resolves every symlink in the absolute, clean path p, also a
+// dangling one (whose target does not exist yet: a write would create
+// it there), keeping parts that do not exist as they are.
+func realPath(p string) (string, error) {
+	vol := filepath.VolumeName(p)
+	parts := strings.Split(strings.TrimPrefix(p[len(vol):], string(filepath.Separator)), string(filepath.Separator))
+	root := vol + string(filepath.Separator)
+	cur := root
+	links := 0
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "" || parts[i] == "." {
+			continue
+		}
+		next := filepath.Join(cur, parts[i])
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return filepath.Join(append([]string{next}, parts[i+1:]...)...), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("%s: too many symlinks", p)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(cur, target)
+		}
+		target = filepath.Clean(target)
+		rest := strings.Split(strings.TrimPrefix(target[len(filepath.VolumeName(target)):], string(filepath.Separator)), string(filepath.Separator))
+		parts = append(rest, parts[i+1:]...)
+		cur, i = filepath.VolumeName(target)+string(filepath.Separator), -1
+	}
+	return cur, nil
+}
+
+// within reports whether p is root or below it.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// display is p as shown to people and matched by allowlist rules:
 // relative to dir when inside it, else absolute.
 func display(dir, p string) string {
-	if rel, err := filepath.Rel(dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return rel
+	if within(dir, p) {
+		rel, _ := filepath.Rel(dir, p)
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// pathArg is the resolved "path" argument of a call, or "" if it has none
+// that resolves.
+func pathArg(cfg Config, raw json.RawMessage, def string) string {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(raw, &a) != nil {
+		return ""
+	}
+	if a.Path == "" {
+		a.Path = def
+	}
+	p, err := resolve(cfg.Dir, a.Path)
+	if err != nil {
+		return ""
 	}
 	return p
 }
 
 // pathSubject is the Subject of tools whose arguments carry a "path".
-func pathSubject(dir string) func(json.RawMessage) string {
+func pathSubject(cfg Config, def string) func(json.RawMessage) string {
 	return func(raw json.RawMessage) string {
-		var a struct {
-			Path string `json:"path"`
+		if p := pathArg(cfg, raw, def); p != "" {
+			return display(cfg.Dir, p)
 		}
-		if json.Unmarshal(raw, &a) != nil {
-			return ""
-		}
-		p, err := resolve(dir, a.Path)
-		if err != nil {
-			return ""
-		}
-		return display(dir, p)
+		return ""
 	}
+}
+
+// readInside is the Inside of tools that read: the path is under the
+// working directory or one of the configured paths.
+func readInside(cfg Config, def string) func(json.RawMessage) bool {
+	return func(raw json.RawMessage) bool {
+		p := pathArg(cfg, raw, def)
+		return p != "" && cfg.free(p)
+	}
+}
+
+// writeInside is the Inside of tools that write: as for reading, and not
+// inside a repository's .git, whose config and hooks run commands.
+func writeInside(cfg Config) func(json.RawMessage) bool {
+	return func(raw json.RawMessage) bool {
+		p := pathArg(cfg, raw, "")
+		return p != "" && cfg.free(p) && !gitInternal(p)
+	}
+}
+
+func (c Config) free(p string) bool {
+	if within(c.Dir, p) {
+		return true
+	}
+	for _, r := range c.Paths {
+		if within(r, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitInternal reports whether p lies in a .git directory.
+func gitInternal(p string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
+		if strings.EqualFold(part, ".git") {
+			return true
+		}
+	}
+	return false
 }

@@ -97,6 +97,7 @@ const (
 	CodeInternal       = "internal"
 	CodeShuttingDown   = "shutting_down"
 	CodeUnknownSession = "unknown_session"
+	CodeBusy           = "busy" // too many open connections
 )
 
 // Sentinel errors callers branch on.

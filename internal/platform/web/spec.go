@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
 )
@@ -21,7 +22,18 @@ type Section struct {
 	// unless AllowRemote is set. Default 127.0.0.1:7878.
 	Listen      string `yaml:"listen"`
 	AllowRemote bool   `yaml:"allow_remote"`
+	// TLSCert and TLSKey serve the page over HTTPS.
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
+	// TLSProxy says TLS ends at a reverse proxy in front of baton: the
+	// page is served plainly to it, and the cookie is HTTPS-only.
+	TLSProxy bool `yaml:"tls_proxy"`
+	// SignIn is how long a browser stays signed in; 0: 30 days.
+	SignIn time.Duration `yaml:"sign_in"`
 }
+
+// secure reports whether people reach the page over HTTPS.
+func (s Section) secure() bool { return s.TLSCert != "" || s.TLSProxy }
 
 // On reports whether the web chat is enabled (the default).
 func (s Section) On() bool { return s.Enabled == nil || *s.Enabled }
@@ -43,6 +55,11 @@ func (s Section) Check() error {
 		return fmt.Errorf("web.listen %q: want host:port, e.g. %s", s.Listen, DefaultListen)
 	case !s.AllowRemote && !isLoopback(host):
 		return fmt.Errorf("web.listen %q is not a loopback address; set web.allow_remote: true if you mean it", s.Listen)
+	case (s.TLSCert == "") != (s.TLSKey == ""):
+		return errors.New("web: tls_cert and tls_key go together")
+	case !isLoopback(host) && !s.secure():
+		// The token and the sign-in would cross the network in clear.
+		return fmt.Errorf("web.listen %q is remote but not over HTTPS: set web.tls_cert and web.tls_key, or web.tls_proxy: true if a reverse proxy in front ends TLS", s.Listen)
 	}
 	return nil
 }
@@ -88,7 +105,8 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{Listen: sec.Addr(), Token: tok, Transcripts: s.Transcripts, Log: s.Log})
+	return New(Config{Listen: sec.Addr(), Token: tok, TLSCert: sec.TLSCert, TLSKey: sec.TLSKey, Secure: sec.secure(),
+		SignIn: sec.SignIn, Transcripts: s.Transcripts, Log: s.Log})
 }
 
 // conversations lists the page's conversations, most recently active

@@ -58,8 +58,20 @@ func TestSpecOpen(t *testing.T) {
 	if _, err := spec.Open(ctx, sectionSetup(t, "listn: 127.0.0.1:0\n")); err == nil || !strings.Contains(err.Error(), "listn") {
 		t.Errorf("unknown field accepted: %v", err)
 	}
-	if err := (Section{Listen: "0.0.0.0:0", AllowRemote: true}).Check(); err != nil {
-		t.Errorf("allowed remote listen refused: %v", err)
+	// Remote means HTTPS: here, or at a reverse proxy in front.
+	if err := (Section{Listen: "0.0.0.0:0", AllowRemote: true}).Check(); err == nil || !strings.Contains(err.Error(), "not over HTTPS") {
+		t.Errorf("remote listen over plain HTTP: %v", err)
+	}
+	for _, ok := range []Section{
+		{Listen: "0.0.0.0:0", AllowRemote: true, TLSProxy: true},
+		{Listen: "0.0.0.0:0", AllowRemote: true, TLSCert: "c.pem", TLSKey: "k.pem"},
+	} {
+		if err := ok.Check(); err != nil {
+			t.Errorf("%+v refused: %v", ok, err)
+		}
+	}
+	if err := (Section{TLSCert: "c.pem"}).Check(); err == nil {
+		t.Error("a certificate without its key accepted")
 	}
 }
 

@@ -7,7 +7,9 @@ package web
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -21,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,10 +61,32 @@ type Conversation = platform.Conversation
 // Line is one transcript entry as the page shows it.
 type Line = platform.Line
 
+// Bounds on what a page may do; each refusal says which was passed.
+const (
+	// DefaultMaxPages is how many pages may be open at once.
+	DefaultMaxPages = 16
+	// DefaultSignIn is how long a sign-in (the cookie) lasts.
+	DefaultSignIn = 30 * 24 * time.Hour
+	// MaxText is the most a person may say in one message, in bytes.
+	MaxText = 64 << 10
+	// MaxID and MaxKey bound a message id and a conversation key.
+	MaxID  = 128
+	MaxKey = 256
+)
+
 // Config sets up the web chat.
 type Config struct {
 	Listen string // host:port; port 0 picks one
 	Token  string // required; see LoadToken
+	// TLSCert and TLSKey, if set, serve the page over HTTPS.
+	TLSCert, TLSKey string
+	// Secure says people reach the page over HTTPS (TLS here, or at a
+	// reverse proxy in front): the cookie is then sent only over HTTPS.
+	Secure bool
+	// MaxPages bounds open pages; 0: DefaultMaxPages.
+	MaxPages int
+	// SignIn is how long a sign-in lasts; 0: DefaultSignIn.
+	SignIn time.Duration
 	// Transcripts gives the page what lives in the store: the
 	// conversations and their transcripts.
 	Transcripts platform.Transcripts
@@ -98,6 +123,18 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.MaxPages <= 0 {
+		cfg.MaxPages = DefaultMaxPages
+	}
+	if cfg.SignIn <= 0 {
+		cfg.SignIn = DefaultSignIn
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("web chat: tls_cert and tls_key go together")
+	}
+	if cfg.TLSCert != "" {
+		cfg.Secure = true
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -136,9 +173,14 @@ func (a *Adapter) Name() string { return Name }
 // Addr is the address the page is served on.
 func (a *Adapter) Addr() string { return a.addr }
 
-// URL is the page's address with its token: keep it private.
+// URL is the page's address with its token: keep it private. The token
+// signs a browser in once; the address bar then drops it.
 func (a *Adapter) URL() string {
-	return "http://" + a.addr + "/?token=" + url.QueryEscape(a.cfg.Token)
+	scheme := "http"
+	if a.cfg.Secure {
+		scheme = "https"
+	}
+	return scheme + "://" + a.addr + "/?token=" + url.QueryEscape(a.cfg.Token)
 }
 
 // Run serves the page until ctx ends. After a failure it is restarted on
@@ -153,7 +195,13 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 	a.mu.Unlock()
 	srv := &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if a.cfg.TLSCert != "" {
+			errc <- srv.ServeTLS(ln, a.cfg.TLSCert, a.cfg.TLSKey)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	r.Live()
 	select {
 	case <-ctx.Done():
@@ -194,30 +242,32 @@ func (a *Adapter) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if tok := r.URL.Query().Get("token"); tok != "" {
 			if !a.tokenOK(tok) {
-				a.unauthorized(w)
+				a.unauthorized(w, "the token in the address is not this gateway's")
 				return
 			}
-			// Keep the token out of the address bar and history.
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// The token signs in once: the browser keeps a sign-in that
+			// expires, and the token leaves the address bar and history.
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: a.signIn(time.Now()), Path: "/",
+				MaxAge: int(a.cfg.SignIn / time.Second), HttpOnly: true, Secure: a.cfg.Secure, SameSite: http.SameSiteStrictMode})
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
-		if !a.authorized(r) {
-			a.unauthorized(w)
+		if ok, why := a.authorized(r); !ok {
+			a.unauthorized(w, why)
 			return
 		}
 		files.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
-		if !a.authorized(r) {
-			a.unauthorized(w)
+		if ok, why := a.authorized(r); !ok {
+			a.unauthorized(w, why)
 			return
 		}
 		http.StripPrefix("/static", files).ServeHTTP(w, r)
 	})
 	mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) {
-		if !a.authorized(r) {
-			a.unauthorized(w)
+		if ok, why := a.authorized(r); !ok {
+			a.unauthorized(w, why)
 			return
 		}
 		a.serveWS(w, r)
@@ -239,20 +289,50 @@ func (a *Adapter) tokenOK(tok string) bool {
 	return subtle.ConstantTimeCompare([]byte(tok), []byte(a.cfg.Token)) == 1
 }
 
-func (a *Adapter) authorized(r *http.Request) bool {
-	if c, err := r.Cookie(cookieName); err == nil && a.tokenOK(c.Value) {
-		return true
-	}
+// authorized accepts a signed-in browser's cookie, or the token in an
+// Authorization header (for programs; it never shows in an address). A
+// token in the address counts only on the sign-in page itself.
+func (a *Adapter) authorized(r *http.Request) (bool, string) {
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && a.tokenOK(tok) {
-		return true
+		return true, ""
 	}
-	return a.tokenOK(r.URL.Query().Get("token"))
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return false, "not signed in"
+	}
+	return a.signedIn(c.Value, time.Now())
 }
 
-func (a *Adapter) unauthorized(w http.ResponseWriter) {
+// signIn is the cookie value of a sign-in at now: its expiry and a MAC
+// keyed by the token, so it proves the token was shown without carrying
+// it, and a new token ends every sign-in.
+func (a *Adapter) signIn(now time.Time) string {
+	exp := strconv.FormatInt(now.Add(a.cfg.SignIn).Unix(), 10)
+	return exp + "." + a.mac(exp)
+}
+
+func (a *Adapter) mac(exp string) string {
+	m := hmac.New(sha256.New, []byte(a.cfg.Token))
+	m.Write([]byte("baton web sign-in\x00" + exp))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (a *Adapter) signedIn(v string, now time.Time) (bool, string) {
+	exp, sum, ok := strings.Cut(v, ".")
+	if !ok || !hmac.Equal([]byte(sum), []byte(a.mac(exp))) {
+		return false, "not signed in"
+	}
+	t, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || now.Unix() >= t {
+		return false, "your sign-in expired"
+	}
+	return true, ""
+}
+
+func (a *Adapter) unauthorized(w http.ResponseWriter, why string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	fmt.Fprintln(w, "401: this is baton's web chat. Open the address `baton gateway` printed (it carries the access token), or see `baton gateway status`.")
+	fmt.Fprintf(w, "401: this is baton's web chat, and %s. Open the address `baton gateway` printed (it carries the access token), or see `baton gateway status`.\n", why)
 }
 
 // Send shows an assistant message in every open page.
@@ -314,15 +394,28 @@ type client struct {
 }
 
 func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
+	// Hold a place before accepting, so a flood of pages is refused with
+	// a reason instead of taking memory.
+	c := &client{out: make(chan frame, 256)}
+	a.mu.Lock()
+	if len(a.clients) >= a.cfg.MaxPages {
+		a.mu.Unlock()
+		http.Error(w, fmt.Sprintf("503: too many open pages of baton's web chat (%d); close one and reload", a.cfg.MaxPages), http.StatusServiceUnavailable)
+		return
+	}
+	a.clients[c] = true
+	a.mu.Unlock()
 	conn, err := websocket.Accept(w, r, nil) // same-origin only (the default)
 	if err != nil {
+		a.mu.Lock()
+		delete(a.clients, c)
+		a.mu.Unlock()
 		a.log.Debug("websocket accept", "err", err)
 		return
 	}
 	conn.SetReadLimit(maxFrame)
-	c := &client{conn: conn, out: make(chan frame, 256)}
 	a.mu.Lock()
-	a.clients[c] = true
+	c.conn = conn
 	a.mu.Unlock()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer func() {
@@ -380,6 +473,10 @@ func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 		}
 		c.send(frame{Type: "conversations", Items: items})
 	case "open":
+		if len(f.Key) > MaxKey {
+			c.send(frame{Type: "error", Error: fmt.Sprintf("conversation key too long (%d bytes; at most %d)", len(f.Key), MaxKey)})
+			return
+		}
 		if _, err := platform.ParseKey(f.Key); err != nil || !strings.HasPrefix(f.Key, Name+":") {
 			c.send(frame{Type: "error", Error: "not a web conversation: " + f.Key})
 			return
@@ -403,6 +500,10 @@ func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 // say hands what the person typed to the gateway and acknowledges it once
 // it is stored.
 func (a *Adapter) say(ctx context.Context, c *client, f frame) {
+	if why := sayTooBig(f); why != "" {
+		c.send(frame{Type: "error", ID: clip(f.ID, MaxID), Error: "say: " + why})
+		return
+	}
 	addr, err := platform.ParseKey(f.Key)
 	if err != nil || addr.Platform != Name {
 		c.send(frame{Type: "error", ID: f.ID, Error: "say: not a web conversation"})
@@ -427,6 +528,27 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key})
 }
 
+// sayTooBig says which bound a said message passes, or "".
+func sayTooBig(f frame) string {
+	switch {
+	case len(f.ID) > MaxID:
+		return fmt.Sprintf("message id too long (%d bytes; at most %d)", len(f.ID), MaxID)
+	case len(f.Key) > MaxKey:
+		return fmt.Sprintf("conversation key too long (%d bytes; at most %d)", len(f.Key), MaxKey)
+	case len(f.Text) > MaxText:
+		return fmt.Sprintf("message too long (%d bytes; at most %d): split it", len(f.Text), MaxText)
+	}
+	return ""
+}
+
+// clip cuts s to at most n bytes, for echoing an oversized id.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
 func (a *Adapter) broadcast(_ context.Context, f frame) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -439,6 +561,8 @@ func (a *Adapter) closeClients() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for c := range a.clients {
-		c.conn.Close(websocket.StatusGoingAway, "gateway stopping")
+		if c.conn != nil {
+			c.conn.Close(websocket.StatusGoingAway, "gateway stopping")
+		}
 	}
 }

@@ -308,6 +308,8 @@ func TestFTSQuery(t *testing.T) {
 		`a"b`:        `"a""b"`,
 		` * foo `:    `"foo"`,
 		`don't stop`: `"don't" "stop"`,
+		"0\x00":      `"0"`,
+		"a\x00b\x1f": `"a" "b"`,
 	}
 	for in, want := range cases {
 		got, err := sqlite.FTSQuery(in)
@@ -318,7 +320,7 @@ func TestFTSQuery(t *testing.T) {
 }
 
 func FuzzSearchNeverFailsOnSyntax(f *testing.F) {
-	for _, s := range []string{`"foo`, `AND OR`, `*`, `near(a b, 3)`, `col:x`, `^x`, `a -b`, `"" ''`} {
+	for _, s := range []string{`"foo`, `AND OR`, `*`, `near(a b, 3)`, `col:x`, `^x`, `a -b`, `"" ''`, "0\x00", "a\x00b", "\x00"} {
 		f.Add(s)
 	}
 	s, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), sqlite.FileName))

@@ -267,9 +267,11 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 // literally: each word becomes a quoted phrase (all must match), and a
 // trailing * keeps its meaning as a prefix search. Operators, quotes and
 // parentheses lose their special meaning, so no input is a syntax error.
+// Control characters (a NUL ends a string for SQLite's parser) separate
+// words like spaces do.
 func FTSQuery(raw string) (string, error) {
 	var parts []string
-	for _, w := range strings.Fields(raw) {
+	for _, w := range strings.FieldsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 		prefix := strings.HasSuffix(w, "*")
 		w = strings.TrimRight(w, "*")
 		if !strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) {

@@ -176,4 +176,21 @@ UPDATE messages SET kind = 'handoff'
 UPDATE messages SET kind = 'summary'
 	WHERE role = 'user' AND substr(content, 1, length('[Summary of the earlier conversation')) = '[Summary of the earlier conversation';
 `,
+	// 6: pairing requests of people the gateway does not know yet, one
+	// per identity, found by code when the owner approves.
+	`
+CREATE TABLE pairings (
+	platform         TEXT NOT NULL,
+	platform_user_id TEXT NOT NULL,
+	code             TEXT NOT NULL,
+	sender           TEXT NOT NULL DEFAULT '',
+	address_key      TEXT NOT NULL DEFAULT '',
+	created_at       INTEGER NOT NULL,
+	expires_at       INTEGER NOT NULL,
+	attempts         INTEGER NOT NULL DEFAULT 0,
+	locked_until     INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (platform, platform_user_id)
+);
+CREATE UNIQUE INDEX pairings_code ON pairings(code);
+`,
 }

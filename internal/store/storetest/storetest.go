@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Inbox", inboxTests},
 		{"Outbox", outboxTests},
 		{"Homes", homeTests},
+		{"Pairings", pairingTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

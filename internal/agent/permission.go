@@ -1,0 +1,278 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// SubjectKind says how allowlist entries are matched against a tool's
+// subject.
+type SubjectKind int
+
+const (
+	// SubjectText subjects match an entry exactly.
+	SubjectText SubjectKind = iota
+	// SubjectCommand subjects are shell command lines, matched word by
+	// word: an entry is an exact command, or a command followed by " *"
+	// for "and any further arguments".
+	SubjectCommand
+	// SubjectPath subjects are paths (relative to the working directory
+	// when inside it, symlinks resolved): an entry ending in "/" covers
+	// that directory and everything below it, any other entry one path.
+	SubjectPath
+)
+
+// ErrBadRule marks an allowlist entry that can never be honoured as
+// written; the message says why.
+var ErrBadRule = errors.New("bad tools.allow entry")
+
+// anyArgs is the last word of a command entry that lets further
+// arguments follow.
+const anyArgs = "*"
+
+// runners run other programs through their arguments or their
+// configuration (a hook, -exec, a Makefile, a script): a prefix rule for
+// one of them would allow anything, so only exact commands are allowed.
+var runners = map[string]bool{
+	"git": true, "find": true, "xargs": true, "env": true, "go": true, "make": true, "gmake": true, "just": true,
+	"npm": true, "npx": true, "yarn": true, "pnpm": true, "bun": true, "deno": true, "node": true,
+	"cargo": true, "rustc": true, "python": true, "python3": true, "pip": true, "pip3": true, "uv": true, "poetry": true,
+	"perl": true, "ruby": true, "php": true, "java": true, "mvn": true, "gradle": true, "dotnet": true,
+	"rake": true, "bundle": true, "sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "csh": true, "tcsh": true,
+	"sudo": true, "doas": true, "su": true, "nice": true, "nohup": true, "timeout": true, "time": true, "watch": true,
+	"setsid": true, "stdbuf": true, "flock": true, "chroot": true, "unshare": true, "strace": true, "ltrace": true, "gdb": true,
+	"exec": true, "eval": true, "command": true, "builtin": true, "source": true, ".": true,
+	"awk": true, "gawk": true, "mawk": true, "sed": true, "vi": true, "vim": true, "nvim": true, "emacs": true, "less": true, "more": true, "man": true,
+	"tar": true, "rsync": true, "zip": true, "ssh": true, "scp": true, "docker": true, "podman": true, "kubectl": true,
+	"parallel": true, "busybox": true, "script": true, "expect": true, "tmux": true, "screen": true, "systemd-run": true,
+	"crontab": true, "at": true, "batch": true,
+}
+
+// Runner reports whether a program named by a command's first word runs
+// other programs through its arguments or configuration.
+func Runner(program string) bool { return runners[path.Base(program)] }
+
+// CheckAllow refuses entries that can never be honoured as written: a
+// prefix rule for a command that runs other programs, an empty or
+// malformed rule, a tool the registry does not hold.
+func CheckAllow(allow []string, tools *Registry) error {
+	var errs []error
+	for _, entry := range allow {
+		name, rule, hasRule := strings.Cut(strings.TrimSpace(entry), ":")
+		var tool Tool
+		ok := false
+		if tools != nil {
+			tool, ok = tools.Get(name)
+		}
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w %q: no tool named %q", ErrBadRule, entry, name))
+			continue
+		}
+		if !hasRule {
+			continue
+		}
+		rule = strings.TrimSpace(rule)
+		if rule == "" {
+			errs = append(errs, fmt.Errorf("%w %q: nothing after the colon (write %q to allow every call)", ErrBadRule, entry, name))
+			continue
+		}
+		if tool.SubjectKind != SubjectCommand {
+			continue
+		}
+		words, ok := splitCommand(rule)
+		if !ok || len(words) == 0 || words[0].text == anyArgs {
+			errs = append(errs, fmt.Errorf("%w %q: write a plain command such as \"shell:ls -la\" or \"shell:ls *\" (no shell operators)", ErrBadRule, entry))
+			continue
+		}
+		if last := words[len(words)-1]; last.text == anyArgs && !last.quoted && Runner(words[0].text) {
+			errs = append(errs, fmt.Errorf("%w %q: %s runs other programs through its arguments or configuration, so only exact commands are allowed (e.g. \"shell:git status\")", ErrBadRule, entry, words[0].text))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// allowed reports whether the allowlist lets a call run unasked. An entry
+// "name" allows every call of the tool; "name:rule" allows calls whose
+// subject the rule matches (see SubjectKind).
+func allowed(allow []string, tool Tool, subject string) bool {
+	subject = strings.TrimSpace(subject)
+	for _, entry := range allow {
+		name, rule, hasRule := strings.Cut(strings.TrimSpace(entry), ":")
+		if name != tool.Name {
+			continue
+		}
+		if !hasRule {
+			return true
+		}
+		rule = strings.TrimSpace(rule)
+		if rule == "" || subject == "" {
+			continue
+		}
+		var ok bool
+		switch tool.SubjectKind {
+		case SubjectCommand:
+			ok = commandMatches(rule, subject)
+		case SubjectPath:
+			ok = pathMatches(rule, subject)
+		default:
+			ok = rule == subject
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleMatches reports whether one "name:rule" entry names this tool and
+// matches subject explicitly (a bare tool name does not).
+func ruleMatches(allow []string, tool Tool, subject string) bool {
+	for _, entry := range allow {
+		if strings.Contains(entry, ":") && allowed([]string{entry}, tool, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandMatches matches a command line against a rule: the same words,
+// or, for a rule ending in " *", the rule's words followed by anything.
+// A command line with shell syntax (operators, substitutions, redirections,
+// unquoted globs in the part that must match) never matches, nor does a
+// prefix rule for a runner.
+func commandMatches(rule, subject string) bool {
+	want, ok := splitCommand(rule)
+	if !ok || len(want) == 0 {
+		return false
+	}
+	got, ok := splitCommand(subject)
+	if !ok {
+		return false
+	}
+	prefix := false
+	if last := want[len(want)-1]; last.text == anyArgs && !last.quoted {
+		prefix = true
+		want = want[:len(want)-1]
+		if len(want) == 0 || Runner(want[0].text) {
+			return false
+		}
+	}
+	if len(got) < len(want) || (!prefix && len(got) != len(want)) {
+		return false
+	}
+	for i, w := range want {
+		if got[i].text != w.text || got[i].glob {
+			return false
+		}
+	}
+	return true
+}
+
+// word is one shell word: its text with quotes removed, whether any part
+// was quoted, and whether an unquoted part would be expanded (*, ?, [, a
+// leading ~).
+type word struct {
+	text   string
+	quoted bool
+	glob   bool
+}
+
+// shellSyntax are characters that let one command line do more than its
+// words say (chaining, substitution, redirection, grouping, escapes).
+const shellSyntax = ";&|`$<>(){}\\\n\r!#"
+
+// splitCommand splits a command line into words the way bash would for a
+// simple command, refusing (ok=false) anything beyond words and quotes.
+func splitCommand(s string) (words []word, ok bool) {
+	var cur strings.Builder
+	var w word
+	in := false
+	flush := func() {
+		if in {
+			w.text = cur.String()
+			words = append(words, w)
+		}
+		cur.Reset()
+		w, in = word{}, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t':
+			flush()
+		case c == '\'' || c == '"':
+			end := strings.IndexByte(s[i+1:], c)
+			if end < 0 {
+				return nil, false
+			}
+			quoted := s[i+1 : i+1+end]
+			if c == '"' && strings.ContainsAny(quoted, "$`\\!") {
+				return nil, false
+			}
+			cur.WriteString(quoted)
+			w.quoted, in = true, true
+			i += end + 1
+		case strings.IndexByte(shellSyntax, c) >= 0:
+			return nil, false
+		default:
+			if c == '*' || c == '?' || c == '[' || (c == '~' && !in) {
+				w.glob = true
+			}
+			if c == '=' && len(words) == 0 && !w.quoted {
+				// VAR=value before a command changes its environment.
+				return nil, false
+			}
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	flush()
+	return words, true
+}
+
+// pathMatches matches a path subject against a rule: "dir/" covers the
+// directory and everything below it, anything else that one path. A
+// repository's .git (its config and hooks run commands) is covered only by
+// a rule that names it.
+func pathMatches(rule, subject string) bool {
+	if inGitDir(subject) && !inGitDir(rule) {
+		return false
+	}
+	if dir, isDir := strings.CutSuffix(rule, "/"); isDir {
+		dir = path.Clean(dir)
+		if dir == "." {
+			return !strings.HasPrefix(subject, "/") && subject != ".." && !strings.HasPrefix(subject, "../")
+		}
+		return strings.HasPrefix(subject, dir+"/")
+	}
+	return path.Clean(rule) == subject
+}
+
+type autoKey struct{}
+
+// WithAutoAllowed marks ctx for a tool call the allowlist let run without
+// asking anyone; tools may then run more defensively (git with its hooks
+// off).
+func WithAutoAllowed(ctx context.Context) context.Context {
+	return context.WithValue(ctx, autoKey{}, true)
+}
+
+// AutoAllowed reports whether the call running under ctx was let through
+// by the allowlist rather than by a person.
+func AutoAllowed(ctx context.Context) bool {
+	v, _ := ctx.Value(autoKey{}).(bool)
+	return v
+}
+
+// inGitDir reports whether a slash-separated path has a .git component.
+func inGitDir(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if strings.EqualFold(part, ".git") {
+			return true
+		}
+	}
+	return false
+}

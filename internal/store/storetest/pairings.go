@@ -1,0 +1,65 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+func ask(user, code string, now time.Time) store.PairingAsk {
+	return store.PairingAsk{Platform: "telegram", PlatformUserID: user, Sender: "P" + user, AddressKey: "telegram:dm:" + user,
+		Code: code, Now: now, TTL: time.Hour, MaxPending: 2, MaxAttempts: 3, Lock: 24 * time.Hour}
+}
+
+var pairingTests = map[string]func(*testing.T, store.Store){
+	"IssueAttemptsLockOut": func(t *testing.T, s store.Store) {
+		now := time.Now()
+		p, issued := must2(s.AskPairing(ctx(t), ask("1", "AAAA2222", now)))
+		eq(t, "first message issues a code", issued, true)
+		eq(t, "code", p.Code, "AAAA2222")
+		p, issued = must2(s.AskPairing(ctx(t), ask("1", "BBBB3333", now)))
+		eq(t, "second message keeps the code", issued || p.Code != "AAAA2222", false)
+		eq(t, "attempts", p.Attempts, 2)
+		must2(s.AskPairing(ctx(t), ask("1", "CCCC4444", now)))
+		p, _ = must2(s.AskPairing(ctx(t), ask("1", "CCCC4444", now)))
+		eq(t, "locked after too many attempts", p.LockedUntil.After(now), true)
+		_, err := s.ApprovePairing(ctx(t), "AAAA2222", "owner", now)
+		wantErr(t, err, store.ErrNotFound) // a locked request cannot be approved
+		list := must(s.PendingPairings(ctx(t), now))
+		eq(t, "the locked person is listed", len(list), 1)
+		// After the lock, a new code.
+		p, issued = must2(s.AskPairing(ctx(t), ask("1", "DDDD5555", now.Add(25*time.Hour))))
+		eq(t, "a new code after the lock", issued && p.Code == "DDDD5555", true)
+	},
+	"AtMostPendingPerPlatform": func(t *testing.T, s store.Store) {
+		now := time.Now()
+		must2(s.AskPairing(ctx(t), ask("1", "AAAA2222", now)))
+		must2(s.AskPairing(ctx(t), ask("2", "BBBB3333", now)))
+		_, _, err := s.AskPairing(ctx(t), ask("3", "CCCC4444", now))
+		wantErr(t, err, store.ErrPairingFull)
+		// Expired codes leave room.
+		_, issued := must2(s.AskPairing(ctx(t), ask("3", "CCCC4444", now.Add(2*time.Hour))))
+		eq(t, "room after expiry", issued, true)
+	},
+	"ApproveLinksDenyLocks": func(t *testing.T, s store.Store) {
+		now := time.Now()
+		u := must(s.CreateUser(ctx(t), "owner"))
+		must2(s.AskPairing(ctx(t), ask("1", "AAAA2222", now)))
+		must2(s.AskPairing(ctx(t), ask("2", "BBBB3333", now)))
+		_, err := s.ApprovePairing(ctx(t), "AAAA2222", u.ID, now.Add(2*time.Hour))
+		wantErr(t, err, store.ErrNotFound) // expired
+		p := must(s.ApprovePairing(ctx(t), "aaaa2222", u.ID, now))
+		eq(t, "approved identity", p.PlatformUserID, "1")
+		eq(t, "linked", must(s.LookupIdentity(ctx(t), "telegram", "1")).UserID, u.ID)
+		_, err = s.ApprovePairing(ctx(t), "AAAA2222", u.ID, now)
+		wantErr(t, err, store.ErrNotFound) // used up
+		d := must(s.DenyPairing(ctx(t), "BBBB3333", now.Add(time.Hour)))
+		eq(t, "denied", d.PlatformUserID, "2")
+		p, issued := must2(s.AskPairing(ctx(t), ask("2", "CCCC4444", now)))
+		eq(t, "a denied person gets nothing new", issued, false)
+		eq(t, "and stays locked", p.LockedUntil.After(now), true)
+		_, err = s.DenyPairing(ctx(t), "ZZZZ9999", now)
+		wantErr(t, err, store.ErrNotFound)
+	},
+}
