@@ -44,6 +44,9 @@ type Config struct {
 	// token) already proves the owner.
 	Owners           map[string][]string
 	TrustedPlatforms []string
+	// PersonalPlatforms run on the owner's own account (platform.Spec's
+	// Personal): strangers there are ignored without a word.
+	PersonalPlatforms []string
 	// Homes are the configured home channels (platform → address key);
 	// one set by /sethome, kept in the store, wins.
 	Homes map[string]string

@@ -60,6 +60,7 @@ type rigOpts struct {
 	// place of the real one (to inject failures); the rig's own reads
 	// use the real one.
 	wrapStore func(store.Store) store.Store
+	personal  []string // platforms on the owner's own account
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -103,20 +104,21 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	}
 	quickStore := retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 3}
 	gw, err := gateway.New(gateway.Config{
-		Store:            gst,
-		Agent:            &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, StoreRetry: quickStore},
-		ApprovalTimeout:  o.approval,
-		Adapters:         append([]platform.Adapter{w}, o.extra...),
-		OwnerID:          owner.ID,
-		Owners:           o.owners,
-		TrustedPlatforms: []string{"web"},
-		Display:          map[string]string{"web": web.Spec().Display, "telegram": "Telegram"},
-		Homes:            homes,
-		Socket:           sock,
-		Lease:            o.lease,
-		PollEvery:        100 * time.Millisecond,
-		ShutdownGrace:    cmp.Or(o.grace, 2*time.Second),
-		Log:              slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Store:             gst,
+		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, StoreRetry: quickStore},
+		ApprovalTimeout:   o.approval,
+		Adapters:          append([]platform.Adapter{w}, o.extra...),
+		OwnerID:           owner.ID,
+		Owners:            o.owners,
+		TrustedPlatforms:  []string{"web"},
+		PersonalPlatforms: o.personal,
+		Display:           map[string]string{"web": web.Spec().Display, "telegram": "Telegram"},
+		Homes:             homes,
+		Socket:            sock,
+		Lease:             o.lease,
+		PollEvery:         100 * time.Millisecond,
+		ShutdownGrace:     cmp.Or(o.grace, 2*time.Second),
+		Log:               slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		// The retry policies keep their shape, made quick.
 		Restart:  retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 		Send:     retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 4},

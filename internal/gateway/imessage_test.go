@@ -37,9 +37,10 @@ func imessageRig(t *testing.T, fake *imessagetest.Server) *rig {
 	t.Cleanup(func() { a.Close() })
 	fake.SetWebhook(a.WebhookURL())
 	r := newRig(t, rigOpts{
-		extra:  []platform.Adapter{a},
-		owners: map[string][]string{"imessage": {imOwner}},
-		homes:  map[string]string{"web": web.Home.Key(), "imessage": imHome.Key()},
+		personal: []string{"imessage"},
+		extra:    []platform.Adapter{a},
+		owners:   map[string][]string{"imessage": {imOwner}},
+		homes:    map[string]string{"web": web.Home.Key(), "imessage": imHome.Key()},
 	})
 	r.waitLive(t, "imessage")
 	return r

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,10 @@ func ShowCode(code string) string {
 // code for the owner to approve, reminders while it waits, and silence
 // once locked out.
 func (g *Gateway) stranger(ctx context.Context, ev platform.Event) {
+	if slices.Contains(g.cfg.PersonalPlatforms, ev.At.Platform) {
+		// The owner's own account: someone writing to them, not to baton.
+		return
+	}
 	g.log.Warn("message from someone who is not the owner",
 		"platform", ev.At.Platform, "sender_id", ev.SenderID, "at", ev.At.Key())
 	if ev.At.Kind != platform.DM || ev.SenderID == "" {

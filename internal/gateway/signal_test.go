@@ -33,9 +33,10 @@ func signalRig(t *testing.T, fake *signaltest.Server) *rig {
 		t.Fatal(err)
 	}
 	r := newRig(t, rigOpts{
-		extra:  []platform.Adapter{a},
-		owners: map[string][]string{"signal": {signalAccount}},
-		homes:  map[string]string{"web": web.Home.Key(), "signal": signalHome.Key()},
+		personal: []string{"signal"},
+		extra:    []platform.Adapter{a},
+		owners:   map[string][]string{"signal": {signalAccount}},
+		homes:    map[string]string{"web": web.Home.Key(), "signal": signalHome.Key()},
 	})
 	r.waitLive(t, "signal")
 	// The daemon sends a new stream only what comes after it opened.

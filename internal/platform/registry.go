@@ -18,6 +18,11 @@ type Spec struct {
 	// Trusted platforms prove the owner by their own access control (the
 	// web chat's token): every sender there is the owner.
 	Trusted bool
+	// Personal platforms run on the owner's own account (a linked Signal
+	// device, the owner's Apple ID): what others send there is the
+	// owner's private conversation, never baton's, so the gateway neither
+	// answers it nor offers pairing.
+	Personal bool
 	// DefaultHome is the address key handoffs land at when no home is
 	// configured or set with /sethome; "" if there is none.
 	DefaultHome string

@@ -79,19 +79,20 @@ func Run(ctx context.Context, home string, o Options) error {
 	}
 
 	gw, err := gateway.New(gateway.Config{
-		Store:            a.Store,
-		Agent:            ag,
-		Adapters:         adapters,
-		OwnerID:          a.Owner.ID,
-		Owners:           gcfg.Owners,
-		TrustedPlatforms: as.trusted,
-		Homes:            as.homes,
-		Display:          as.display,
-		Socket:           control.SocketPath(home),
-		Lease:            gcfg.HandoffLease,
-		ShutdownGrace:    gcfg.ShutdownGrace,
-		Log:              log,
-		WebURL:           pageURL,
+		Store:             a.Store,
+		Agent:             ag,
+		Adapters:          adapters,
+		OwnerID:           a.Owner.ID,
+		Owners:            gcfg.Owners,
+		TrustedPlatforms:  as.trusted,
+		PersonalPlatforms: as.personal,
+		Homes:             as.homes,
+		Display:           as.display,
+		Socket:            control.SocketPath(home),
+		Lease:             gcfg.HandoffLease,
+		ShutdownGrace:     gcfg.ShutdownGrace,
+		Log:               log,
+		WebURL:            pageURL,
 	})
 	if err != nil {
 		return err

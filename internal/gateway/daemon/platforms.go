@@ -14,6 +14,7 @@ import (
 type assembly struct {
 	adapters []platform.Adapter
 	trusted  []string          // platforms whose every sender is the owner
+	personal []string          // platforms on the owner's own account
 	homes    map[string]string // configured homes, each enabled platform's default filled in
 	display  map[string]string // platform → the name people read
 }
@@ -64,6 +65,9 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 		as.adapters = append(as.adapters, a)
 		if s.Trusted {
 			as.trusted = append(as.trusted, s.Name)
+		}
+		if s.Personal {
+			as.personal = append(as.personal, s.Name)
 		}
 		if as.homes[s.Name] == "" && s.DefaultHome != "" {
 			as.homes[s.Name] = s.DefaultHome

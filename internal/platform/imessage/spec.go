@@ -36,7 +36,8 @@ type Section struct {
 // Spec registers iMessage: enabled when a BlueBubbles URL and password
 // are set, in the imessage: section or the environment (the section wins).
 func Spec() platform.Spec {
-	return platform.Spec{Name: Name, Display: "iMessage", Open: open}
+	// Personal: BlueBubbles speaks for the owner's own Apple ID.
+	return platform.Spec{Name: Name, Display: "iMessage", Personal: true, Open: open}
 }
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {

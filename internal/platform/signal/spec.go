@@ -26,7 +26,8 @@ type Section struct {
 // Spec registers Signal: enabled when an account is set, in the signal:
 // section or in SIGNAL_ACCOUNT (the section wins).
 func Spec() platform.Spec {
-	return platform.Spec{Name: Name, Display: "Signal", Open: open}
+	// Personal: signal-cli is linked to the owner's own number.
+	return platform.Spec{Name: Name, Display: "Signal", Personal: true, Open: open}
 }
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
