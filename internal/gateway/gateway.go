@@ -69,6 +69,9 @@ type Config struct {
 	// ApprovalTimeout is how long a tool waits for /approve in a chat
 	// before it is denied; 0: DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// Rate bounds how fast one person's messages are taken, per platform
+	// account; zero: DefaultRate.
+	Rate Rate
 	// Display names platforms for people ("Telegram"); a platform not
 	// listed is shown by its name.
 	Display map[string]string
@@ -125,6 +128,7 @@ type Gateway struct {
 	mu          sync.Mutex
 	status      map[string]platform.Status  // per platform, from its supervisor
 	unsupported map[string]bool             // "platform/capability" refused once: not asked again
+	senders     *senderRates                // messages taken per person, for Config.Rate
 	resending   map[string]bool             // address keys with a background resend running
 	streamed    map[string]string           // delivery key → the streamed message it replaces
 	turnAddr    map[string]platform.Address // session → where its running turn answers
@@ -173,6 +177,7 @@ func New(cfg Config) (*Gateway, error) {
 		unsupported: map[string]bool{},
 		resending:   map[string]bool{},
 		streamed:    map[string]string{},
+		senders:     newSenderRates(),
 		turnAddr:    map[string]platform.Address{},
 	}
 	if cfg.Restart == (retry.Policy{}) {
@@ -180,6 +185,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Send == (retry.Policy{}) {
 		g.cfg.Send = DefaultSend()
+	}
+	if cfg.Rate == (Rate{}) {
+		g.cfg.Rate = DefaultRate()
 	}
 	if cfg.Rerecord == (retry.Policy{}) {
 		g.cfg.Rerecord = DefaultRerecord()

@@ -61,6 +61,7 @@ type rigOpts struct {
 	// use the real one.
 	wrapStore func(store.Store) store.Store
 	personal  []string // platforms on the owner's own account
+	rate      gateway.Rate
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -112,6 +113,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Owners:            o.owners,
 		TrustedPlatforms:  []string{"web"},
 		PersonalPlatforms: o.personal,
+		Rate:              o.rate,
 		Display:           map[string]string{"web": web.Spec().Display, "telegram": "Telegram"},
 		Homes:             homes,
 		Socket:            sock,

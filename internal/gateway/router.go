@@ -27,6 +27,13 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 		g.stranger(ctx, ev)
 		return nil
 	}
+	// Bounded per person: a runaway script or a leaked account cannot
+	// flood the agent (and the owner's model bill). Told, not stored.
+	if !g.senders.take(ev.At.Platform+"/"+ev.SenderID, g.cfg.Rate, time.Now()) {
+		g.log.Warn("message refused: too fast", "platform", ev.At.Platform, "sender_id", ev.SenderID)
+		g.sendNow(ctx, ev.At, tooFast(g.cfg.Rate))
+		return nil
+	}
 	// Approval answers bypass the mailbox: the turn waiting for them is
 	// what occupies it.
 	if g.answerApproval(ctx, ev) {
