@@ -52,6 +52,22 @@ type Setup struct {
 	// Transcripts lets an adapter that shows history (the web page) read
 	// conversations; nil where none is offered.
 	Transcripts Transcripts
+	// Memory is the platform's own key/value memory in baton's store (a
+	// sync token); nil where none is offered.
+	Memory Memory
+	// Owners are the platform user ids configured as the owner's
+	// (gateway.owners), for adapters that act on them before any message
+	// (accepting an invitation).
+	Owners []string
+}
+
+// Memory is what a platform keeps in baton's store across restarts: a
+// few small values it cannot ask its service for, under keys of its own.
+type Memory interface {
+	// Get is the value stored under key; "" when none was set.
+	Get(ctx context.Context, key string) (string, error)
+	// Set stores value under key; an empty value clears it.
+	Set(ctx context.Context, key, value string) error
 }
 
 // Transcripts is what a platform may read of the store: its own

@@ -90,6 +90,18 @@ type Homes interface {
 	HomeChannels(ctx context.Context) (map[string]string, error)
 }
 
+// PlatformStates is a small key/value memory per platform, for what an
+// adapter must keep across restarts and cannot ask its service for (a
+// Matrix sync token).
+type PlatformStates interface {
+	// PlatformState is the value stored under key for platform; "" when
+	// none was set.
+	PlatformState(ctx context.Context, platform, key string) (string, error)
+	// SetPlatformState stores value under key for platform, replacing what
+	// was there; an empty value clears it.
+	SetPlatformState(ctx context.Context, platform, key, value string) error
+}
+
 // DefaultQueueLimit is how many rows PendingInbound and PendingDeliveries
 // return when the caller gives no limit.
 const DefaultQueueLimit = 100

@@ -313,6 +313,7 @@ type Store interface {
 	Outbox
 	Homes
 	Pairings
+	PlatformStates
 	Close() error
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/all"
 )
 
@@ -65,6 +66,9 @@ func Run(ctx context.Context, home string, o Options) error {
 		home:        home,
 		log:         log,
 		transcripts: gateway.Transcripts{Store: a.Store, OwnerID: a.Owner.ID},
+		memory: func(name string) platform.Memory {
+			return gateway.PlatformMemory{Store: a.Store, Platform: name}
+		},
 	})
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ type environment struct {
 	home        string
 	log         *slog.Logger
 	transcripts platform.Transcripts
+	memory      func(platform string) platform.Memory // nil: none offered
 }
 
 // assemble opens every platform in specs that the configuration enables:
@@ -38,6 +39,9 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 	}
 	if err := cfg.CheckSections(names); err != nil {
 		return assembly{}, fmt.Errorf("%s: %w", config.FileName, err)
+	}
+	if e.memory == nil {
+		e.memory = func(string) platform.Memory { return nil }
 	}
 	as := assembly{homes: map[string]string{}, display: map[string]string{}}
 	for p, k := range cfg.Gateway.Homes {
@@ -55,6 +59,8 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 			Home:        e.home,
 			Log:         e.log,
 			Transcripts: e.transcripts,
+			Memory:      e.memory(s.Name),
+			Owners:      cfg.Gateway.Owners[s.Name],
 		})
 		if errors.Is(err, platform.ErrNotConfigured) {
 			continue

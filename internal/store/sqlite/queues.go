@@ -271,3 +271,36 @@ func (s *Store) WaitingDeliveries(ctx context.Context) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// PlatformState is the value stored under key for platform, "" if none.
+func (s *Store) PlatformState(ctx context.Context, platform, key string) (string, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM platform_state WHERE platform = ? AND key = ?`, platform, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s state %q: %w", platform, key, err)
+	}
+	return v, nil
+}
+
+// SetPlatformState stores or, with an empty value, clears a platform's
+// state under key.
+func (s *Store) SetPlatformState(ctx context.Context, platform, key, value string) error {
+	if platform == "" || key == "" {
+		return fmt.Errorf("set platform state %q of %q: empty platform or key: %w", key, platform, store.ErrInvalid)
+	}
+	var err error
+	if value == "" {
+		_, err = s.exec(ctx, `DELETE FROM platform_state WHERE platform = ? AND key = ?`, platform, key)
+	} else {
+		_, err = s.exec(ctx, `INSERT INTO platform_state (platform, key, value, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (platform, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+			platform, key, value, now())
+	}
+	if err != nil {
+		return fmt.Errorf("set %s state %q: %w", platform, key, err)
+	}
+	return nil
+}

@@ -193,4 +193,15 @@ CREATE TABLE pairings (
 );
 CREATE UNIQUE INDEX pairings_code ON pairings(code);
 `,
+	// 7: platform_state, each platform's small key/value memory (a Matrix
+	// sync token), so a restart resumes where the last run stopped.
+	`
+CREATE TABLE platform_state (
+	platform   TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (platform, key)
+);
+`,
 }

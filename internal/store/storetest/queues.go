@@ -404,3 +404,23 @@ var homeTests = map[string]func(*testing.T, store.Store){
 		wantErr(t, s.SetHomeChannel(ctx(t), "", "x"), store.ErrInvalid)
 	},
 }
+
+var platformStateTests = map[string]func(*testing.T, store.Store){
+	"SetReplaceAndClear": func(t *testing.T, s store.Store) {
+		eq(t, "none at first", must(s.PlatformState(ctx(t), "matrix", "since")), "")
+		noErr(t, s.SetPlatformState(ctx(t), "matrix", "since", "s72594_4483_1934"))
+		noErr(t, s.SetPlatformState(ctx(t), "matrix", "filter", "f1"))
+		noErr(t, s.SetPlatformState(ctx(t), "slack", "since", "other"))
+		eq(t, "stored", must(s.PlatformState(ctx(t), "matrix", "since")), "s72594_4483_1934")
+		eq(t, "another key", must(s.PlatformState(ctx(t), "matrix", "filter")), "f1")
+		eq(t, "another platform", must(s.PlatformState(ctx(t), "slack", "since")), "other")
+		noErr(t, s.SetPlatformState(ctx(t), "matrix", "since", "s72600_4490_1934"))
+		eq(t, "replaced", must(s.PlatformState(ctx(t), "matrix", "since")), "s72600_4490_1934")
+		noErr(t, s.SetPlatformState(ctx(t), "matrix", "filter", ""))
+		eq(t, "cleared", must(s.PlatformState(ctx(t), "matrix", "filter")), "")
+		eq(t, "others kept", must(s.PlatformState(ctx(t), "slack", "since")), "other")
+		noErr(t, s.SetPlatformState(ctx(t), "matrix", "never", "")) // clearing an unset key is fine
+		wantErr(t, s.SetPlatformState(ctx(t), "", "k", "v"), store.ErrInvalid)
+		wantErr(t, s.SetPlatformState(ctx(t), "matrix", "", "v"), store.ErrInvalid)
+	},
+}

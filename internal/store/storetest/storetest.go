@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Outbox", outboxTests},
 		{"Homes", homeTests},
 		{"Pairings", pairingTests},
+		{"PlatformStates", platformStateTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
