@@ -7,6 +7,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/discord"
 	"github.com/baton-agent/baton/internal/platform/imessage"
+	"github.com/baton-agent/baton/internal/platform/matrix"
 	"github.com/baton-agent/baton/internal/platform/signal"
 	"github.com/baton-agent/baton/internal/platform/slack"
 	"github.com/baton-agent/baton/internal/platform/telegram"
@@ -22,6 +23,7 @@ func Specs() []platform.Spec {
 		discord.Spec(),
 		signal.Spec(),
 		imessage.Spec(),
+		matrix.Spec(),
 	}
 }
 
