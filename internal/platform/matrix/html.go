@@ -19,9 +19,8 @@ import (
 // is, never passed on as markup.
 var markdown = goldmark.New(
 	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify),
-	goldmark.WithRendererOptions(ghtml.WithHardWraps()),
 	goldmark.WithRenderer(renderer.NewRenderer(renderer.WithNodeRenderers(
-		util.Prioritized(ghtml.NewRenderer(), 1000),
+		util.Prioritized(ghtml.NewRenderer(ghtml.WithHardWraps()), 1000),
 		util.Prioritized(escapedHTML{}, 100),
 	))),
 )

@@ -119,6 +119,9 @@ type Adapter struct {
 	order   []string              // keys of latest, oldest first, to bound it
 	refused map[string]bool       // optional methods already logged as refused
 	warned  map[id.RoomID]bool    // encrypted rooms already logged
+	// newestSeen is, per room, the newest event handed over (also in
+	// Memory), where a backfill stops.
+	newestSeen map[id.RoomID]string
 }
 
 var (
@@ -177,7 +180,7 @@ func New(cfg Config) (*Adapter, error) {
 		}
 	}
 	return &Adapter{cfg: cfg, cli: cli, log: log.With("platform", Name), owners: owners,
-		latest: map[string]id.EventID{}, refused: map[string]bool{}, warned: map[id.RoomID]bool{}}, nil
+		latest: map[string]id.EventID{}, newestSeen: map[id.RoomID]string{}, refused: map[string]bool{}, warned: map[id.RoomID]bool{}}, nil
 }
 
 // Name is "matrix".

@@ -76,7 +76,8 @@ func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
 		}
 		slices.Sort(rooms) // a stable order, so a redelivery comes in the same order
 		for _, room := range rooms {
-			events, err := a.timeline(ctx, id.RoomID(room), resp.Rooms.Join[room].Timeline, since)
+			tl := resp.Rooms.Join[room].Timeline
+			events, err := a.timeline(ctx, id.RoomID(room), tl, since)
 			if err != nil {
 				return err
 			}
@@ -87,6 +88,9 @@ func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
 					// events it already has by their ids).
 					return fmt.Errorf("matrix: store event %s: %w", ev.ID, err)
 				}
+			}
+			if err := a.saveNewest(ctx, id.RoomID(room), tl.Events); err != nil {
+				return err
 			}
 		}
 		if err := a.saveSince(ctx, resp.NextBatch); err != nil {
@@ -256,7 +260,11 @@ func (a *Adapter) timeline(ctx context.Context, room id.RoomID, tl timeline, sin
 	raws := tl.Events
 	me := id.UserID(a.UserID())
 	if tl.Limited && since != "" && tl.PrevBatch != "" && !joinedIn(raws, me) {
-		older, err := a.backfill(ctx, room, tl.PrevBatch, since)
+		seen, err := a.loadNewest(ctx, room)
+		if err != nil {
+			return nil, err
+		}
+		older, err := a.backfill(ctx, room, tl.PrevBatch, since, seen)
 		if err != nil {
 			return nil, err
 		}
@@ -310,9 +318,51 @@ func joinedIn(raws []json.RawMessage, me id.UserID) bool {
 	return false
 }
 
+// newestKey is where the newest event of a room handed over is stored.
+func (a *Adapter) newestKey(room id.RoomID) string {
+	return "newest:" + a.UserID() + ":" + string(room)
+}
+
+// saveNewest remembers the newest of a room's timeline events, handed
+// over now: a later backfill of the room stops there.
+func (a *Adapter) saveNewest(ctx context.Context, room id.RoomID, raws []json.RawMessage) error {
+	for i := len(raws) - 1; i >= 0; i-- {
+		var w wireEvent
+		if json.Unmarshal(raws[i], &w) != nil || w.EventID == "" {
+			continue
+		}
+		if a.cfg.Memory != nil {
+			if err := a.cfg.Memory.Set(ctx, a.newestKey(room), w.EventID); err != nil {
+				return fmt.Errorf("matrix: store the newest event of %s: %w", room, err)
+			}
+		}
+		a.mu.Lock()
+		a.newestSeen[room] = w.EventID
+		a.mu.Unlock()
+		return nil
+	}
+	return nil
+}
+
+func (a *Adapter) loadNewest(ctx context.Context, room id.RoomID) (string, error) {
+	a.mu.Lock()
+	ev := a.newestSeen[room]
+	a.mu.Unlock()
+	if ev != "" || a.cfg.Memory == nil {
+		return ev, nil
+	}
+	ev, err := a.cfg.Memory.Get(ctx, a.newestKey(room))
+	if err != nil {
+		return "", fmt.Errorf("matrix: read the newest event of %s: %w", room, err)
+	}
+	return ev, nil
+}
+
 // backfill fetches the events of room between since and from (a
-// timeline's prev_batch), oldest first.
-func (a *Adapter) backfill(ctx context.Context, room id.RoomID, from, since string) ([]json.RawMessage, error) {
+// timeline's prev_batch), oldest first. It stops at seen, the newest
+// event handed over before, if it comes first: homeservers differ in how
+// exactly they honour "to".
+func (a *Adapter) backfill(ctx context.Context, room id.RoomID, from, since, seen string) ([]json.RawMessage, error) {
 	filter, _ := json.Marshal(map[string]any{"types": []string{"m.room.message", "m.room.member", "m.room.encrypted"}})
 	limit := min(a.cfg.TimelineLimit, 100)
 	var newestFirst []json.RawMessage
@@ -332,8 +382,16 @@ func (a *Adapter) backfill(ctx context.Context, room id.RoomID, from, since stri
 		if err != nil {
 			return nil, fmt.Errorf("matrix: %w", failure("messages of "+string(room), err, false))
 		}
-		newestFirst = append(newestFirst, resp.Chunk...)
-		if len(resp.Chunk) == 0 || resp.End == from {
+		reached := false
+		for _, raw := range resp.Chunk {
+			var w wireEvent
+			if seen != "" && json.Unmarshal(raw, &w) == nil && w.EventID == seen {
+				reached = true
+				break
+			}
+			newestFirst = append(newestFirst, raw)
+		}
+		if reached || len(resp.Chunk) == 0 || resp.End == "" || resp.End == from {
 			break
 		}
 		from = resp.End
