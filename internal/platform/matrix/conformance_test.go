@@ -23,11 +23,11 @@ func TestConformance(t *testing.T) {
 		return platformtest.Harness{
 			Adapter: a,
 			Home:    w.home,
-			Person:  w.owner.ID,
+			Person:  w.Owner.ID,
 			Say: func(ctx context.Context, at platform.Address, sender, text string) (string, error) {
-				u := w.owner
-				if sender == w.stranger.ID {
-					u = w.stranger
+				u := w.Owner
+				if sender == w.Stranger.ID {
+					u = w.Stranger
 				}
 				if at.Thread != "" {
 					return u.SayInThread(ctx, at.Chat, at.Thread, "", text)
@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 				if since == "" {
 					return false
 				}
-				again, err := w.bot.SyncedAfter(context.Background(), since, id)
+				again, err := w.Bot.SyncedAfter(context.Background(), since, id)
 				return err == nil && !again
 			},
 			Down:     proxy.Down,

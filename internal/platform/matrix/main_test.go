@@ -57,41 +57,21 @@ func (m *memory) since() string {
 	return ""
 }
 
-// world is one test's people and room on the shared homeserver: an
-// owner, the bot, a stranger, and a room the owner made, which the other
-// two joined.
+// world is one test's people and home room on the shared homeserver.
 type world struct {
-	hs                   *matrixtest.Homeserver
-	owner, bot, stranger *matrixtest.User
-	room                 string
-	home                 platform.Address
+	*matrixtest.World
+	hs   *matrixtest.Homeserver
+	home platform.Address
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	hs := homeserver.Need(t)
-	ctx := testutil.Context(t, 0)
-	w := &world{hs: hs}
-	var err error
-	if w.owner, err = hs.Register(ctx, "owner"); err != nil {
+	mw, err := hs.NewWorld(testutil.Context(t, 0))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if w.bot, err = hs.Register(ctx, "bot"); err != nil {
-		t.Fatal(err)
-	}
-	if w.stranger, err = hs.Register(ctx, "stranger"); err != nil {
-		t.Fatal(err)
-	}
-	if w.room, err = w.owner.CreateRoom(ctx, "baton home", w.bot.ID, w.stranger.ID); err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range []*matrixtest.User{w.stranger, w.bot} {
-		if err := u.Join(ctx, w.room); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.home = platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: w.room}
-	return w
+	return &world{World: mw, hs: hs, home: platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: mw.Room}}
 }
 
 // adapter is the bot's adapter talking to url (the homeserver or a proxy
@@ -105,8 +85,8 @@ func (w *world) adapter(t *testing.T, url string, mem platform.Memory) *matrix.A
 		}
 	})
 	a, err := matrix.New(matrix.Config{
-		HomeserverURL: url, UserID: w.bot.ID, AccessToken: w.bot.Token,
-		Owners: []string{w.owner.ID}, Memory: mem, SyncTimeout: 2 * time.Second,
+		HomeserverURL: url, UserID: w.Bot.ID, AccessToken: w.Bot.Token,
+		Owners: []string{w.Owner.ID}, Memory: mem, SyncTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

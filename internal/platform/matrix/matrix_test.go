@@ -98,21 +98,21 @@ func TestRestartNeitherReplaysNorLoses(t *testing.T) {
 	mem := newMemory()
 	in := newInbox()
 	stop := run(t, w.adapter(t, w.hs.URL(), mem), in)
-	first := say(t, w.owner, w.room, "before the restart")
+	first := say(t, w.Owner, w.Room, "before the restart")
 	testutil.Eventually(t, testutil.Patience, func() bool { return in.has("before the restart") }, "the first message")
 	testutil.Eventually(t, testutil.Patience, func() bool {
-		again, err := w.bot.SyncedAfter(context.Background(), mem.since(), first)
+		again, err := w.Bot.SyncedAfter(context.Background(), mem.since(), first)
 		return err == nil && !again
 	}, "the token stored past the first message")
 	if err := stop(); err != nil {
 		t.Fatalf("Run after stop: %v", err)
 	}
-	say(t, w.owner, w.room, "while away 1")
-	say(t, w.owner, w.room, "while away 2")
+	say(t, w.Owner, w.Room, "while away 1")
+	say(t, w.Owner, w.Room, "while away 2")
 
 	in2 := newInbox()
 	run(t, w.adapter(t, w.hs.URL(), mem), in2) // a new process: only the store remembers
-	say(t, w.owner, w.room, "after the restart")
+	say(t, w.Owner, w.Room, "after the restart")
 	testutil.Eventually(t, testutil.Patience, func() bool { return in2.has("after the restart") }, "the message after the restart")
 	if got := strings.Join(in2.texts(), "|"); got != "while away 1|while away 2|after the restart" {
 		t.Errorf("after the restart the adapter handed over %q", got)
@@ -126,9 +126,9 @@ func TestLimitedTimelineIsCompleted(t *testing.T) {
 	mem := newMemory()
 	in := newInbox()
 	stop := run(t, w.adapter(t, w.hs.URL(), mem), in)
-	first := say(t, w.owner, w.room, "first")
+	first := say(t, w.Owner, w.Room, "first")
 	testutil.Eventually(t, testutil.Patience, func() bool {
-		again, err := w.bot.SyncedAfter(context.Background(), mem.since(), first)
+		again, err := w.Bot.SyncedAfter(context.Background(), mem.since(), first)
 		return in.has("first") && err == nil && !again
 	}, "the first message, stored")
 	if err := stop(); err != nil {
@@ -137,10 +137,10 @@ func TestLimitedTimelineIsCompleted(t *testing.T) {
 	var want []string
 	for i := range 7 {
 		text := fmt.Sprintf("missed %d", i)
-		say(t, w.owner, w.room, text)
+		say(t, w.Owner, w.Room, text)
 		want = append(want, text)
 	}
-	a, err := matrix.New(matrix.Config{HomeserverURL: w.hs.URL(), AccessToken: w.bot.Token, Memory: mem,
+	a, err := matrix.New(matrix.Config{HomeserverURL: w.hs.URL(), AccessToken: w.Bot.Token, Memory: mem,
 		SyncTimeout: 2 * time.Second, TimelineLimit: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestLimitedTimelineIsCompleted(t *testing.T) {
 	in2 := newInbox()
 	run(t, a, in2)
 	testutil.Eventually(t, testutil.Patience, func() bool { return in2.has("missed 6") }, "the last missed message")
-	say(t, w.owner, w.room, "marker")
+	say(t, w.Owner, w.Room, "marker")
 	testutil.Eventually(t, testutil.Patience, func() bool { return in2.has("marker") }, "the marker")
 	if got, exp := strings.Join(in2.texts(), "|"), strings.Join(append(want, "marker"), "|"); got != exp {
 		t.Errorf("handed over %q\nwant %q", got, exp)
@@ -158,10 +158,10 @@ func TestLimitedTimelineIsCompleted(t *testing.T) {
 // The very first start begins from now: old history is not answered.
 func TestFirstStartSkipsHistory(t *testing.T) {
 	w := newWorld(t)
-	say(t, w.owner, w.room, "old news")
+	say(t, w.Owner, w.Room, "old news")
 	in := newInbox()
 	run(t, w.adapter(t, w.hs.URL(), newMemory()), in)
-	say(t, w.owner, w.room, "fresh")
+	say(t, w.Owner, w.Room, "fresh")
 	testutil.Eventually(t, testutil.Patience, func() bool { return in.has("fresh") }, "the fresh message")
 	if got := strings.Join(in.texts(), "|"); got != "fresh" {
 		t.Errorf("handed over %q, want only the message after the start", got)
@@ -177,29 +177,29 @@ func TestInvitesOnlyFromOwner(t *testing.T) {
 	run(t, w.adapter(t, w.hs.URL(), newMemory()), in)
 	ctx := testutil.Context(t, 0)
 
-	mine, err := w.owner.CreateRoom(ctx, "owner's room")
+	mine, err := w.Owner.CreateRoom(ctx, "owner's room")
 	if err != nil {
 		t.Fatal(err)
 	}
-	say(t, w.owner, mine, "said before the bot was invited")
-	if err := w.owner.Invite(ctx, mine, w.bot.ID); err != nil {
+	say(t, w.Owner, mine, "said before the bot was invited")
+	if err := w.Owner.Invite(ctx, mine, w.Bot.ID); err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := w.stranger.CreateRoom(ctx, "stranger's room", w.bot.ID)
+	theirs, err := w.Stranger.CreateRoom(ctx, "stranger's room", w.Bot.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, testutil.Patience, func() bool {
-		m, err := w.owner.Membership(ctx, mine, w.bot.ID)
+		m, err := w.Owner.Membership(ctx, mine, w.Bot.ID)
 		return err == nil && m == "join"
 	}, "the bot to join the owner's room")
 	testutil.Eventually(t, testutil.Patience, func() bool {
-		m, err := w.stranger.Membership(ctx, theirs, w.bot.ID)
+		m, err := w.Stranger.Membership(ctx, theirs, w.Bot.ID)
 		return err == nil && m == "leave"
 	}, "the bot to decline the stranger's invitation")
-	say(t, w.owner, mine, "hello in my room")
+	say(t, w.Owner, mine, "hello in my room")
 	ev := waitEvent(t, in, "hello in my room")
-	if ev.At != (platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: mine}) || ev.SenderID != w.owner.ID {
+	if ev.At != (platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: mine}) || ev.SenderID != w.Owner.ID {
 		t.Errorf("the owner's message arrived as %+v", ev)
 	}
 	if in.has("said before the bot was invited") {
@@ -240,7 +240,7 @@ func TestThreadAsElementShowsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.Kind != platform.Thread || th.Chat != w.room || !strings.HasPrefix(th.Thread, "$") {
+	if th.Kind != platform.Thread || th.Chat != w.Room || !strings.HasPrefix(th.Thread, "$") {
 		t.Fatalf("NewThread = %+v", th)
 	}
 	first, err := a.Send(ctx, th, "Hi on **Matrix** — we were booking the `9:40` train.\n\n- a <b>raw</b> tag\n- [link](https://example.org)")
@@ -254,14 +254,14 @@ func TestThreadAsElementShowsIt(t *testing.T) {
 	if err := a.Typing(ctx, th); err != nil {
 		t.Errorf("typing: %v", err)
 	}
-	byID := shown(t, w.owner, w.room, func(byID map[string]matrixtest.Message) bool {
+	byID := shown(t, w.Owner, w.Room, func(byID map[string]matrixtest.Message) bool {
 		_, a := byID[th.Thread]
 		_, b := byID[first]
 		_, c := byID[second]
 		return a && b && c
 	})
 	root := byID[th.Thread]
-	if root.Sender != w.bot.ID || root.Thread != "" || !strings.Contains(root.Body, "Trip planning #ab12") {
+	if root.Sender != w.Bot.ID || root.Thread != "" || !strings.Contains(root.Body, "Trip planning #ab12") {
 		t.Errorf("thread root %+v", root)
 	}
 	m1, m2 := byID[first], byID[second]
@@ -284,7 +284,7 @@ func TestThreadAsElementShowsIt(t *testing.T) {
 	}
 
 	// The person replies in the thread as Element does.
-	reply, err := w.owner.SayInThread(ctx, w.room, th.Thread, second, "my reply in the thread")
+	reply, err := w.Owner.SayInThread(ctx, w.Room, th.Thread, second, "my reply in the thread")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,19 +301,19 @@ func TestThreadAsElementShowsIt(t *testing.T) {
 	if err := a.Edit(ctx, th, third, "answer, *edited*"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.owner.Send(ctx, w.room, map[string]any{"msgtype": "m.notice", "body": "a notice"}); err != nil {
+	if _, err := w.Owner.Send(ctx, w.Room, map[string]any{"msgtype": "m.notice", "body": "a notice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.owner.Send(ctx, w.room, map[string]any{"msgtype": "m.text", "body": "* fixed", "m.new_content": map[string]any{"msgtype": "m.text", "body": "fixed"},
+	if _, err := w.Owner.Send(ctx, w.Room, map[string]any{"msgtype": "m.text", "body": "* fixed", "m.new_content": map[string]any{"msgtype": "m.text", "body": "fixed"},
 		"m.relates_to": map[string]any{"rel_type": "m.replace", "event_id": reply}}); err != nil {
 		t.Fatal(err)
 	}
-	say(t, w.owner, w.room, "marker")
+	say(t, w.Owner, w.Room, "marker")
 	waitEvent(t, in, "marker")
 	if got := strings.Join(in.texts(), "|"); got != "my reply in the thread|marker" {
 		t.Errorf("handed over %q", got)
 	}
-	m := shown(t, w.owner, w.room, func(byID map[string]matrixtest.Message) bool { return byID[third].Edits > 0 })[third]
+	m := shown(t, w.Owner, w.Room, func(byID map[string]matrixtest.Message) bool { return byID[third].Edits > 0 })[third]
 	if m.InReplyTo != reply || m.Thread != th.Thread {
 		t.Errorf("answer in reply to %q in thread %q; want %q in %q", m.InReplyTo, m.Thread, reply, th.Thread)
 	}
@@ -348,7 +348,7 @@ func TestRefusedToken(t *testing.T) {
 	w := newWorld(t)
 	for _, c := range []matrix.Config{
 		{HomeserverURL: w.hs.URL(), AccessToken: "not-a-token"},
-		{HomeserverURL: w.hs.URL(), AccessToken: w.stranger.Token, UserID: w.bot.ID},
+		{HomeserverURL: w.hs.URL(), AccessToken: w.Stranger.Token, UserID: w.Bot.ID},
 	} {
 		a, err := matrix.New(c)
 		if err != nil {
@@ -400,10 +400,10 @@ func TestOversizedEventDegrades(t *testing.T) {
 	}
 	want := strings.Join(strings.Fields(text), " ")
 	var got string
-	shown(t, w.owner, w.room, func(byID map[string]matrixtest.Message) bool {
+	shown(t, w.Owner, w.Room, func(byID map[string]matrixtest.Message) bool {
 		var bodies []matrixtest.Message
 		for _, m := range byID {
-			if m.Sender == w.bot.ID {
+			if m.Sender == w.Bot.ID {
 				bodies = append(bodies, m)
 			}
 		}

@@ -326,3 +326,36 @@ func (u *User) SyncedAfter(ctx context.Context, since, eventID string) (bool, er
 	}
 	return false, nil
 }
+
+// World is one test's people on a shared homeserver: an owner, the bot
+// baton logs in as, a stranger, and a room the owner made (the home) that
+// the other two joined.
+type World struct {
+	Owner, Bot, Stranger *User
+	Room                 string
+}
+
+// NewWorld registers fresh users and makes their room, so tests sharing
+// a homeserver never see each other.
+func (h *Homeserver) NewWorld(ctx context.Context) (*World, error) {
+	w := &World{}
+	var err error
+	if w.Owner, err = h.Register(ctx, "owner"); err != nil {
+		return nil, err
+	}
+	if w.Bot, err = h.Register(ctx, "bot"); err != nil {
+		return nil, err
+	}
+	if w.Stranger, err = h.Register(ctx, "stranger"); err != nil {
+		return nil, err
+	}
+	if w.Room, err = w.Owner.CreateRoom(ctx, "baton home", w.Bot.ID, w.Stranger.ID); err != nil {
+		return nil, err
+	}
+	for _, u := range []*User{w.Stranger, w.Bot} {
+		if err := u.Join(ctx, w.Room); err != nil {
+			return nil, fmt.Errorf("%s joins %s: %w", u.ID, w.Room, err)
+		}
+	}
+	return w, nil
+}
