@@ -62,11 +62,20 @@ type rigOpts struct {
 	wrapStore func(store.Store) store.Store
 	personal  []string // platforms on the owner's own account
 	rate      gateway.Rate
+	// with builds adapters that need the rig's store (a platform's
+	// memory); they join extra.
+	with func(st store.Store) []platform.Adapter
+	// again runs the new gateway on an earlier rig's BATON_HOME, store and
+	// owner: a restart.
+	again *rig
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
 	t.Helper()
 	home := t.TempDir()
+	if o.again != nil {
+		home = o.again.home
+	}
 	st, err := sqlite.Open(context.Background(), filepath.Join(home, "state.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +88,10 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner, err := st.CreateUser(context.Background(), "owner")
-	if err != nil {
+	var owner store.User
+	if o.again != nil {
+		owner = o.again.owner
+	} else if owner, err = st.CreateUser(context.Background(), "owner"); err != nil {
 		t.Fatal(err)
 	}
 	w, err := web.New(web.Config{Listen: "127.0.0.1:0", Token: token, Transcripts: gateway.Transcripts{Store: st, OwnerID: owner.ID}})
@@ -108,13 +119,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Store:             gst,
 		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, StoreRetry: quickStore},
 		ApprovalTimeout:   o.approval,
-		Adapters:          append([]platform.Adapter{w}, o.extra...),
+		Adapters:          append(append([]platform.Adapter{w}, o.extra...), with(o.with, st)...),
 		OwnerID:           owner.ID,
 		Owners:            o.owners,
 		TrustedPlatforms:  []string{"web"},
 		PersonalPlatforms: o.personal,
 		Rate:              o.rate,
-		Display:           map[string]string{"web": web.Spec().Display, "telegram": "Telegram"},
+		Display:           map[string]string{"web": web.Spec().Display, "telegram": "Telegram", "matrix": "Matrix"},
 		Homes:             homes,
 		Socket:            sock,
 		Lease:             o.lease,
@@ -150,6 +161,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	})
 	r.waitLive(t, "web")
 	return r
+}
+
+func with(build func(store.Store) []platform.Adapter, st store.Store) []platform.Adapter {
+	if build == nil {
+		return nil
+	}
+	return build(st)
 }
 
 func (r *rig) waitLive(t testing.TB, name string) {

@@ -1,0 +1,431 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/matrix"
+	"github.com/baton-agent/baton/internal/platform/matrix/matrixtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// homeserver is this package's one Dendrite, started by the first Matrix
+// test; each test registers its own users and room on it.
+var homeserver matrixtest.Shared
+
+func TestMain(m *testing.M) { os.Exit(homeserver.Run(m)) }
+
+// matrixSetup is a Matrix world for a gateway test: people and a home
+// room on the real homeserver, and a proxy the bot reaches it through.
+type matrixSetup struct {
+	*matrixtest.World
+	proxy *matrixtest.Proxy
+	home  platform.Address
+}
+
+func newMatrixSetup(t *testing.T) *matrixSetup {
+	t.Helper()
+	hs := homeserver.Need(t)
+	w, err := hs.NewWorld(testutil.Context(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &matrixSetup{World: w, proxy: matrixtest.NewProxy(t, hs),
+		home: platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: w.Room}}
+}
+
+// rig runs a gateway with the web chat and Matrix (its sync token in the
+// gateway's store); again restarts on an earlier rig's home.
+func (m *matrixSetup) rig(t *testing.T, again *rig) *rig {
+	t.Helper()
+	r := newRig(t, rigOpts{
+		with: func(st store.Store) []platform.Adapter {
+			a, err := matrix.New(matrix.Config{
+				HomeserverURL: m.proxy.URL(), UserID: m.Bot.ID, AccessToken: m.Bot.Token,
+				Owners: []string{m.Owner.ID}, SyncTimeout: 2 * time.Second,
+				Memory: gateway.PlatformMemory{Store: st, Platform: matrix.Name},
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []platform.Adapter{a}
+		},
+		owners: map[string][]string{"matrix": {m.Owner.ID}},
+		homes:  map[string]string{"web": web.Home.Key(), "matrix": m.home.Key()},
+		again:  again,
+	})
+	r.waitLive(t, "matrix")
+	return r
+}
+
+// shown waits until the room, as the owner's client shows it (edits
+// applied), has messages that satisfy cond, and returns them in order.
+func (m *matrixSetup) shown(t *testing.T, what string, cond func([]matrixtest.Message) bool) []matrixtest.Message {
+	t.Helper()
+	var msgs []matrixtest.Message
+	var lastErr error
+	ok := testutil.Poll(testutil.Context(t, 0), func() bool {
+		msgs, lastErr = m.Owner.Messages(context.Background(), m.Room)
+		return lastErr == nil && cond(msgs)
+	})
+	if !ok {
+		var seen []string
+		for _, x := range msgs {
+			seen = append(seen, x.Sender+": "+cut(x.Body, 80))
+		}
+		t.Fatalf("the room never showed %s (%v); it shows:\n%s", what, lastErr, strings.Join(seen, "\n"))
+	}
+	return msgs
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// from keeps the messages sender posted that match.
+func from(msgs []matrixtest.Message, sender string, match func(matrixtest.Message) bool) []matrixtest.Message {
+	var out []matrixtest.Message
+	for _, m := range msgs {
+		if m.Sender == sender && match(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func inThread(root, sub string) func(matrixtest.Message) bool {
+	return func(m matrixtest.Message) bool { return m.Thread == root && strings.Contains(m.Body, sub) }
+}
+
+func inRoom(sub string) func(matrixtest.Message) bool {
+	return func(m matrixtest.Message) bool { return m.Thread == "" && strings.Contains(m.Body, sub) }
+}
+
+// has waits for a message of sender that matches.
+func (m *matrixSetup) has(t *testing.T, sender, what string, match func(matrixtest.Message) bool) matrixtest.Message {
+	t.Helper()
+	msgs := m.shown(t, what, func(msgs []matrixtest.Message) bool { return len(from(msgs, sender, match)) > 0 })
+	return from(msgs, sender, match)[0]
+}
+
+func TestMatrixHandoffThreadAndBack(t *testing.T) {
+	m := newMatrixSetup(t)
+	r := m.rig(t, nil)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	// Terminal → /handoff matrix: a thread root named after the session
+	// in the home room, the agent's greeting in the thread.
+	r.model.Push(llmtest.Reply{Text: "Hi on **Matrix** — we were booking the 9:40 train."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "matrix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	dest, err := platform.ParseKey(final.Destination)
+	if err != nil || dest.Kind != platform.Thread || dest.Chat != m.Room {
+		t.Fatalf("destination %q (%v)", final.Destination, err)
+	}
+	root := dest.Thread
+	rootMsg := m.has(t, m.Bot.ID, "the thread root", func(x matrixtest.Message) bool { return x.EventID == root })
+	if rootMsg.Thread != "" || !strings.Contains(rootMsg.Body, "Trip planning") {
+		t.Errorf("thread root %+v", rootMsg)
+	}
+	greeting := m.has(t, m.Bot.ID, "the greeting in the thread", inThread(root, "Hi on **Matrix**"))
+	if !greeting.FallingBack || greeting.InReplyTo == "" || !strings.Contains(greeting.FormattedBody, "<strong>Matrix</strong>") {
+		t.Errorf("greeting %+v", greeting)
+	}
+	if b, err := r.st.LookupBinding(ctx, final.Destination); err != nil || b.SessionID != sess.ID {
+		t.Fatalf("the thread is bound to %+v (%v), want session %s", b, err, sess.ID)
+	}
+
+	// The owner's reply in the thread (as Element sends it) continues the
+	// same session, and the model sees the whole transcript.
+	r.model.Push(llmtest.Reply{Text: "Done, it is booked."})
+	if _, err := m.Owner.SayInThread(ctx, m.Room, root, greeting.EventID, "book it please"); err != nil {
+		t.Fatal(err)
+	}
+	m.has(t, m.Bot.ID, "the answer in the thread", inThread(root, "Done, it is booked."))
+	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	if u := msgs[len(msgs)-2]; u.Content != "book it please" || u.Platform != "matrix" || msgs[len(msgs)-1].Content != "Done, it is booked." {
+		t.Fatalf("the thread's message went to %+v", u)
+	}
+	if msgs[0].Content != "plan a trip to Lisbon" {
+		t.Errorf("the transcript lost its start: %+v", msgs[0])
+	}
+	reqs := r.model.Requests()
+	body, _ := json.Marshal(reqs[len(reqs)-1])
+	for _, want := range []string{"plan a trip to Lisbon", "Noted: the 9:40 train.", "Hi on **Matrix**", "book it please"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the model was not shown %q", want)
+		}
+	}
+
+	// A reply longer than one event arrives split, in order, every part
+	// in the thread.
+	var long strings.Builder
+	for i := 0; long.Len() < 40000; i++ {
+		long.WriteString("Paragraph " + itoa(int64(i)) + ": the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n")
+	}
+	longText := strings.TrimSpace(long.String())
+	last := "Paragraph " + itoa(int64(strings.Count(longText, "Paragraph ")-1)) + ":"
+	r.model.Push(llmtest.Reply{Text: longText})
+	ask, err := m.Owner.SayInThread(ctx, m.Room, root, "", "tell me a long story")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := m.shown(t, "the whole story", func(msgs []matrixtest.Message) bool {
+		parts := storyParts(msgs, m.Bot.ID, ask)
+		return len(parts) > 0 && strings.Contains(parts[len(parts)-1].Body, last) && waitedOut(r)
+	})
+	parts := storyParts(all, m.Bot.ID, ask)
+	if len(parts) < 3 {
+		t.Fatalf("a %d-byte reply came in %d parts", len(longText), len(parts))
+	}
+	var joined []string
+	for _, p := range parts {
+		if len(p.Body) > matrix.MaxMessageLen {
+			t.Errorf("a part is %d bytes", len(p.Body))
+		}
+		if p.Thread != root {
+			t.Errorf("a part is outside the thread: %+v", p)
+		}
+		joined = append(joined, p.Body)
+	}
+	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(longText), " ") {
+		t.Errorf("the parts do not rejoin to the reply")
+	}
+	if n := m.proxy.CallCount("typing"); n == 0 {
+		t.Errorf("no typing notification while turns ran")
+	}
+	if n := m.proxy.CallCount("edit"); n == 0 {
+		t.Errorf("no reply was streamed by edits")
+	}
+
+	// A stranger, in the thread or the home room, gets no turn.
+	if _, err := m.Stranger.SayInThread(ctx, m.Room, root, "", "what is the owner up to?"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Stranger.Say(ctx, m.Room, "hey bot, talk to me"); err != nil {
+		t.Fatal(err)
+	}
+	r.model.Push(llmtest.Reply{Text: "Marker answered."})
+	if _, err := m.Owner.SayInThread(ctx, m.Room, root, "", "marker"); err != nil {
+		t.Fatal(err)
+	}
+	all = m.shown(t, "the marker's answer", func(msgs []matrixtest.Message) bool {
+		return len(from(msgs, m.Bot.ID, inThread(root, "Marker answered."))) > 0
+	})
+	for _, x := range from(all, m.Bot.ID, func(x matrixtest.Message) bool {
+		return strings.Contains(x.Body, "owner up to") || strings.Contains(x.Body, "talk to me")
+	}) {
+		t.Errorf("the bot answered a stranger: %+v", x)
+	}
+	msgs, _ = r.st.Transcript(ctx, sess.ID)
+	for _, x := range msgs {
+		if strings.Contains(x.Content, "owner up to") || strings.Contains(x.Content, "talk to me") {
+			t.Errorf("a stranger's message reached the session: %q", x.Content)
+		}
+	}
+	if b, err := r.st.LookupBinding(ctx, m.home.Key()); err == nil {
+		t.Errorf("the stranger's message in the home room started a session: %+v", b)
+	}
+
+	// /handoff cli from the thread leaves the session waiting for the
+	// terminal.
+	if _, err := m.Owner.SayInThread(ctx, m.Room, root, "", "/handoff cli"); err != nil {
+		t.Fatal(err)
+	}
+	m.has(t, m.Bot.ID, "the handoff answer", inThread(root, "baton resume"))
+	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
+	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "matrix" {
+		t.Fatalf("waiting %+v %v", waiting, err)
+	}
+	// Everything the bot posted after the root is in the thread.
+	for _, x := range from(m.shown(t, "all", func([]matrixtest.Message) bool { return true }), m.Bot.ID, func(matrixtest.Message) bool { return true }) {
+		if x.EventID != root && x.Thread != root {
+			t.Errorf("a message leaked into the room: %+v", x)
+		}
+	}
+}
+
+// storyParts are the bot's messages in the thread after ask.
+func storyParts(msgs []matrixtest.Message, bot, ask string) []matrixtest.Message {
+	var out []matrixtest.Message
+	after := false
+	for _, m := range msgs {
+		if m.EventID == ask {
+			after = true
+			continue
+		}
+		if after && m.Sender == bot {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitedOut reports whether the outbox has nothing left to send: the
+// streamed messages have been edited into their final form.
+func waitedOut(r *rig) bool {
+	pending, err := r.st.PendingDeliveries(context.Background(), "", 0)
+	return err == nil && len(pending) == 0
+}
+
+// The homeserver refuses the thread root: the handoff lands in the home
+// room, completes, and the person is told there.
+func TestMatrixThreadRootRefusedFallsBackToHome(t *testing.T) {
+	m := newMatrixSetup(t)
+	r := m.rig(t, nil)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	m.proxy.FailNext("send", 403, 0) // the root event is the first message sent
+	r.model.Push(llmtest.Reply{Text: "Landed in the home room."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "matrix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" || final.Destination != m.home.Key() {
+		t.Fatalf("handoff %+v %v; want completed in the home room %s", final, err, m.home.Key())
+	}
+	all := m.shown(t, "the notice and the greeting", func(msgs []matrixtest.Message) bool {
+		return len(from(msgs, m.Bot.ID, inRoom("No new thread could be opened here"))) == 1 &&
+			len(from(msgs, m.Bot.ID, inRoom("Landed in the home room."))) == 1
+	})
+	bot := from(all, m.Bot.ID, func(matrixtest.Message) bool { return true })
+	if len(bot) != 2 || !strings.Contains(bot[0].Body, "Trip planning") {
+		t.Errorf("the bot posted %+v; want the notice naming the session, then the greeting", bot)
+	}
+	// The home room is bound: the owner's next message continues the session.
+	r.model.Push(llmtest.Reply{Text: "Same session here."})
+	if _, err := m.Owner.Say(ctx, m.Room, "still there?"); err != nil {
+		t.Fatal(err)
+	}
+	m.has(t, m.Bot.ID, "the answer in the home room", inRoom("Same session here."))
+	msgs, _ := r.st.Transcript(ctx, sess.ID)
+	if msgs[len(msgs)-2].Content != "still there?" {
+		t.Fatalf("the home room's message went elsewhere: %+v", msgs[len(msgs)-2])
+	}
+}
+
+// The connection to the homeserver drops while the handoff's greeting is
+// being written: the adapter reconnects by itself and the greeting is
+// posted once, in the thread.
+func TestMatrixConnectionDroppedMidHandoff(t *testing.T) {
+	m := newMatrixSetup(t)
+	r := m.rig(t, nil)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+
+	asked, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.model.SetDefault(func(llmtest.Request) llmtest.Step {
+		once.Do(func() { close(asked) })
+		<-release
+		return llmtest.Reply{Text: "Greeting after the drop."}
+	})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "matrix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Receive(t, asked, "the handoff's turn to start") // the thread exists now
+	m.proxy.DownWith(0)                                       // the sync connection is cut; every call fails
+	r.waitPlatform(t, "matrix", "went down", func(p control.Platform) bool { return !p.Live })
+	m.proxy.Up()
+	r.waitPlatform(t, "matrix", "came back", func(p control.Platform) bool { return p.Live })
+	close(release)
+
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	dest, _ := platform.ParseKey(final.Destination)
+	m.has(t, m.Bot.ID, "the greeting", inThread(dest.Thread, "Greeting after the drop."))
+	waitAllSent(t, r.st)
+	all := m.shown(t, "everything", func([]matrixtest.Message) bool { return true })
+	if n := len(from(all, m.Bot.ID, func(x matrixtest.Message) bool { return strings.Contains(x.Body, "Greeting after the drop.") })); n != 1 {
+		t.Errorf("the greeting was posted %d times", n)
+	}
+	if n := len(from(all, m.Bot.ID, func(x matrixtest.Message) bool { return strings.Contains(x.Body, "Trip planning") })); n != 1 {
+		t.Errorf("%d thread roots", n)
+	}
+	if m.proxy.CallCount("whoami") < 2 {
+		t.Errorf("the adapter did not reconnect (whoami called %d times)", m.proxy.CallCount("whoami"))
+	}
+}
+
+// The sync token lives in the gateway's store: after a restart, what was
+// said while the gateway was away is answered once, and nothing answered
+// before is answered again.
+func TestMatrixGatewayRestartNeitherReplaysNorLoses(t *testing.T) {
+	m := newMatrixSetup(t)
+	r := m.rig(t, nil)
+	ctx := context.Background()
+
+	first, err := m.Owner.Say(ctx, m.Room, "first question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.has(t, m.Bot.ID, "the first answer", inRoom("echo: first question"))
+	// The token stored is past the first question: acknowledged.
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		since, err := r.st.PlatformState(ctx, "matrix", "since:"+m.Bot.ID)
+		if err != nil || since == "" {
+			return false
+		}
+		again, err := m.Bot.SyncedAfter(ctx, since, first)
+		return err == nil && !again
+	}, "the sync token stored past the first question")
+	r.stop()
+
+	if _, err := m.Owner.Say(ctx, m.Room, "said while the gateway was away"); err != nil {
+		t.Fatal(err)
+	}
+	r2 := m.rig(t, r)
+	m.has(t, m.Bot.ID, "the answer to what was said while away", inRoom("echo: said while the gateway was away"))
+	if _, err := m.Owner.Say(ctx, m.Room, "marker"); err != nil {
+		t.Fatal(err)
+	}
+	all := m.shown(t, "the marker's answer", func(msgs []matrixtest.Message) bool {
+		return len(from(msgs, m.Bot.ID, inRoom("echo: marker"))) > 0
+	})
+	for _, text := range []string{"echo: first question", "echo: said while the gateway was away"} {
+		if n := len(from(all, m.Bot.ID, inRoom(text))); n != 1 {
+			t.Errorf("%q posted %d times", text, n)
+		}
+	}
+	b, err := r2.st.LookupBinding(ctx, m.home.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := r2.st.Transcript(ctx, b.SessionID)
+	var said []string
+	for _, x := range msgs {
+		said = append(said, x.Content)
+	}
+	if strings.Join(said, "|") != "first question|echo: first question|said while the gateway was away|echo: said while the gateway was away|marker|echo: marker" {
+		t.Errorf("transcript %q", said)
+	}
+}
