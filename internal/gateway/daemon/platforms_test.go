@@ -128,3 +128,37 @@ func TestPlatformStateForPeople(t *testing.T) {
 		}
 	}
 }
+
+// A platform's Setup carries its own owner ids and a memory scoped to it.
+func TestSetupCarriesOwnersAndMemory(t *testing.T) {
+	home := t.TempDir()
+	yaml := "gateway:\n  owners:\n    probe: [\"@me:example.org\"]\n    other: [\"x\"]\n"
+	if err := os.WriteFile(filepath.Join(home, config.FileName), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got platform.Setup
+	probe := platform.Spec{Name: "probe", Open: func(_ context.Context, s platform.Setup) (platform.Adapter, error) {
+		got = s
+		return nil, platform.ErrNotConfigured
+	}}
+	var asked []string
+	_, err = assemble(t.Context(), []platform.Spec{probe}, cfg, environment{
+		env: func(string) string { return "" }, home: home, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		memory: func(name string) platform.Memory { asked = append(asked, name); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Owners, []string{"@me:example.org"}) || !slices.Equal(asked, []string{"probe"}) {
+		t.Errorf("owners %v, memory asked for %v", got.Owners, asked)
+	}
+	// With no memory offered, Setup.Memory is nil rather than a panic.
+	if _, err := assemble(t.Context(), []platform.Spec{probe}, cfg, environment{env: func(string) string { return "" }, home: home,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil || got.Memory != nil {
+		t.Errorf("without memory: %v %v", err, got.Memory)
+	}
+}
