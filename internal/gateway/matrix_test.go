@@ -306,17 +306,22 @@ func TestMatrixThreadRootRefusedFallsBackToHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	final, err := r.client.Watch(ctx, h.ID, nil)
+	var steps []string
+	final, err := r.client.Watch(ctx, h.ID, func(p control.Progress) { steps = append(steps, p.Step) })
 	if err != nil || final.State != "completed" || final.Destination != m.home.Key() {
 		t.Fatalf("handoff %+v %v; want completed in the home room %s", final, err, m.home.Key())
 	}
+	// The terminal is told, and so is the room.
+	if told := strings.Join(steps, "\n"); !strings.Contains(told, "could not open a thread in Matrix") || !strings.Contains(told, "M_FORBIDDEN") {
+		t.Errorf("the terminal's progress does not say why there is no thread:\n%s", told)
+	}
 	all := m.shown(t, "the notice and the greeting", func(msgs []matrixtest.Message) bool {
-		return len(from(msgs, m.Bot.ID, inRoom("No new thread could be opened here"))) == 1 &&
+		return len(from(msgs, m.Bot.ID, inRoom("A new thread could not be opened here"))) == 1 &&
 			len(from(msgs, m.Bot.ID, inRoom("Landed in the home room."))) == 1
 	})
 	bot := from(all, m.Bot.ID, func(matrixtest.Message) bool { return true })
-	if len(bot) != 2 || !strings.Contains(bot[0].Body, "Trip planning") {
-		t.Errorf("the bot posted %+v; want the notice naming the session, then the greeting", bot)
+	if len(bot) != 2 || !strings.Contains(bot[0].Body, "M_FORBIDDEN") || !strings.Contains(bot[1].Body, "Landed in the home room.") {
+		t.Errorf("the bot posted %+v; want the notice saying why, then the greeting", bot)
 	}
 	// The home room is bound: the owner's next message continues the session.
 	r.model.Push(llmtest.Reply{Text: "Same session here."})
