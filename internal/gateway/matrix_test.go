@@ -166,8 +166,8 @@ func TestMatrixHandoffThreadAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.has(t, m.Bot.ID, "the answer in the thread", inThread(root, "Done, it is booked."))
-	msgs, _ := r.st.Transcript(ctx, sess.ID)
-	if u := msgs[len(msgs)-2]; u.Content != "book it please" || u.Platform != "matrix" || msgs[len(msgs)-1].Content != "Done, it is booked." {
+	msgs := transcriptEndsWith(t, r, sess.ID, "book it please", "Done, it is booked.")
+	if u := msgs[len(msgs)-2]; u.Platform != "matrix" {
 		t.Fatalf("the thread's message went to %+v", u)
 	}
 	if msgs[0].Content != "plan a trip to Lisbon" {
@@ -329,10 +329,7 @@ func TestMatrixThreadRootRefusedFallsBackToHome(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.has(t, m.Bot.ID, "the answer in the home room", inRoom("Same session here."))
-	msgs, _ := r.st.Transcript(ctx, sess.ID)
-	if msgs[len(msgs)-2].Content != "still there?" {
-		t.Fatalf("the home room's message went elsewhere: %+v", msgs[len(msgs)-2])
-	}
+	transcriptEndsWith(t, r, sess.ID, "still there?", "Same session here.")
 }
 
 // The connection to the homeserver drops while the handoff's greeting is
@@ -425,7 +422,7 @@ func TestMatrixGatewayRestartNeitherReplaysNorLoses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ := r2.st.Transcript(ctx, b.SessionID)
+	msgs := transcriptEndsWith(t, r2, b.SessionID, "marker", "echo: marker")
 	var said []string
 	for _, x := range msgs {
 		said = append(said, x.Content)
@@ -433,4 +430,26 @@ func TestMatrixGatewayRestartNeitherReplaysNorLoses(t *testing.T) {
 	if strings.Join(said, "|") != "first question|echo: first question|said while the gateway was away|echo: said while the gateway was away|marker|echo: marker" {
 		t.Errorf("transcript %q", said)
 	}
+}
+
+// transcriptEndsWith waits until the session's transcript ends with the
+// person's words and the answer (a streamed answer shows in the chat a
+// moment before the turn stores it) and returns it.
+func transcriptEndsWith(t *testing.T, r *rig, sessionID, said, answer string) []store.Message {
+	t.Helper()
+	var msgs []store.Message
+	ok := testutil.Poll(testutil.Context(t, 0), func() bool {
+		var err error
+		msgs, err = r.st.Transcript(context.Background(), sessionID)
+		n := len(msgs)
+		return err == nil && n >= 2 && msgs[n-2].Content == said && msgs[n-1].Content == answer
+	})
+	if !ok {
+		var tail []string
+		for _, x := range msgs[max(0, len(msgs)-3):] {
+			tail = append(tail, x.Content)
+		}
+		t.Fatalf("the transcript never ended with %q, %q; it ends %q", said, answer, tail)
+	}
+	return msgs
 }
