@@ -12,7 +12,7 @@ if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ] &&
 fi
 mkdir -p "$out"
 echo "building Dendrite into $out"
-go build -trimpath -o "$out/" \
+go build -trimpath -buildvcs=false -o "$out/" \
 	github.com/element-hq/dendrite/cmd/dendrite \
 	github.com/element-hq/dendrite/cmd/generate-keys \
 	github.com/element-hq/dendrite/cmd/generate-config
