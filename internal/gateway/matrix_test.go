@@ -247,6 +247,11 @@ func TestMatrixHandoffThreadAndBack(t *testing.T) {
 			t.Errorf("a stranger's message reached the session: %q", x.Content)
 		}
 	}
+	for _, req := range r.model.Requests() {
+		if b, _ := json.Marshal(req); strings.Contains(string(b), "owner up to") || strings.Contains(string(b), "talk to me") {
+			t.Errorf("the model was asked about a stranger's message")
+		}
+	}
 	if b, err := r.st.LookupBinding(ctx, m.home.Key()); err == nil {
 		t.Errorf("the stranger's message in the home room started a session: %+v", b)
 	}
@@ -316,7 +321,7 @@ func TestMatrixThreadRootRefusedFallsBackToHome(t *testing.T) {
 		t.Errorf("the terminal's progress does not say why there is no thread:\n%s", told)
 	}
 	all := m.shown(t, "the notice and the greeting", func(msgs []matrixtest.Message) bool {
-		return len(from(msgs, m.Bot.ID, inRoom("A new thread could not be opened here"))) == 1 &&
+		return len(from(msgs, m.Bot.ID, inRoom("No new thread could be opened"))) == 1 &&
 			len(from(msgs, m.Bot.ID, inRoom("Landed in the home room."))) == 1
 	})
 	bot := from(all, m.Bot.ID, func(matrixtest.Message) bool { return true })
