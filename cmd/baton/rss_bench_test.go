@@ -15,6 +15,7 @@ import (
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
 	"github.com/baton-agent/baton/internal/platform/imessage/imessagetest"
+	"github.com/baton-agent/baton/internal/platform/matrix/matrixtest"
 	"github.com/baton-agent/baton/internal/platform/signal/signaltest"
 	"github.com/baton-agent/baton/internal/platform/slack/slacktest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
@@ -28,16 +29,36 @@ const settle = 3 * time.Second
 // BenchmarkGatewayIdleRSS is the resident memory of the real `baton
 // gateway` process, idle, with the web chat only and with every platform
 // that has a fake connected to it: Telegram, Slack, Discord, Signal and
-// iMessage (Matrix runs against a real homeserver, measured apart).
+// iMessage, and Matrix too when a Dendrite is built (tools/dendrite).
 func BenchmarkGatewayIdleRSS(b *testing.B) {
 	b.Run("web", func(b *testing.B) { idleRSS(b, 1, "") })
-	b.Run("all-fakes", func(b *testing.B) {
-		tg := telegramtest.New(b, "123456:bench-token")
-		dc := discordtest.New(b, "bench.discord.token")
-		sl := slacktest.New(b, "xoxb-bench", "xapp-bench")
-		sg := signaltest.New(b, "+15550001111")
-		im := imessagetest.New(b, "bench-password")
-		idleRSS(b, 6, fmt.Sprintf(`telegram:
+	b.Run("all-fakes", func(b *testing.B) { idleRSS(b, 6, allFakes(b)) })
+	b.Run("all-fakes+matrix", func(b *testing.B) {
+		if err := matrixtest.Available(); err != nil {
+			b.Skip(err)
+		}
+		hs, err := matrixtest.Start(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(hs.Close)
+		bot, err := hs.Register(context.Background(), "bot")
+		if err != nil {
+			b.Fatal(err)
+		}
+		idleRSS(b, 7, allFakes(b)+fmt.Sprintf("matrix:\n  homeserver: %q\n  user_id: %q\n  access_token: %q\n", hs.URL(), bot.ID, bot.Token))
+	})
+}
+
+// allFakes starts a fake of every chat service that has one and returns
+// the config that points baton at them.
+func allFakes(b *testing.B) string {
+	tg := telegramtest.New(b, "123456:bench-token")
+	dc := discordtest.New(b, "bench.discord.token")
+	sl := slacktest.New(b, "xoxb-bench", "xapp-bench")
+	sg := signaltest.New(b, "+15550001111")
+	im := imessagetest.New(b, "bench-password")
+	return fmt.Sprintf(`telegram:
   token: %q
   server_url: %q
 discord:
@@ -56,8 +77,7 @@ imessage:
   password: bench-password
   listen: 127.0.0.1:0
   webhook_secret: bench-secret
-`, tg.Token(), tg.URL(), dc.Token(), dc.APIURL(), dc.GatewayURL(), sl.APIURL(), sg.URL(), sg.Account(), im.URL()))
-	})
+`, tg.Token(), tg.URL(), dc.Token(), dc.APIURL(), dc.GatewayURL(), sl.APIURL(), sg.URL(), sg.Account(), im.URL())
 }
 
 // idleRSS starts `baton gateway` with the web chat and the config extra,
