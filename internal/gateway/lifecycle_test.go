@@ -340,3 +340,27 @@ func TestEveryPendingInboundIsAnsweredAtStart(t *testing.T) {
 		}
 	}
 }
+
+// A message id is the page's own: the same id said in two web
+// conversations is two messages, each answered, not one dropped as a
+// redelivery; said again in the same conversation it is a redelivery.
+func TestSameIDInTwoWebConversations(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	pg := r.openPage(t)
+	other := "web:thread:main:other"
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "first place", "id": "same"})
+	pg.await("the first answer", isMsg("echo: first place"))
+	pg.send(map[string]any{"type": "say", "key": other, "text": "second place", "id": "same"})
+	pg.await("the second answer", isMsg("echo: second place"))
+	pg.send(map[string]any{"type": "say", "key": other, "text": "second place", "id": "same"})
+	pg.await("the redelivery acknowledged", typ("ack"))
+	waitAllSent(t, r.st)
+	b, err := r.st.LookupBinding(context.Background(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := settled(t, r, b.SessionID, "echo: second place")
+	if len(msgs) != 2 {
+		t.Errorf("the second conversation has %d messages, want the message and its answer once", len(msgs))
+	}
+}

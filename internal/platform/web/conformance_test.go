@@ -65,7 +65,7 @@ func (p *page) read(ctx context.Context) {
 		again, resend := p.pending[f.ID]
 		switch {
 		case f.Type == "ack":
-			p.acked[f.ID] = true
+			p.acked[eventID(f.Key, f.ID)] = true
 			delete(p.pending, f.ID)
 			resend = false
 		case f.Type != "error":
@@ -89,7 +89,7 @@ func (p *page) say(ctx context.Context, at platform.Address, text string) (strin
 	f := frame{Type: "say", Key: at.Key(), Text: text, ID: fmt.Sprintf("page-%d", p.next)}
 	p.pending[f.ID] = f
 	p.mu.Unlock()
-	return f.ID, p.write(ctx, f)
+	return eventID(at.Key(), f.ID), p.write(ctx, f)
 }
 
 func (p *page) isAcked(id string) bool {

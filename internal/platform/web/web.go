@@ -520,7 +520,7 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not ready yet; try again"})
 		return
 	}
-	ev := platform.Event{At: addr, SenderID: Owner, Sender: Owner, Text: f.Text, ID: f.ID, Time: time.Now()}
+	ev := platform.Event{At: addr, SenderID: Owner, Sender: Owner, Text: f.Text, ID: eventID(f.Key, f.ID), Time: time.Now()}
 	if err := h.Receive(ctx, ev); err != nil {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
 		return
@@ -566,3 +566,9 @@ func (a *Adapter) closeClients() {
 		}
 	}
 }
+
+// eventID is the platform message id of a page's message: a page's id is
+// unique only among its own messages, so it is scoped by the
+// conversation. The same id said in two conversations is two messages,
+// not a redelivery to drop.
+func eventID(key, pageID string) string { return key + "|" + pageID }

@@ -94,7 +94,7 @@ func TestBadFramesGetClearErrors(t *testing.T) {
 	if f.Type != "ack" || f.ID != "3" {
 		t.Fatalf("say → %+v", f)
 	}
-	if len(got) != 2 || got[1].Text != "hello" || got[1].SenderID != Owner || got[1].At != Home || got[1].ID != "3" {
+	if len(got) != 2 || got[1].Text != "hello" || got[1].SenderID != Owner || got[1].At != Home || got[1].ID != eventID(Home.Key(), "3") {
 		t.Fatalf("events %+v", got)
 	}
 }
