@@ -76,16 +76,34 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 		return false, fmt.Errorf("%s has no home channel: type /sethome in the %s chat where handoffs should land, or set gateway.homes.%s in config.yaml", platform, platform, platform)
 	}
 	hf, err := c.RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: TerminalPlatform, To: platform})
+	lost := false
+	if errors.Is(err, control.ErrLostGateway) && ctx.Err() == nil {
+		// It went away while asked: whether it recorded the handoff first
+		// is in the store. A recorded one will be carried out by the next
+		// gateway, so the terminal follows it there rather than say it
+		// failed and stay — the session would then live in two places.
+		if hf, lost = h.recorded(ctx, sessionID); !lost {
+			return false, fmt.Errorf("the gateway stopped before taking the handoff (%w); nothing was recorded, and you are still here. Start it again with `baton gateway`, then /handoff again", err)
+		}
+		err = nil
+	}
 	if err != nil {
 		return false, err
 	}
-	fmt.Fprintf(out, "Handing off to %s…\n", platform)
-	final, werr := c.Watch(ctx, hf.ID, func(p control.Progress) {
-		if !p.Terminal() && p.Step != "current state" && p.Step != "requested" {
-			fmt.Fprintf(out, "  %s\n", p.Step)
-		}
-	})
-	if werr != nil && ctx.Err() == nil {
+	var final control.Progress
+	var werr error
+	if lost {
+		fmt.Fprintf(out, "Lost contact with the gateway while asking for the handoff, after it was recorded. Waiting to see whether it is carried out or fails (Ctrl-C stops waiting)…\n")
+		final, werr = h.waitInStore(ctx, hf.ID)
+	} else {
+		fmt.Fprintf(out, "Handing off to %s…\n", platform)
+		final, werr = c.Watch(ctx, hf.ID, func(p control.Progress) {
+			if !p.Terminal() && p.Step != "current state" && p.Step != "requested" {
+				fmt.Fprintf(out, "  %s\n", p.Step)
+			}
+		})
+	}
+	if werr != nil && ctx.Err() == nil && !lost {
 		fmt.Fprintf(out, "Lost contact with the gateway mid-handoff. Waiting to see whether it is retried or fails (Ctrl-C stops waiting)…\n")
 		final, werr = h.waitInStore(ctx, hf.ID)
 	}
@@ -164,6 +182,16 @@ func (h *Handoffs) waitInStore(ctx context.Context, id int64) (control.Progress,
 		case <-time.After(poll):
 		}
 	}
+}
+
+// recorded finds the handoff of sessionID in flight, if a gateway recorded
+// one before it went away.
+func (h *Handoffs) recorded(ctx context.Context, sessionID string) (control.Handoff, bool) {
+	hf, err := h.App.Store.HandoffState(ctx, sessionID)
+	if err != nil || (hf.State != store.HandoffPending && hf.State != store.HandoffRunning) {
+		return control.Handoff{}, false
+	}
+	return control.Handoff{ID: hf.ID}, true
 }
 
 // settle decides a handoff the terminal stopped waiting for: one that

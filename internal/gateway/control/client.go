@@ -127,7 +127,7 @@ func (c *Client) connErr(err error) error {
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("%w (no answer on %s)", ErrNoGateway, c.Socket)
 	}
-	return fmt.Errorf("talk to gateway on %s: %w", c.Socket, err)
+	return fmt.Errorf("%w (%s): %w", ErrLostGateway, c.Socket, err)
 }
 
 func decodeError(resp *http.Response) error {

@@ -108,6 +108,10 @@ var (
 	ErrInFlight       = errors.New("a handoff is already in flight for this session")
 	ErrNotFound       = errors.New("not found")
 	ErrUnknownSession = errors.New("unknown session")
+	// ErrLostGateway is a gateway that went away while asked (the
+	// connection closed before an answer): what it did meanwhile is in
+	// the store, not in the error.
+	ErrLostGateway = errors.New("the gateway went away before answering")
 )
 
 // APIError is an error the gateway answered with.
