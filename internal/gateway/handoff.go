@@ -103,10 +103,13 @@ func (g *Gateway) runWorker(ctx, work context.Context) {
 			return
 		case <-g.kick:
 		case <-tick.C:
-			if n, f, err := g.st.ReapHandoffs(ctx, time.Now()); err != nil {
+			if n, failed, err := g.st.ReapHandoffs(ctx, time.Now()); err != nil {
 				g.log.Warn("reap handoffs", "err", err)
-			} else if n+f > 0 {
-				g.log.Info("took back handoffs with expired leases", "requeued", n, "failed", f)
+			} else if n+len(failed) > 0 {
+				g.log.Info("took back handoffs with expired leases", "requeued", n, "failed", len(failed))
+				for _, id := range failed {
+					g.undoReaped(ctx, id)
+				}
 			}
 		}
 	}
@@ -249,8 +252,39 @@ func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session
 	return nil
 }
 
-// undoHandoff takes back what a failed handoff did at dest.
+// undoReaped takes back what a handoff the reaper failed (its claimers
+// all stopped answering) did: the same undo as the worker's own failure
+// path. What the destination had bound before is not known here: a place
+// made for the handoff (a thread) is unbound, a home chat keeps the
+// session (its notice told the person how to /resume the other).
+func (g *Gateway) undoReaped(ctx context.Context, id int64) {
+	h, err := g.st.GetHandoff(ctx, id)
+	if err != nil {
+		g.log.Warn("load a reaped handoff", "id", id, "err", err)
+		return
+	}
+	if h.Destination == "" {
+		return // it never got as far as a place
+	}
+	dest, err := platform.ParseKey(h.Destination)
+	if err != nil {
+		g.log.Warn("a reaped handoff's destination", "id", id, "err", err)
+		return
+	}
+	prev := ""
+	if homes, err := g.homes(ctx); err != nil || homes[h.Platform] == h.Destination {
+		prev = h.SessionID // keep the binding: see undoHandoff
+	}
+	g.undoHandoff(ctx, h, h.SessionID, dest, prev)
+	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: h.Error})
+}
+
+// undoHandoff takes back what a failed handoff did at dest: the binding,
+// what was not yet posted there, and the handoff's turn in the
+// transcript (its synthetic message and the answer to it, when nothing
+// came after them), so the session reads as if it never moved.
 func (g *Gateway) undoHandoff(ctx context.Context, h store.Handoff, sessionID string, dest platform.Address, prev string) {
+	g.takeBackTurn(ctx, h, sessionID)
 	// prev == sessionID: an earlier attempt bound it, and what the place
 	// had before is not known here; it stays on this session (/resume
 	// switches it), rather than losing the binding altogether.
@@ -469,4 +503,38 @@ func (g *Gateway) notLive(name string, st platform.Status) string {
 		return d + " has stopped with the gateway"
 	}
 	return d + " is still connecting; try again in a moment (`baton gateway status` shows it)"
+}
+
+// takeBackTurn removes a failed handoff's synthetic turn from the end of
+// the transcript; the rows stay in the session's history. A turn that
+// something followed (the person wrote meanwhile) is left as it is.
+func (g *Gateway) takeBackTurn(ctx context.Context, h store.Handoff, sessionID string) {
+	msgs, err := g.st.Transcript(ctx, sessionID)
+	if err != nil {
+		g.log.Warn("load a failed handoff's transcript", "id", h.ID, "err", err)
+		return
+	}
+	marker := fmt.Sprintf("handoff:%d", h.ID)
+	at := -1
+	for i, m := range msgs {
+		if m.Kind == store.KindHandoff && m.PlatformMsgID == marker {
+			at = i
+		}
+	}
+	if at < 0 {
+		return
+	}
+	for _, m := range msgs[at+1:] {
+		if m.Role == store.RoleUser {
+			return
+		}
+	}
+	keep := make([]store.Message, at)
+	for i, m := range msgs[:at] {
+		m.ID, m.Seq, m.SessionID, m.Superseded = 0, 0, "", false
+		keep[i] = m
+	}
+	if _, err := g.st.ReplaceTranscript(ctx, sessionID, keep); err != nil {
+		g.log.Warn("take back a failed handoff's turn", "id", h.ID, "err", err)
+	}
 }

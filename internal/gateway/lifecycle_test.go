@@ -2,11 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/web"
@@ -278,6 +280,10 @@ func TestFailedHandoffLeavesNothingBehind(t *testing.T) {
 	if pending, _ := r.st.PendingDeliveries(ctx, "", 0); len(pending) != 0 {
 		t.Errorf("the failed handoff left messages to post: %+v", pending)
 	}
+	// Its synthetic turn is taken back: the transcript reads as before.
+	if msgs, _ := r.st.Transcript(ctx, sess.ID); len(msgs) != 4 || msgs[3].Content != "Noted: the 9:40 train." {
+		t.Errorf("the failed handoff left its turn in the transcript: %d messages", len(msgs))
+	}
 	// The session is intact and a later handoff can go ahead.
 	if st, _ := r.st.HandoffState(ctx, sess.ID); st.State != store.HandoffFailed {
 		t.Errorf("state %s", st.State)
@@ -362,5 +368,75 @@ func TestSameIDInTwoWebConversations(t *testing.T) {
 	msgs := settled(t, r, b.SessionID, "echo: second place")
 	if len(msgs) != 2 {
 		t.Errorf("the second conversation has %d messages, want the message and its answer once", len(msgs))
+	}
+}
+
+// A handoff the reaper fails (every gateway that claimed it stopped
+// answering) is taken back like one the worker fails: the thread it bound
+// is unbound and its synthetic turn leaves the transcript, so the session
+// is not half in two places.
+func TestReapedHandoffIsTakenBack(t *testing.T) {
+	const dest = "web:thread:main:reaped"
+	var sessionID string
+	var handoffID int64
+	r := newRig(t, rigOpts{beforeRun: func(st store.Store, owner store.User) {
+		ctx := context.Background()
+		s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID, Platform: "cli"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessionID = s.ID
+		if _, err := st.AppendMessages(ctx, s.ID,
+			store.Message{Role: store.RoleUser, Content: "plan a trip", Platform: "cli"},
+			store.Message{Role: store.RoleAssistant, Content: "Lisbon, then.", Platform: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := st.RequestHandoff(ctx, s.ID, "cli", "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		handoffID = h.ID
+		// Gateways that claimed it and died, the last one after binding
+		// the thread and running the synthetic turn.
+		for i := 1; i <= store.MaxHandoffAttempts; i++ {
+			who := "gateway@dead" + itoa(int64(i))
+			if _, ok, err := st.ClaimHandoff(ctx, h.ID, who, time.Millisecond); err != nil || !ok {
+				t.Fatalf("claim %d: %v %v", i, ok, err)
+			}
+			if i < store.MaxHandoffAttempts {
+				if n, _, err := st.ReapHandoffs(ctx, time.Now().Add(time.Minute)); err != nil || n != 1 {
+					t.Fatalf("requeue %d: %d %v", i, n, err)
+				}
+				continue
+			}
+			if _, err := st.SetHandoffDestination(ctx, h.ID, who, dest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.Bind(ctx, dest, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AppendMessages(ctx, s.ID,
+			store.Message{Role: store.RoleUser, Kind: store.KindHandoff, Content: gateway.HandoffLead + " handed off", Platform: "web", PlatformMsgID: "handoff:" + itoa(h.ID)},
+			store.Message{Role: store.RoleAssistant, Content: "Hello on the web.", Platform: "web"}); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	ctx := context.Background()
+	testutil.Eventually(t, 0, func() bool {
+		h, err := r.st.GetHandoff(ctx, handoffID)
+		return err == nil && h.State == store.HandoffFailed
+	}, "the reaper to fail the handoff")
+	testutil.Eventually(t, 0, func() bool {
+		_, err := r.st.LookupBinding(ctx, dest)
+		return errors.Is(err, store.ErrNotFound)
+	}, "the thread to be unbound")
+	testutil.Eventually(t, 0, func() bool {
+		msgs, err := r.st.Transcript(ctx, sessionID)
+		return err == nil && len(msgs) == 2 && msgs[1].Content == "Lisbon, then."
+	}, "the handoff's turn taken out of the transcript")
+	hist, err := r.st.History(ctx, sessionID)
+	if err != nil || len(hist) < 4 {
+		t.Errorf("the taken-back turn must stay in the history: %d rows, %v", len(hist), err)
 	}
 }

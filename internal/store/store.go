@@ -297,8 +297,9 @@ type Handoffs interface {
 	CompleteHandoff(ctx context.Context, id int64, claimer string) (ok bool, err error)
 	FailHandoff(ctx context.Context, id int64, claimer, reason string) (ok bool, err error)
 	// ReapHandoffs takes back running handoffs whose lease ended before now:
-	// back to pending, or failed once MaxHandoffAttempts claims were spent.
-	ReapHandoffs(ctx context.Context, now time.Time) (requeued, failed int, err error)
+	// back to pending, or failed once MaxHandoffAttempts claims were spent;
+	// failed lists the ids of those, so their work can be taken back.
+	ReapHandoffs(ctx context.Context, now time.Time) (requeued int, failed []int64, err error)
 }
 
 // Store is everything baton persists. Both the terminal and the gateway

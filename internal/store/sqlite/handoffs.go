@@ -154,27 +154,39 @@ func (s *Store) ifClaimed(ctx context.Context, verb string, id int64, claimer, s
 }
 
 // ReapHandoffs takes back running handoffs whose lease ended before now.
-func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued, failed int, err error) {
+func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued int, failed []int64, err error) {
 	cut := at.UnixNano()
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE handoffs SET state = 'failed', lease_until = 0, finished_at = ?,
+		failed = nil
+		rows, err := tx.QueryContext(ctx, `UPDATE handoffs SET state = 'failed', lease_until = 0, finished_at = ?,
 			error = 'the gateway working on it stopped answering (lease expired after ' || attempts || ' attempts; last claimed by ' || claimed_by || ')'
-			WHERE state = 'running' AND lease_until < ? AND attempts >= ?`, cut, cut, store.MaxHandoffAttempts)
+			WHERE state = 'running' AND lease_until < ? AND attempts >= ? RETURNING id`, cut, cut, store.MaxHandoffAttempts)
 		if err != nil {
 			return err
 		}
-		nf, _ := res.RowsAffected()
-		res, err = tx.ExecContext(ctx, `UPDATE handoffs SET state = 'pending', claimed_by = '', lease_until = 0
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			failed = append(failed, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE handoffs SET state = 'pending', claimed_by = '', lease_until = 0
 			WHERE state = 'running' AND lease_until < ?`, cut)
 		if err != nil {
 			return err
 		}
 		nr, _ := res.RowsAffected()
-		requeued, failed = int(nr), int(nf)
+		requeued = int(nr)
 		return nil
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("reap handoffs: %w", err)
+		return 0, nil, fmt.Errorf("reap handoffs: %w", err)
 	}
 	return requeued, failed, nil
 }

@@ -256,7 +256,7 @@ var handoffTests = map[string]func(*testing.T, store.Store){
 		// A reaper looking at a time inside the renewed lease leaves it alone.
 		rq, fl := must2(s.ReapHandoffs(ctx(t), time.Now().Add(30*time.Minute)))
 		eq(t, "requeued", rq, 0)
-		eq(t, "failed", fl, 0)
+		eq(t, "failed", len(fl), 0)
 		eq(t, "still running", state(t, s, a.ID).State, store.HandoffRunning)
 	},
 	"ExpiredLeaseIsRequeuedThenFailed": func(t *testing.T, s store.Store) {
@@ -270,7 +270,7 @@ var handoffTests = map[string]func(*testing.T, store.Store){
 			rq, fl := must2(s.ReapHandoffs(ctx(t), later()))
 			if attempt < store.MaxHandoffAttempts {
 				eq(t, "requeued", rq, 1)
-				eq(t, "failed", fl, 0)
+				eq(t, "failed", len(fl), 0)
 				got := state(t, s, a.ID)
 				eq(t, "back to pending", got.State, store.HandoffPending)
 				eq(t, "claimer cleared", got.ClaimedBy, "")
@@ -278,7 +278,8 @@ var handoffTests = map[string]func(*testing.T, store.Store){
 				eq(t, "late complete", must(s.CompleteHandoff(ctx(t), h.ID, who)), false)
 			} else {
 				eq(t, "requeued", rq, 0)
-				eq(t, "failed", fl, 1)
+				eq(t, "failed", len(fl), 1)
+				eq(t, "failed id", fl[0], h.ID)
 				got := state(t, s, a.ID)
 				eq(t, "failed state", got.State, store.HandoffFailed)
 				if !strings.Contains(got.Error, "lease expired") || !strings.Contains(got.Error, who) {
@@ -301,7 +302,7 @@ var handoffTests = map[string]func(*testing.T, store.Store){
 		must(s.CompleteHandoff(ctx(t), hc.ID, "gw"))
 		rq, fl := must2(s.ReapHandoffs(ctx(t), time.Now()))
 		eq(t, "requeued", rq, 0)
-		eq(t, "failed", fl, 0)
+		eq(t, "failed", len(fl), 0)
 		eq(t, "a", state(t, s, a.ID).State, store.HandoffPending)
 		eq(t, "b", state(t, s, b.ID).State, store.HandoffRunning)
 		eq(t, "c", state(t, s, c.ID).State, store.HandoffCompleted)
