@@ -13,6 +13,7 @@ require (
 	github.com/disgoorg/snowflake/v2 v2.0.3
 	github.com/go-telegram/bot v1.19.0
 	github.com/joho/godotenv v1.5.1
+	github.com/mdp/qrterminal/v3 v3.2.1
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/reeflective/readline v1.3.0
 	github.com/rs/zerolog v1.35.1
@@ -43,6 +44,8 @@ require (
 	go.mau.fi/libsignal v0.2.1 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
+	golang.org/x/term v0.46.0 // indirect
+	rsc.io/qr v0.2.0 // indirect
 )
 
 require (
