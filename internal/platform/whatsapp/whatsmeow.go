@@ -12,10 +12,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/baton-agent/baton/internal/platform/whatsapp/sqlstore"
 	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/store"
-	"github.com/baton-agent/baton/internal/platform/whatsapp/sqlstore"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 	waLog "go.mau.fi/whatsmeow/util/log"

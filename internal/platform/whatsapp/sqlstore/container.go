@@ -17,9 +17,9 @@ import (
 	"go.mau.fi/util/dbutil"
 	"go.mau.fi/util/random"
 
+	"github.com/baton-agent/baton/internal/platform/whatsapp/sqlstore/upgrades"
 	"go.mau.fi/whatsmeow/proto/waAdv"
 	"go.mau.fi/whatsmeow/store"
-	"github.com/baton-agent/baton/internal/platform/whatsapp/sqlstore/upgrades"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/util/keys"
 	waLog "go.mau.fi/whatsmeow/util/log"

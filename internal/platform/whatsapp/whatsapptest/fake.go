@@ -31,25 +31,28 @@ type Sent struct {
 type Fake struct {
 	self string
 
-	mu        sync.Mutex
-	wake      chan struct{} // closed and replaced on every change
-	nextID    int
-	pending   []whatsapp.Message // delivered in order until acknowledged
-	acked     map[string]bool
-	sent      []Sent
-	composing []string
-	connects  int
-	listening int
-	conn      int // bumped by Drop: the current connection ends
-	down      bool
-	loggedOut bool
-	failSend  *whatsapp.ServerError
+	mu         sync.Mutex
+	wake       chan struct{} // closed and replaced on every change
+	nextID     int
+	pending    []whatsapp.Message // delivered in order until acknowledged
+	acked      map[string]bool
+	sent       []Sent
+	composing  []string
+	connects   int
+	listening  int
+	conn       int // bumped by Drop: the current connection ends
+	down       bool
+	loggedOut  bool
+	failSend   *whatsapp.ServerError
 	noPresence bool
-	hold      chan struct{} // sends wait for it to close while not nil
-	held      int
+	hold       chan struct{} // sends wait for it to close while not nil
+	held       int
 }
 
 var _ whatsapp.Client = (*Fake)(nil)
+
+// errNotConnected is what whatsmeow answers a send with while offline.
+var errNotConnected = errors.New("whatsapptest: websocket not connected")
 
 // New makes an account whose own JID is self (user@s.whatsapp.net).
 func New(self string) *Fake {
@@ -141,6 +144,9 @@ func (f *Fake) SendText(ctx context.Context, chat, text string) (string, error) 
 	if f.loggedOut {
 		return "", whatsapp.ErrLoggedOut
 	}
+	if f.down {
+		return "", errNotConnected
+	}
 	if f.failSend != nil {
 		err := f.failSend
 		f.failSend = nil
@@ -160,6 +166,9 @@ func (f *Fake) SendText(ctx context.Context, chat, text string) (string, error) 
 func (f *Fake) Composing(_ context.Context, chat string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.down {
+		return errNotConnected
+	}
 	if f.noPresence {
 		return &whatsapp.ServerError{Code: 405, Text: "not-allowed"}
 	}
