@@ -13,12 +13,15 @@ require (
 	github.com/disgoorg/snowflake/v2 v2.0.3
 	github.com/go-telegram/bot v1.19.0
 	github.com/joho/godotenv v1.5.1
+	github.com/mdp/qrterminal/v3 v3.2.1
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/reeflective/readline v1.3.0
 	github.com/slack-go/slack v0.35.0
 	github.com/spf13/cobra v1.10.2
 	github.com/yuin/goldmark v1.8.7
+	go.mau.fi/whatsmeow v0.0.0-20260821141805-33cfac511629
 	go.yaml.in/yaml/v3 v3.0.6
+	google.golang.org/protobuf v1.36.12
 	maunium.net/go/mautrix v0.31.0
 	modernc.org/sqlite v1.60.1
 )
@@ -27,15 +30,22 @@ require github.com/gorilla/websocket v1.5.3 // indirect
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/beeper/argo-go v1.1.2 // indirect
 	github.com/disgoorg/json/v2 v2.0.0 // indirect
 	github.com/disgoorg/omit v1.0.0 // indirect
+	github.com/elliotchance/orderedmap/v3 v3.1.0 // indirect
 	github.com/klauspost/compress v1.18.4 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261 // indirect
 	github.com/rs/zerolog v1.35.1 // indirect
 	github.com/sasha-s/go-csync v0.0.0-20240107134140-fcbab37b09ad // indirect
+	github.com/vektah/gqlparser/v2 v2.5.27 // indirect
+	go.mau.fi/libsignal v0.2.2 // indirect
 	go.mau.fi/util v0.10.1 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
+	golang.org/x/term v0.46.0 // indirect
+	rsc.io/qr v0.2.0 // indirect
 )
 
 require (

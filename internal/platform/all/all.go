@@ -12,6 +12,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/slack"
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
 )
 
 // Specs are the platforms, in the order the gateway starts them.
@@ -24,6 +25,7 @@ func Specs() []platform.Spec {
 		signal.Spec(),
 		imessage.Spec(),
 		matrix.Spec(),
+		whatsapp.Spec(),
 	}
 }
 

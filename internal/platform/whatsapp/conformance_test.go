@@ -1,0 +1,67 @@
+package whatsapp_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
+	"github.com/baton-agent/baton/internal/platform/whatsapp/whatsapptest"
+)
+
+const self = "4915550000@s.whatsapp.net"
+
+func newAdapter(t *testing.T, fake *whatsapptest.Fake, home string) *whatsapp.Adapter {
+	t.Helper()
+	a, err := whatsapp.New(whatsapp.Config{Client: fake, Home: home, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// The suite runs against the in-memory fake: FailSend makes it answer
+// with WhatsApp's server codes (the HTTP-like statuses whatsmeow reports),
+// which the adapter classifies as the suite expects.
+func TestConformance(t *testing.T) {
+	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
+		fake := whatsapptest.New(self)
+		return platformtest.Harness{
+			Adapter: newAdapter(t, fake, ""),
+			Home:    whatsapp.HomeAddress(self),
+			Person:  self,
+			Say: func(_ context.Context, at platform.Address, sender, text string) (string, error) {
+				id := fake.Push(whatsapp.Message{Chat: at.Chat, Sender: sender, SenderName: "Owner", FromMe: sender == self, Text: text})
+				return at.Chat + "/" + id, nil
+			},
+			Acked: func(id string) bool {
+				_, msgID, _ := cut(id)
+				return fake.Acked(msgID)
+			},
+			Down:     fake.Down,
+			Up:       fake.Up,
+			FailSend: func(status int, wait time.Duration) { fake.FailNextSend(status, wait) },
+			Unsupport: func(capability string) bool {
+				if capability != "Typer" {
+					return false
+				}
+				fake.NoPresence()
+				return true
+			},
+			Caps: []string{"Typer", "Limiter"},
+		}
+	})
+}
+
+func cut(id string) (string, string, bool) {
+	for i := len(id) - 1; i >= 0; i-- {
+		if id[i] == '/' {
+			return id[:i], id[i+1:], true
+		}
+	}
+	return "", id, false
+}
