@@ -440,3 +440,47 @@ func TestReapedHandoffIsTakenBack(t *testing.T) {
 		t.Errorf("the taken-back turn must stay in the history: %d rows, %v", len(hist), err)
 	}
 }
+
+// A chat command whose answer was stored before a crash is not run again
+// at the next start (a second /new would start a second session); its
+// stored answer is sent.
+func TestCommandAnsweredBeforeACrashIsNotRunAgain(t *testing.T) {
+	var inboundID int64
+	r := newRig(t, rigOpts{beforeRun: func(st store.Store, owner store.User) {
+		ctx := context.Background()
+		// What the first run did before it died: /new's session, bound,
+		// and its answer stored; the message not yet marked done.
+		s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID, Platform: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Bind(ctx, web.Home.Key(), s.ID); err != nil {
+			t.Fatal(err)
+		}
+		in, _, err := st.AddInbound(ctx, store.Inbound{Platform: "web", PlatformMsgID: "cmd1", AddressKey: web.Home.Key(), SenderID: web.Owner, Text: "/new"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inboundID = in.ID
+		if _, err := st.EnqueueDeliveries(ctx, store.Delivery{Key: "in:" + itoa(in.ID) + ":part:0", AddressKey: web.Home.Key(), Text: "New session started here."}); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	ctx := context.Background()
+	testutil.Eventually(t, 0, func() bool {
+		pending, err := r.st.PendingInbound(ctx, 0, 0)
+		return err == nil && len(pending) == 0
+	}, "the command handled")
+	waitAllSent(t, r.st)
+	ss, err := r.st.ListSessions(ctx, store.SessionFilter{OwnerID: r.owner.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 {
+		t.Errorf("%d sessions after the restart, want the one /new made before the crash", len(ss))
+	}
+	d, err := r.st.DeliveryByKey(ctx, "in:"+itoa(inboundID)+":part:0")
+	if err != nil || d.SentAt.IsZero() {
+		t.Errorf("the stored answer was not sent: %+v %v", d, err)
+	}
+}

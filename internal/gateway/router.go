@@ -156,6 +156,17 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 	}
 	text := strings.TrimSpace(in.Text)
 	if command.IsCommand(text) {
+		// A command whose answer is stored ran before a stop or crash:
+		// running it again would repeat what it did (a second /new, a
+		// second handoff); its answer only needs sending.
+		if _, err := g.st.DeliveryByKey(ctx, partKey(fmt.Sprintf("in:%d", in.ID), 0)); err == nil {
+			if err := g.flush(ctx, addr); err != nil {
+				g.log.Warn("send a command's stored answer", "to", addr.Key(), "err", err)
+			}
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return notRecorded("look for a command's answer", err)
+		}
 		reply := g.command(ctx, addr, text)
 		if reply != "" {
 			return g.reply(ctx, addr, in, reply)

@@ -64,6 +64,9 @@ type Outbox interface {
 	// WaitingDeliveries counts the unsent deliveries of every address that
 	// has any, by address key.
 	WaitingDeliveries(ctx context.Context) (map[string]int, error)
+	// DeliveryByKey is the delivery stored under a non-empty key, sent or
+	// not; ErrNotFound if none.
+	DeliveryByKey(ctx context.Context, key string) (Delivery, error)
 	// MarkDelivered records a successful send. Marking an already sent
 	// delivery again changes nothing; an unknown id is ErrNotFound.
 	MarkDelivered(ctx context.Context, id int64, platformMsgID string) error

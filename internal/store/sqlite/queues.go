@@ -304,3 +304,18 @@ func (s *Store) SetPlatformState(ctx context.Context, platform, key, value strin
 	}
 	return nil
 }
+
+// DeliveryByKey reads the delivery stored under key.
+func (s *Store) DeliveryByKey(ctx context.Context, key string) (store.Delivery, error) {
+	st, err := s.stmt(ctx, deliveryByKeySQL)
+	if err != nil {
+		return store.Delivery{}, fmt.Errorf("delivery %q: %w", key, err)
+	}
+	d, err := scanDelivery(st.QueryRowContext(ctx, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Delivery{}, fmt.Errorf("delivery %q: %w", key, store.ErrNotFound)
+	} else if err != nil {
+		return store.Delivery{}, fmt.Errorf("delivery %q: %w", key, err)
+	}
+	return d, nil
+}

@@ -315,6 +315,18 @@ var outboxTests = map[string]func(*testing.T, store.Store){
 		eq(t, "telegram waiting", w["telegram:dm:1"], 1)
 		eq(t, "discord waiting", w["discord:thread:2"], 1)
 	},
+	"DeliveryByKey": func(t *testing.T, s store.Store) {
+		_, err := s.DeliveryByKey(ctx(t), "in:1:part:0")
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.DeliveryByKey(ctx(t), "")
+		wantErr(t, err, store.ErrNotFound)
+		d := must(s.EnqueueDeliveries(ctx(t), delivery("in:1:part:0", "web:dm:main", "hello")))[0]
+		noErr(t, s.MarkDelivered(ctx(t), d.ID, "m1"))
+		got := must(s.DeliveryByKey(ctx(t), "in:1:part:0"))
+		eq(t, "id", got.ID, d.ID)
+		eq(t, "text", got.Text, "hello")
+		eq(t, "sent", got.SentAt.IsZero(), false)
+	},
 	"MarkDeliveredOnce": func(t *testing.T, s store.Store) {
 		d := must(s.EnqueueDeliveries(ctx(t), delivery("k", "web:thread:1", "x")))[0]
 		before := time.Now().Add(-time.Second)
