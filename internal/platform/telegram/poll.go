@@ -197,7 +197,7 @@ func (a *Adapter) rawCall(ctx context.Context, method string, params map[string]
 func (a *Adapter) redact(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		ue.URL = strings.ReplaceAll(ue.URL, a.cfg.Token, "<token>")
+		ue.URL = strings.ReplaceAll(ue.URL, a.cfg.Token, "TOKEN") // not <token>: a one-line reason strips tags
 	}
 	return err
 }

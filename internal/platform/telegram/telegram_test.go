@@ -583,3 +583,24 @@ func TestRunReturnsWhenContextEnds(t *testing.T) {
 		t.Errorf("Run = %v, want nil at ctx end", err)
 	}
 }
+
+// A transport error quotes the request URL with the token replaced by a
+// word that survives a one-line status (which strips anything tag-like).
+func TestUnreachableServerKeepsTheTokenOut(t *testing.T) {
+	const secret = "123456:very-secret"
+	a, err := telegram.New(telegram.Config{Token: secret, ServerURL: "http://127.0.0.1:1", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(t.Context(), platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	if err == nil {
+		t.Fatal("Run against a closed port returned nil")
+	}
+	line := platform.OneLine(err)
+	if strings.Contains(err.Error(), secret) || strings.Contains(line, secret) {
+		t.Fatalf("the token leaked: %q", err)
+	}
+	if !strings.Contains(line, "/botTOKEN/getMe") {
+		t.Errorf("status line %q does not say which call failed", line)
+	}
+}
