@@ -10,7 +10,7 @@ import (
 // with shell syntax outside quotes matches.
 func FuzzCommandMatches(f *testing.F) {
 	for _, s := range []string{"git status", "git status -s", "ls -la", "ls; rm x", "ls 'a;b'", `ls "$(x)"`, "git\tstatus",
-		"GIT_DIR=x git status", "ls *", "ls \\; x", "git status #", "'git' status", "ls ~", "ls\x00"} {
+		"GIT_DIR=x git status", "ls *", "ls \\; x", "git status #", "'git' status", "ls ~", "ls\x00", `ls "&"`, `ls "a'b" c`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
@@ -35,14 +35,20 @@ func FuzzCommandMatches(f *testing.F) {
 	})
 }
 
-// unquotedSyntax reports a shell syntax character outside single quotes.
+// unquotedSyntax reports a shell syntax character the shell would act on:
+// outside quotes, any of them; inside double quotes, only substitution
+// and escapes ($, `, \); inside single quotes, none.
 func unquotedSyntax(s string) bool {
-	in := false
+	var quote rune
 	for _, r := range s {
 		switch {
-		case r == '\'':
-			in = !in
-		case !in && strings.ContainsRune(";&|`$<>(){}\\\n\r", r):
+		case quote == 0 && (r == '\'' || r == '"'):
+			quote = r
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote == '"' && strings.ContainsRune("$`\\", r):
+			return true
+		case quote == 0 && strings.ContainsRune(";&|`$<>(){}\\\n\r", r):
 			return true
 		}
 	}
