@@ -162,7 +162,9 @@ func TestRepliesAreResentAfterAnOutage(t *testing.T) {
 	fake.PushMessage(ownerTG, 0, ownerUser, "are you there?")
 	match := func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "This waited out the outage.") }
 	sentWhere(t, fake, "the reply after the outage", match)
-	time.Sleep(100 * time.Millisecond) // room for a duplicate to show
+	// Once nothing is left unsent no resend is running, so a duplicate
+	// would be posted by now.
+	waitAllSent(t, r.st)
 	if n := countSent(fake, match); n != 1 {
 		t.Errorf("the reply was posted %d times, want 1", n)
 	}
