@@ -45,7 +45,8 @@ func newRoot() *cobra.Command {
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
 	root.MarkFlagsMutuallyExclusive("continue", "resume")
 
-	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newDoctor(), newPairing(), newWhatsApp())
+	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newDoctor(), newPairing())
+	root.AddCommand(newPlatformCommands()...)
 	return root
 }
 

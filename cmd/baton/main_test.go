@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,5 +25,38 @@ func TestVersion(t *testing.T) {
 	root.SetErr(&out)
 	if err := root.ExecuteContext(t.Context()); err == nil {
 		t.Fatal("version accepted an argument")
+	}
+}
+
+// A platform's own setup commands appear as `baton <platform> <name>`
+// and run against baton's store.
+func TestPlatformSubcommands(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("BATON_HOME", home)
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"whatsapp", "unlink"})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("whatsapp unlink: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "No WhatsApp device is linked") {
+		t.Errorf("whatsapp unlink said %q", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(home, "state.db")); err != nil {
+		t.Errorf("the store was not opened first: %v", err)
+	}
+	root = newRoot()
+	out.Reset()
+	root.SetOut(&out)
+	root.SetArgs([]string{"whatsapp", "--help"})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"link", "unlink"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("whatsapp --help lacks %q:\n%s", want, out.String())
+		}
 	}
 }

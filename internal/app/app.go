@@ -38,12 +38,14 @@ const systemPrompt = `You are baton, a personal AI agent working for one person,
 // App is what every terminal command and the gateway need: configuration,
 // the store, the owner and the model provider.
 type App struct {
-	Home     string
-	Config   config.Config
-	Model    config.ModelConfig // resolved: provider and name filled in
-	Store    store.Store
-	Owner    store.User
-	Provider llm.Provider
+	Home   string
+	Config config.Config
+	Model  config.ModelConfig // resolved: provider and name filled in
+	Store  store.Store
+	// StoreFile is the store's SQLite file.
+	StoreFile string
+	Owner     store.User
+	Provider  llm.Provider
 }
 
 // Open reads configuration from home (refusing a top-level key no platform
@@ -62,7 +64,11 @@ func Open(ctx context.Context, home string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, home, StoreURL(cfg, os.Getenv))
+	file, err := StorePath(home, StoreURL(cfg, os.Getenv))
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, file)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +76,7 @@ func Open(ctx context.Context, home string) (*App, error) {
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	return &App{Home: home, Config: cfg, Model: m, Store: st, Owner: u, Provider: p}, nil
+	return &App{Home: home, Config: cfg, Model: m, Store: st, StoreFile: file, Owner: u, Provider: p}, nil
 }
 
 // Close closes the store.

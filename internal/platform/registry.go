@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -30,6 +31,30 @@ type Spec struct {
 	// returns ErrNotConfigured when nothing asks for the platform (no
 	// token), an error saying what to fix when the section is wrong.
 	Open func(ctx context.Context, s Setup) (Adapter, error)
+	// Subcommands are the platform's own setup commands, run as `baton
+	// <name> <subcommand>` (linking a device); none for most platforms.
+	Subcommands []Subcommand
+}
+
+// Subcommand is a setup command a platform offers on baton's command line.
+type Subcommand struct {
+	// Name is the subcommand ("link"); Short and Long its help.
+	Name, Short, Long string
+	// Run does it, talking to the person through env.
+	Run func(ctx context.Context, env SubcommandEnv) error
+}
+
+// SubcommandEnv is what a platform's setup command gets.
+type SubcommandEnv struct {
+	// Home is BATON_HOME.
+	Home string
+	// StoreFile is the SQLite file of baton's configured store, opened
+	// and migrated before the command runs.
+	StoreFile string
+	// Out is the terminal.
+	Out io.Writer
+	// Log takes warnings worth showing.
+	Log *slog.Logger
 }
 
 // ErrNotConfigured is returned by Spec.Open for a platform nothing enables.
@@ -47,6 +72,10 @@ type Setup struct {
 	Env func(string) string
 	// Home is BATON_HOME, for files an adapter keeps (the web token).
 	Home string
+	// StoreFile is the SQLite file of baton's configured store, for a
+	// library that keeps tables of its own in baton's database (the
+	// WhatsApp device); "" where there is none.
+	StoreFile string
 	// Log is the gateway's logger.
 	Log *slog.Logger
 	// Transcripts lets an adapter that shows history (the web page) read

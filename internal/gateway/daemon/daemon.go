@@ -64,6 +64,7 @@ func Run(ctx context.Context, home string, o Options) error {
 	as, err := assemble(ctx, all.Specs(), a.Config, environment{
 		env:         o.Env,
 		home:        home,
+		storeFile:   a.StoreFile,
 		log:         log,
 		transcripts: gateway.Transcripts{Store: a.Store, OwnerID: a.Owner.ID},
 		memory: func(name string) platform.Memory {

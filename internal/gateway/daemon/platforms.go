@@ -23,6 +23,7 @@ type assembly struct {
 type environment struct {
 	env         func(string) string
 	home        string
+	storeFile   string // baton's SQLite file; "" if none
 	log         *slog.Logger
 	transcripts platform.Transcripts
 	memory      func(platform string) platform.Memory // nil: none offered
@@ -57,6 +58,7 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 			Present:     present,
 			Env:         e.env,
 			Home:        e.home,
+			StoreFile:   e.storeFile,
 			Log:         e.log,
 			Transcripts: e.transcripts,
 			Memory:      e.memory(s.Name),

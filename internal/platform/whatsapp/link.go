@@ -26,7 +26,7 @@ func Link(ctx context.Context, path string, log *slog.Logger, show func(code str
 	}
 	defer dev.Close()
 	if dev.Linked() {
-		return dev.JID(), fmt.Errorf("%w as %s: remove it on the phone (Linked devices) or delete %s to link again", ErrAlreadyLinked, dev.JID(), path)
+		return dev.JID(), fmt.Errorf("%w as %s: run `baton whatsapp unlink` first to link another", ErrAlreadyLinked, dev.JID())
 	}
 	cli := whatsmeow.NewClient(dev.store, waLogger(log, "link"))
 	codes, err := cli.GetQRChannel(ctx)
@@ -57,10 +57,10 @@ func Link(ctx context.Context, path string, log *slog.Logger, show func(code str
 	return "", errors.New("whatsapp: link: the pairing ended without a scan")
 }
 
-// LinkInTerminal runs Link for BATON_HOME home, drawing each pairing code
-// as a QR code on out, and then says what to put in config.yaml.
-func LinkInTerminal(ctx context.Context, home string, out io.Writer, log *slog.Logger) error {
-	path := StorePath(home)
+// LinkInTerminal runs Link for baton's store at path, drawing each
+// pairing code as a QR code on out, and then says what to put in
+// config.yaml.
+func LinkInTerminal(ctx context.Context, path string, out io.Writer, log *slog.Logger) error {
 	fmt.Fprintln(out, "On your phone: WhatsApp › Settings › Linked devices › Link a device, then scan:")
 	jid, err := Link(ctx, path, log, func(code string) { ShowCode(out, code) })
 	if err != nil {
@@ -87,4 +87,38 @@ func ShowCode(out io.Writer, code string) {
 // ConfigFor is the config.yaml lines that enable the account jid.
 func ConfigFor(jid string) string {
 	return fmt.Sprintf("whatsapp:\n  enabled: true\ngateway:\n  owners:\n    whatsapp: [%q]\n  homes:\n    whatsapp: %q\n", jid, HomeAddress(jid).Key())
+}
+
+// Unlink forgets the linked device kept in baton's store at path and
+// returns the account it was linked to ("" when none was). It does not
+// reach WhatsApp: the phone still lists the device until it is removed
+// there (Linked devices), which UnlinkInTerminal says.
+func Unlink(ctx context.Context, path string, log *slog.Logger) (string, error) {
+	dev, err := OpenDevice(ctx, path, log)
+	if err != nil {
+		return "", err
+	}
+	defer dev.Close()
+	if !dev.Linked() {
+		return "", nil
+	}
+	jid := dev.JID()
+	if err := dev.store.Delete(ctx); err != nil {
+		return "", fmt.Errorf("whatsapp: unlink %s: %w", jid, err)
+	}
+	return jid, nil
+}
+
+// UnlinkInTerminal runs Unlink and says what happened on out.
+func UnlinkInTerminal(ctx context.Context, path string, out io.Writer, log *slog.Logger) error {
+	jid, err := Unlink(ctx, path, log)
+	if err != nil {
+		return err
+	}
+	if jid == "" {
+		fmt.Fprintln(out, "No WhatsApp device is linked; `baton whatsapp link` links one.")
+		return nil
+	}
+	fmt.Fprintf(out, "baton forgot the device linked to %s. On the phone, remove it too: WhatsApp › Settings › Linked devices.\n", jid)
+	return nil
 }

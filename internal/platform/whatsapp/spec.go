@@ -3,6 +3,8 @@ package whatsapp
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/platform"
@@ -22,7 +24,27 @@ type Section struct {
 // section once a device is linked.
 func Spec() platform.Spec {
 	// Personal: the device is linked to the owner's own account.
-	return platform.Spec{Name: Name, Display: "WhatsApp", Personal: true, Open: open}
+	return platform.Spec{Name: Name, Display: "WhatsApp", Personal: true, Open: open,
+		Subcommands: []platform.Subcommand{linkCommand, unlinkCommand}}
+}
+
+var linkCommand = platform.Subcommand{
+	Name:  "link",
+	Short: "Pair baton as a linked device of your phone's WhatsApp (shows a QR code)",
+	Long: `baton whatsapp link pairs baton as a linked device of your own WhatsApp
+account, as WhatsApp Web does. It shows a QR code here; on your phone open
+WhatsApp › Settings › Linked devices › Link a device and scan it (a new code
+follows every 20 seconds or so until one is scanned).
+
+The device is kept in baton's own database (state.db, or the configured
+store). Afterwards set "whatsapp: enabled: true" in config.yaml, with your
+own JID as the owner and home (the command prints the lines), and restart
+the gateway. You then talk to baton in your chat with yourself; nothing
+else on your account reaches it. Run it again if the phone logs the
+device out; ` + "`baton whatsapp unlink`" + ` forgets a device to link another.`,
+	Run: func(ctx context.Context, env platform.SubcommandEnv) error {
+		return LinkInTerminal(ctx, env.StoreFile, env.Out, env.Log)
+	},
 }
 
 func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
@@ -38,20 +60,31 @@ func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
 	if sec.Home = strings.TrimSpace(sec.Home); sec.Home != "" && !strings.Contains(sec.Home, "@") {
 		return nil, fmt.Errorf("whatsapp: home %q is not a chat JID (like 120363…@g.us)", sec.Home)
 	}
-	if s.Home == "" {
-		return nil, fmt.Errorf("whatsapp: no BATON_HOME to keep the device in")
-	}
-	dev, err := OpenDevice(ctx, StorePath(s.Home), s.Log)
+	dev, err := OpenDevice(ctx, s.StoreFile, s.Log)
 	if err != nil {
 		return nil, err
 	}
 	if !dev.Linked() {
 		dev.Close()
-		err := fmt.Errorf("%w: whatsapp is enabled but no device is linked: %s", platform.ErrNotConfigured, LinkHint)
+		hint := LinkHint
+		if s.Home != "" {
+			if _, err := os.Stat(filepath.Join(s.Home, LegacyStoreFile)); err == nil {
+				hint += fmt.Sprintf(" (the device is kept in baton's database now; %s holds one from before and can be deleted)", filepath.Join(s.Home, LegacyStoreFile))
+			}
+		}
+		err := fmt.Errorf("%w: whatsapp is enabled but no device is linked: %s", platform.ErrNotConfigured, hint)
 		if s.Log != nil {
 			s.Log.Warn(err.Error())
 		}
 		return nil, err
 	}
 	return New(Config{Client: NewWhatsmeow(dev, s.Log), Home: sec.Home, Logger: s.Log})
+}
+
+var unlinkCommand = platform.Subcommand{
+	Name:  "unlink",
+	Short: "Forget the linked WhatsApp device (then remove it on the phone too)",
+	Run: func(ctx context.Context, env platform.SubcommandEnv) error {
+		return UnlinkInTerminal(ctx, env.StoreFile, env.Out, env.Log)
+	},
 }

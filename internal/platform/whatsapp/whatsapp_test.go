@@ -12,6 +12,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"github.com/baton-agent/baton/internal/platform/whatsapp/whatsapptest"
+	"github.com/baton-agent/baton/internal/store/sqlite"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -154,9 +155,19 @@ func TestSpec(t *testing.T) {
 	if spec.Name != whatsapp.Name || !spec.Personal || spec.Trusted {
 		t.Errorf("spec %+v", spec)
 	}
-	open := func(home, yaml string) (platform.Adapter, error) {
+	var subs []string
+	for _, c := range spec.Subcommands {
+		subs = append(subs, c.Name)
+	}
+	if strings.Join(subs, " ") != "link unlink" {
+		t.Errorf("subcommands %v", subs)
+	}
+	home := t.TempDir()
+	file := filepath.Join(home, "state.db")
+	open := func(yaml string) (platform.Adapter, error) {
 		return spec.Open(testutil.Context(t, 0), platform.Setup{
-			Home: home,
+			Home:      home,
+			StoreFile: file,
 			Decode: func(v any) error {
 				sec := v.(*whatsapp.Section)
 				if yaml == "enabled" {
@@ -169,23 +180,35 @@ func TestSpec(t *testing.T) {
 			},
 		})
 	}
-	home := t.TempDir()
-	if _, err := open(home, ""); !errors.Is(err, platform.ErrNotConfigured) {
+	if _, err := open(""); !errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("not enabled: %v", err)
 	}
-	if _, err := os.Stat(whatsapp.StorePath(home)); !os.IsNotExist(err) {
-		t.Errorf("a disabled platform created its store: %v", err)
+	if _, err := open("enabled"); err == nil || errors.Is(err, platform.ErrNotConfigured) {
+		t.Errorf("enabled without baton's store: %v", err)
 	}
-	_, err := open(home, "enabled")
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("the adapter created the store itself: %v", err)
+	}
+	st, err := sqlite.Open(testutil.Context(t, 0), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, err = open("enabled")
 	if !errors.Is(err, platform.ErrNotConfigured) || !strings.Contains(err.Error(), "baton whatsapp link") {
 		t.Errorf("enabled, not linked: %v", err)
 	}
-	// The device store is a real SQLite file, private to the owner.
-	st, err := os.Stat(filepath.Join(home, whatsapp.StoreFile))
-	if err != nil || st.Mode().Perm() != 0o600 {
-		t.Errorf("device store: %v %v", st, err)
+	if strings.Contains(err.Error(), whatsapp.LegacyStoreFile) {
+		t.Errorf("hint names a device file that is not there: %v", err)
 	}
-	if _, err := open(home, "bad home"); err == nil || errors.Is(err, platform.ErrNotConfigured) {
+	// A device file from before the device moved into state.db is named.
+	if err := os.WriteFile(filepath.Join(home, whatsapp.LegacyStoreFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open("enabled"); err == nil || !strings.Contains(err.Error(), whatsapp.LegacyStoreFile) {
+		t.Errorf("old device file not named: %v", err)
+	}
+	if _, err := open("bad home"); err == nil || errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("a home that is no JID: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -24,20 +23,17 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// StoreFile is the device store's file in BATON_HOME.
-//
 // The device (its keys and the Signal-protocol sessions whatsmeow keeps
-// per contact) lives in a SQLite file of its own beside state.db rather
-// than in state.db itself: whatsmeow writes to it on nearly every message
-// through its own connection pool and migrates its own tables, while
-// baton's store keeps one writer connection and may not be SQLite at all
-// (Postgres). A separate file keeps the two from contending for one write
-// lock, works whatever the configured store, and makes unlinking (or
-// moving the account) a matter of one file.
-const StoreFile = "whatsapp.db"
+// per contact) lives in baton's own database, in whatsmeow's tables
+// (whatsmeow_*, versioned in whatsmeow_version, beside baton's
+// schema_migrations): one file to back up, move or check with `baton
+// doctor`. whatsmeow reaches it through a pool of its own with one
+// connection that, like baton's writer, takes the write lock at BEGIN
+// and waits for the other's transaction, so the two never deadlock.
 
-// StorePath is the device store in home (BATON_HOME).
-func StorePath(home string) string { return filepath.Join(home, StoreFile) }
+// LegacyStoreFile is where the device was kept before it moved into
+// baton's database; a device there has to be linked again.
+const LegacyStoreFile = "whatsapp.db"
 
 // Device is the linked device kept in the store.
 type Device struct {
@@ -45,35 +41,37 @@ type Device struct {
 	container *sqlstore.Container
 }
 
-// OpenDevice opens (creating if needed, mode 0600) the device store at
-// path and the device in it; Linked tells whether it was paired yet.
+// OpenDevice opens the device kept in baton's SQLite store at path (the
+// store must exist: baton creates and migrates it); Linked tells whether
+// it was paired yet.
 func OpenDevice(ctx context.Context, path string, log *slog.Logger) (*Device, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("whatsapp: device store %s: %w", path, err)
+	if path == "" {
+		return nil, errors.New("whatsapp: the device is kept in baton's SQLite store, and the configured store is none")
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("whatsapp: device store %s: %w", path, err)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("whatsapp: baton's store %s: %w", path, err)
 	}
-	f.Close()
 	q := url.Values{}
+	q.Add("mode", "rw") // never create: baton's store made the file
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("whatsapp: device store %s: %w", path, err)
+		return nil, fmt.Errorf("whatsapp: device in %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one writer: SQLite serialises writes anyway
 	container := sqlstore.NewWithDB(db, "sqlite", waLogger(log, "store"))
 	if err := container.Upgrade(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("whatsapp: device store %s: %w", path, err)
+		return nil, fmt.Errorf("whatsapp: device in %s: %w", path, err)
 	}
 	dev, err := container.GetFirstDevice(ctx)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("whatsapp: device store %s: %w", path, err)
+		return nil, fmt.Errorf("whatsapp: device in %s: %w", path, err)
 	}
 	return &Device{store: dev, container: container}, nil
 }
