@@ -49,6 +49,14 @@ type Inbox interface {
 	// MarkInboundDone records that the event was handled. Marking it again
 	// keeps the first time; an unknown id is ErrNotFound.
 	MarkInboundDone(ctx context.Context, id int64) error
+	// ParkInbound keeps an event that reached sessionID from a place not
+	// holding it: marked done (it ran no turn) and listed by Parked for
+	// its address until Unpark, so that /continue there carries it along.
+	ParkInbound(ctx context.Context, id int64, sessionID, addressKey string) error
+	// Parked lists the events parked at addressKey, first stored first.
+	Parked(ctx context.Context, addressKey string) ([]Inbound, error)
+	// Unpark forgets that an event is parked (it was handled).
+	Unpark(ctx context.Context, id int64) error
 }
 
 // Outbox stores outgoing messages until they have been sent.

@@ -89,6 +89,11 @@ type Session struct {
 	InputTokens  int64
 	OutputTokens int64
 	MessageCount int // live transcript rows
+	// Holder is the address key of the one place holding the session
+	// (the destination of its last completed handoff, or where it
+	// started); only the holder runs turns. "" for none recorded.
+	Holder    string
+	HeldSince time.Time
 }
 
 // Open reports whether the session has not been ended.

@@ -88,6 +88,51 @@ func (s *Store) MarkInboundDone(ctx context.Context, id int64) error {
 	return affected(res, err, fmt.Sprintf("mark inbound %d done", id))
 }
 
+// ParkInbound marks an event done and keeps it parked at addressKey.
+func (s *Store) ParkInbound(ctx context.Context, id int64, sessionID, addressKey string) error {
+	t := now()
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE inbound SET done_at = CASE WHEN done_at = 0 THEN ? ELSE done_at END WHERE id = ?`, t, id); err != nil {
+			return fmt.Errorf("park inbound %d: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO parked (inbound_id, session_id, address_key, parked_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (inbound_id) DO NOTHING`, id, sessionID, addressKey, t); err != nil {
+			return fmt.Errorf("park inbound %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// Parked lists the events parked at addressKey, first stored first.
+func (s *Store) Parked(ctx context.Context, addressKey string) ([]store.Inbound, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+prefixed("i.", inboundCols)+` FROM parked p JOIN inbound i ON i.id = p.inbound_id
+		WHERE p.address_key = ? ORDER BY i.id`, addressKey)
+	if err != nil {
+		return nil, fmt.Errorf("list parked at %s: %w", addressKey, err)
+	}
+	defer rows.Close()
+	var out []store.Inbound
+	for rows.Next() {
+		in, err := scanInbound(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list parked at %s: %w", addressKey, err)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list parked at %s: %w", addressKey, err)
+	}
+	return out, nil
+}
+
+// Unpark forgets that an event is parked.
+func (s *Store) Unpark(ctx context.Context, id int64) error {
+	if _, err := s.exec(ctx, `DELETE FROM parked WHERE inbound_id = ?`, id); err != nil {
+		return fmt.Errorf("unpark inbound %d: %w", id, err)
+	}
+	return nil
+}
+
 const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned`
 
 func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {

@@ -204,4 +204,36 @@ CREATE TABLE platform_state (
 	PRIMARY KEY (platform, key)
 );
 `,
+	// 8: the holder, the one place holding each session (the destination
+	// of its last completed handoff, or where it started), and parked
+	// messages: what reached a session from elsewhere, kept for /continue.
+	`
+ALTER TABLE sessions ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN held_since INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET
+	holder = COALESCE((SELECT destination FROM handoffs h WHERE h.session_id = sessions.id
+		AND h.state = 'completed' AND h.destination <> '' ORDER BY h.finished_at DESC, h.id DESC LIMIT 1), ''),
+	held_since = COALESCE((SELECT finished_at FROM handoffs h WHERE h.session_id = sessions.id
+		AND h.state = 'completed' AND h.destination <> '' ORDER BY h.finished_at DESC, h.id DESC LIMIT 1), 0);
+UPDATE sessions SET holder = 'cli:dm:' || owner_id, held_since = created_at
+	WHERE holder = '' AND platform = 'cli';
+UPDATE sessions SET
+	holder = COALESCE((SELECT key FROM bindings b WHERE b.session_id = sessions.id ORDER BY b.updated_at DESC LIMIT 1), ''),
+	held_since = created_at
+	WHERE holder = '';
+-- A completed handoff moves the holder in the same statement that
+-- completes it: the two can never disagree.
+CREATE TRIGGER handoffs_move_holder AFTER UPDATE OF state ON handoffs
+	WHEN NEW.state = 'completed' AND NEW.destination <> '' BEGIN
+	UPDATE sessions SET holder = NEW.destination, held_since = NEW.finished_at WHERE id = NEW.session_id;
+END;
+
+CREATE TABLE parked (
+	inbound_id  INTEGER PRIMARY KEY REFERENCES inbound(id) ON DELETE CASCADE,
+	session_id  TEXT NOT NULL,
+	address_key TEXT NOT NULL,
+	parked_at   INTEGER NOT NULL
+);
+CREATE INDEX parked_address ON parked(address_key);
+`,
 }

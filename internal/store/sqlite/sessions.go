@@ -11,17 +11,18 @@ import (
 )
 
 const sessionCols = `id, owner_id, title, model, platform, parent_id, created_at, updated_at,
-	ended_at, end_reason, input_tokens, output_tokens, message_count`
+	ended_at, end_reason, input_tokens, output_tokens, message_count, holder, held_since`
 
 func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
 	var s store.Session
-	var created, updated, ended int64
+	var created, updated, ended, held int64
 	err := row.Scan(&s.ID, &s.OwnerID, &s.Title, &s.Model, &s.Platform, &s.ParentID,
-		&created, &updated, &ended, &s.EndReason, &s.InputTokens, &s.OutputTokens, &s.MessageCount)
+		&created, &updated, &ended, &s.EndReason, &s.InputTokens, &s.OutputTokens, &s.MessageCount, &s.Holder, &held)
 	if err != nil {
 		return store.Session{}, err
 	}
 	s.CreatedAt, s.UpdatedAt, s.EndedAt = fromNanos(created), fromNanos(updated), fromNanos(ended)
+	s.HeldSince = fromNanos(held)
 	return s, nil
 }
 
@@ -39,8 +40,12 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 		in.Title = t
 	}
 	t := now()
-	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, owner_id, title, model, platform, parent_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.OwnerID, in.Title, in.Model, in.Platform, in.ParentID, t, t)
+	var held int64
+	if in.Holder != "" {
+		held = t
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, owner_id, title, model, platform, parent_id, created_at, updated_at, holder, held_since)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.OwnerID, in.Title, in.Model, in.Platform, in.ParentID, t, t, in.Holder, held)
 	switch {
 	case isUnique(err) && strings.Contains(err.Error(), "title"):
 		return store.Session{}, fmt.Errorf("create session %q: %w", in.Title, store.ErrTitleTaken)

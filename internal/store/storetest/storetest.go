@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Homes", homeTests},
 		{"Pairings", pairingTests},
 		{"PlatformStates", platformStateTests},
+		{"Holders", holderTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
