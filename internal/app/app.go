@@ -116,9 +116,13 @@ func (a *App) ModelLabel() string {
 	return a.Model.Provider + " · " + a.Model.Name
 }
 
-// NewSession creates a terminal session for the owner.
+// TerminalKey is the address key of the owner's terminal: the holder of
+// a session the terminal holds.
+func (a *App) TerminalKey() string { return Platform + ":dm:" + a.Owner.ID }
+
+// NewSession creates a terminal session for the owner, held here.
 func (a *App) NewSession(ctx context.Context) (store.Session, error) {
-	s, err := a.Store.CreateSession(ctx, store.Session{OwnerID: a.Owner.ID, Platform: Platform})
+	s, err := a.Store.CreateSession(ctx, store.Session{OwnerID: a.Owner.ID, Platform: Platform, Holder: a.TerminalKey()})
 	if err != nil {
 		return store.Session{}, fmt.Errorf("new session: %w", err)
 	}

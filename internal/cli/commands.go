@@ -24,6 +24,13 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		r.out.Printf("%v\n", err)
 		return false, false
 	}
+	if inv.Command.Category == command.CategoryTurn {
+		// Only the holder changes the conversation.
+		if r.refresh(ctx); heldElsewhere(r.app, r.session) {
+			r.out.Printf("%s\n", whereLine(r.session))
+			return false, false
+		}
+	}
 	switch inv.Command.Name {
 	case "help":
 		r.help(inv.Args)
@@ -49,6 +56,10 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		r.undo(ctx)
 	case "handoff":
 		return false, r.handoff(ctx, inv.Args, interrupts)
+	case "continue":
+		r.takeHere(ctx)
+	case "where":
+		r.where(ctx)
 	default:
 		// Registered for the terminal but not wired here: say so rather
 		// than pretend it worked.

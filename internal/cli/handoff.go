@@ -249,7 +249,7 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	if !ok {
 		return store.Session{}, fmt.Errorf("handoff %d was picked up elsewhere", hf.ID)
 	}
-	ok, err = h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, TerminalPlatform+":dm:"+h.App.Owner.ID)
+	ok, err = h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, h.App.TerminalKey())
 	if err == nil && ok {
 		ok, err = h.App.Store.CompleteHandoff(ctx, hf.ID, claimer)
 	}

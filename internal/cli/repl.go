@@ -67,6 +67,7 @@ type REPL struct {
 	in    LineReader
 
 	session store.Session // ID "" until the first message or command needs one
+	parked  []string      // typed while another place held the session; answered after /continue
 
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc // cancels the running turn; nil between turns
@@ -193,6 +194,7 @@ func (r *REPL) enter(ctx context.Context, s store.Session) error {
 	}
 	r.out.Printf("Continuing %s\n", describe(s))
 	printTranscript(r.out, msgs, replayLimit)
+	r.offerToTake(ctx)
 	return nil
 }
 
@@ -229,6 +231,11 @@ func (r *REPL) ensureSession(ctx context.Context) error {
 func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal) {
 	if err := r.ensureSession(ctx); err != nil {
 		r.out.Printf("error: %v\n", err)
+		return
+	}
+	if r.refresh(ctx); heldElsewhere(r.app, r.session) {
+		r.parked = append(r.parked, text)
+		r.out.Printf("%s\n", whereLine(r.session))
 		return
 	}
 	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform}

@@ -25,9 +25,17 @@ func writeSessionTable(w io.Writer, ss []store.Session, current string, now time
 		if title == "" {
 			title = "-"
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\n", mark, short(s.ID), clipHead(title, 40), s.MessageCount, s.Platform, ago(s.UpdatedAt, now))
+		fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\n", mark, short(s.ID), clipHead(title, 40), s.MessageCount, heldWhere(s, now), ago(s.UpdatedAt, now))
 	}
 	tw.Flush()
+}
+
+// heldWhere is the place holding s and since when ("Telegram since 14:02").
+func heldWhere(s store.Session, now time.Time) string {
+	if s.Holder == "" {
+		return placeOf(s.Platform + ":")
+	}
+	return placeOf(s.Holder) + " since " + clock(s.HeldSince, now)
 }
 
 // writeHits lists search results.
@@ -77,8 +85,8 @@ func ShowSession(ctx context.Context, a *app.App, w io.Writer, ref string) error
 	if !s.Open() {
 		state = "ended (" + s.EndReason + ")"
 	}
-	fmt.Fprintf(w, "%s · %s\nid: %s\nstarted: %s on %s · %d messages · %d in / %d out tokens\n\n",
-		describe(s), state, s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Platform, s.MessageCount, s.InputTokens, s.OutputTokens)
+	fmt.Fprintf(w, "%s · %s\nid: %s\nstarted: %s on %s · %d messages · %d in / %d out tokens\nheld by: %s\n\n",
+		describe(s), state, s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Platform, s.MessageCount, s.InputTokens, s.OutputTokens, heldWhere(s, time.Now()))
 	out := newRenderer(w, false, nil)
 	printTranscript(out, msgs, 0)
 	return nil

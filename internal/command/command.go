@@ -155,6 +155,10 @@ func builtin() []Command {
 			Description: "show or set the model for this session"},
 		{Name: "handoff", Category: CategoryPlaces, Scope: Both, Arity: RequiredArgs, Args: "<platform>",
 			Description: "continue this session on another platform (telegram, discord, cli, …)"},
+		{Name: "continue", Category: CategoryPlaces, Scope: Both, Arity: NoArgs,
+			Description: "bring the conversation held in another place here"},
+		{Name: "where", Category: CategoryPlaces, Scope: Both, Arity: NoArgs,
+			Description: "say which place holds this conversation, and since when"},
 		{Name: "sethome", Category: CategoryPlaces, Scope: Chat, Arity: NoArgs,
 			Description: "make this chat the place handoffs to this platform land"},
 		// In a chat, a tool that needs approval asks there; these answer it.

@@ -30,6 +30,12 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		return err.Error()
 	}
 	args := inv.Args
+	if inv.Command.Category == command.CategoryTurn && inv.Command.Name != "approve" && inv.Command.Name != "always" && inv.Command.Name != "deny" {
+		// Only the holder changes the conversation.
+		if sess, err := g.boundSession(ctx, addr); err == nil && heldElsewhere(sess, addr) {
+			return g.whereLine(sess)
+		}
+	}
 	switch inv.Command.Name {
 	case "start":
 		return "Hello! I am your baton agent. Talk to me here, or type /help."
@@ -49,6 +55,10 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		return fmt.Sprintf("Handoffs to %s (/handoff %s) now land in this chat.", g.placeName(addr.Platform), addr.Platform)
 	case "handoff":
 		return g.chatHandoff(ctx, addr, args)
+	case "continue":
+		return g.continueHere(ctx, addr)
+	case "where":
+		return g.where(ctx, addr)
 	case "new":
 		s, err := g.newSession(ctx, addr)
 		if err != nil {
@@ -184,13 +194,17 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 	if to == TerminalPlatform {
 		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there. (handoff %d)", describe(sess), h.ID)
 	}
-	g.tellOutcome(addr, h)
+	g.tellOutcome(addr, h, true)
 	return fmt.Sprintf("Handing off to %s… (handoff %d)", g.placeName(to), h.ID)
 }
 
+// tellFailure tells the chat only if the handoff it asked for failed (a
+// /continue whose success shows as the conversation arriving here).
+func (g *Gateway) tellFailure(from platform.Address, h store.Handoff) { g.tellOutcome(from, h, false) }
+
 // tellOutcome tells the chat a handoff was asked from how it ended: moved
 // (and where), or failed (and why, and that the conversation stays here).
-func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff) {
+func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff, success bool) {
 	ch, stop := g.progress.subscribe(h.ID)
 	g.claims.Add(1)
 	go func() {
@@ -220,7 +234,10 @@ func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff) {
 				return // stopping: the chat will not hear; the store has the outcome
 			}
 		}
-		text := fmt.Sprintf("This conversation now continues in %s.", g.placeName(h.Platform))
+		text := fmt.Sprintf("This conversation now continues in %s. /continue to bring it back here.", g.placeName(h.Platform))
+		if final.State != string(store.HandoffFailed) && !success {
+			return
+		}
 		if final.State == string(store.HandoffFailed) {
 			text = fmt.Sprintf("The handoff to %s failed: %s\nThe conversation stays here.", g.placeName(h.Platform), final.Error)
 		}
@@ -272,7 +289,7 @@ func (g *Gateway) listSessions(ctx context.Context) string {
 		if title == "" {
 			title = "(untitled)"
 		}
-		fmt.Fprintf(&b, "- %s %s — %d messages, %s\n", shortID(s.ID), title, s.MessageCount, s.UpdatedAt.Format("Jan 2 15:04"))
+		fmt.Fprintf(&b, "- %s %s — %d messages, %s%s\n", shortID(s.ID), title, s.MessageCount, s.UpdatedAt.Format("Jan 2 15:04"), g.heldAt(s))
 	}
 	return b.String()
 }

@@ -102,7 +102,9 @@ func (g *Gateway) runWorker(ctx, work context.Context) {
 		case <-ctx.Done():
 			return
 		case <-g.kick:
+			g.sendLeftNotices(ctx)
 		case <-tick.C:
+			g.sendLeftNotices(ctx)
 			if n, failed, err := g.st.ReapHandoffs(ctx, time.Now()); err != nil {
 				g.log.Warn("reap handoffs", "err", err)
 			} else if n+len(failed) > 0 {
@@ -167,6 +169,10 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 		}
 	}()
 	g.step(h, "running", "claimed by the gateway", "")
+	var before string // the holder the session leaves
+	if sess, err := g.st.GetSession(ctx, h.SessionID); err == nil {
+		before = sess.Holder
+	}
 	dest, undo, err := g.carry(ctx, h)
 	select {
 	case <-lost:
@@ -203,6 +209,7 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 		return
 	}
 	g.log.Info("handoff completed", "id", h.ID, "session", h.SessionID, "to", dest.Key())
+	g.moved(wctx, h, before, dest)
 	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: dest.Key()})
 }
 

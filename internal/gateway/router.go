@@ -184,6 +184,9 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 		g.log.Error("find session", "at", addr.Key(), "err", err)
 		return g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error())
 	}
+	if heldElsewhere(sess, addr) {
+		return g.park(ctx, addr, in, sess)
+	}
 	if in.PlatformMsgID != "" {
 		// Stored by an earlier run that stopped mid-turn: never store it
 		// twice; deliver the answer it got, or answer it now.
@@ -382,7 +385,7 @@ func (g *Gateway) sessionFor(ctx context.Context, addr platform.Address) (store.
 }
 
 func (g *Gateway) newSession(ctx context.Context, addr platform.Address) (store.Session, error) {
-	s, err := g.st.CreateSession(ctx, store.Session{OwnerID: g.cfg.OwnerID, Platform: addr.Platform, Model: ""})
+	s, err := g.st.CreateSession(ctx, store.Session{OwnerID: g.cfg.OwnerID, Platform: addr.Platform, Holder: addr.Key()})
 	if err != nil {
 		return s, fmt.Errorf("create session: %w", err)
 	}

@@ -283,6 +283,9 @@ type Handoffs interface {
 	// RequestHandoff starts a handoff from none, completed or failed.
 	// It returns ErrHandoffInFlight while one is pending or running.
 	RequestHandoff(ctx context.Context, sessionID, fromPlatform, toPlatform string) (Handoff, error)
+	// RequestHandoffTo is RequestHandoff to a destination known already
+	// (the address key of the place that asked, for /continue).
+	RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, toPlatform, destination string) (Handoff, error)
 	// HandoffState is the session's newest handoff; State is HandoffNone,
 	// without error, for a session that has none or does not exist.
 	HandoffState(ctx context.Context, sessionID string) (Handoff, error)

@@ -28,14 +28,20 @@ func scanHandoff(row interface{ Scan(...any) error }) (store.Handoff, error) {
 
 // RequestHandoff starts a new handoff for the session.
 func (s *Store) RequestHandoff(ctx context.Context, sessionID, fromPlatform, toPlatform string) (store.Handoff, error) {
+	return s.RequestHandoffTo(ctx, sessionID, fromPlatform, toPlatform, "")
+}
+
+// RequestHandoffTo starts a handoff whose destination is known already
+// (/continue: the place asking).
+func (s *Store) RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, toPlatform, destination string) (store.Handoff, error) {
 	if toPlatform == "" {
 		return store.Handoff{}, fmt.Errorf("request handoff of %s: no destination platform: %w", sessionID, store.ErrInvalid)
 	}
 	// One statement: the session must exist, and the partial unique index
 	// refuses a second live handoff.
-	h, err := scanHandoff(s.queryRow(ctx, `INSERT INTO handoffs (session_id, state, from_platform, platform, requested_at)
-		SELECT id, 'pending', ?, ?, ? FROM sessions WHERE id = ? RETURNING `+handoffCols,
-		fromPlatform, toPlatform, now(), sessionID))
+	h, err := scanHandoff(s.queryRow(ctx, `INSERT INTO handoffs (session_id, state, from_platform, platform, destination, requested_at)
+		SELECT id, 'pending', ?, ?, ?, ? FROM sessions WHERE id = ? RETURNING `+handoffCols,
+		fromPlatform, toPlatform, destination, now(), sessionID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		err = fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)

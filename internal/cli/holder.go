@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/internal/app"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform/all"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// A session is held in one place at a time (store.Session.Holder); the
+// terminal runs turns only in sessions it holds. What is typed into a
+// session held elsewhere runs no turn: it waits here, and /continue (a
+// handoff to the terminal) brings the session and then answers it.
+
+// ErrHeldElsewhere is returned by Once for a session another place holds.
+var ErrHeldElsewhere = errors.New("the session is held elsewhere")
+
+// heldElsewhere reports whether a place other than this terminal holds s.
+func heldElsewhere(a *app.App, s store.Session) bool {
+	return s.Holder != "" && s.Holder != a.TerminalKey()
+}
+
+// placeOf names the place an address key is, for people.
+func placeOf(key string) string {
+	p, _, _ := strings.Cut(key, ":")
+	if p == Platform {
+		return "the terminal"
+	}
+	for _, s := range all.Specs() {
+		if s.Name == p && s.Display != "" {
+			return s.Display
+		}
+	}
+	if p == "" {
+		return "another place"
+	}
+	return strings.ToUpper(p[:1]) + p[1:]
+}
+
+// clock is a moment as a person reads it: the time today, the date too
+// before today.
+func clock(t, now time.Time) string {
+	if t.IsZero() {
+		return "a while"
+	}
+	t = t.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("Jan 2 15:04")
+}
+
+// whereLine says where s is held.
+func whereLine(s store.Session) string {
+	return fmt.Sprintf("This conversation is in %s now, since %s. /continue to bring it here.", placeOf(s.Holder), clock(s.HeldSince, time.Now()))
+}
+
+// refresh reloads the current session (another place may have taken it).
+func (r *REPL) refresh(ctx context.Context) {
+	if r.session.ID == "" {
+		return
+	}
+	if s, err := r.app.Store.GetSession(ctx, r.session.ID); err == nil {
+		r.session = s
+	}
+}
+
+// offerToTake asks, for a session entered while held elsewhere, whether
+// to move it here; no leaves it read-only here.
+func (r *REPL) offerToTake(ctx context.Context) {
+	if !heldElsewhere(r.app, r.session) {
+		return
+	}
+	place := placeOf(r.session.Holder)
+	ans, err := r.in.Ask(fmt.Sprintf("It is in %s — move it here? [Y/n] ", place))
+	if err == nil {
+		switch strings.ToLower(strings.TrimSpace(ans)) {
+		case "", "y", "yes":
+			r.takeHere(ctx)
+			return
+		}
+	}
+	r.out.Printf("It stays in %s; here it is read-only (/continue brings it here).\n", place)
+}
+
+// takeHere is /continue in the terminal: a handoff of the current session
+// to this terminal, picked up at once; the place that held it is told,
+// and what was typed here meanwhile is answered.
+func (r *REPL) takeHere(ctx context.Context) {
+	r.refresh(ctx)
+	if r.session.ID == "" {
+		r.out.Printf("There is no conversation here yet; /resume picks one.\n")
+		return
+	}
+	if !heldElsewhere(r.app, r.session) {
+		r.out.Printf("This conversation is here already.\n")
+		return
+	}
+	before := r.session.Holder
+	h, err := r.app.Store.RequestHandoffTo(ctx, r.session.ID, Platform, Platform, r.app.TerminalKey())
+	if errors.Is(err, store.ErrHandoffInFlight) {
+		r.out.Printf("A handoff of this conversation is under way; try /continue again in a moment.\n")
+		return
+	} else if err != nil {
+		r.out.Printf("error: %v\n", err)
+		return
+	}
+	s, err := (&Handoffs{App: r.app}).PickUp(ctx, h)
+	if err != nil {
+		r.out.Printf("error: %v\n", err)
+		return
+	}
+	r.session = s
+	tellLeft(ctx, r.app, h.ID, before)
+	r.out.Printf("Brought %s here from %s.\n", describe(s), placeOf(before))
+	parked := r.parked
+	r.parked = nil
+	for _, text := range parked {
+		r.say(ctx, text, nil)
+	}
+}
+
+// tellLeft stores the notice for the chat a session left for the
+// terminal, and wakes the gateway to send it.
+func tellLeft(ctx context.Context, a *app.App, handoffID int64, before string) {
+	if before == "" || strings.HasPrefix(before, Platform+":") {
+		return
+	}
+	_, err := a.Store.EnqueueDeliveries(ctx, store.Delivery{
+		Key:        fmt.Sprintf("handoff:%d:left:part:0", handoffID),
+		AddressKey: before,
+		Text:       "This conversation continues in the terminal now. /continue to bring it back here.",
+	})
+	if err != nil {
+		return // the chat hears where it is at its next message
+	}
+	_ = control.NewClient(control.SocketPath(a.Home)).Kick(ctx)
+}
+
+// where is /where in the terminal.
+func (r *REPL) where(ctx context.Context) {
+	r.refresh(ctx)
+	switch {
+	case r.session.ID == "":
+		r.out.Printf("No conversation yet: say something to start one here.\n")
+	case heldElsewhere(r.app, r.session):
+		r.out.Printf("%s\n", whereLine(r.session))
+	default:
+		r.out.Printf("%s is here, since %s.\n", strings.ToUpper(describe(r.session)[:1])+describe(r.session)[1:], clock(r.session.HeldSince, time.Now()))
+	}
+}

@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// A session is held in one place at a time (store.Session.Holder): only
+// the holder runs turns. A message that reaches the session from anywhere
+// else is parked, answered with where the conversation is, and carried
+// along when /continue brings the session there.
+
+// heldElsewhere reports whether a place other than addr holds sess.
+func heldElsewhere(sess store.Session, addr platform.Address) bool {
+	return sess.Holder != "" && sess.Holder != addr.Key()
+}
+
+// whereLine is the one line a place not holding sess answers with.
+func (g *Gateway) whereLine(sess store.Session) string {
+	return fmt.Sprintf("This conversation is in %s now, since %s. /continue to bring it here.",
+		g.holderName(sess.Holder), clock(sess.HeldSince, time.Now()))
+}
+
+// holderName names the place an address key is, for people.
+func (g *Gateway) holderName(key string) string {
+	p, _, _ := strings.Cut(key, ":")
+	return g.placeName(p)
+}
+
+// clock is a moment as a person reads it: the time today, the date too
+// before today.
+func clock(t, now time.Time) string {
+	if t.IsZero() {
+		return "a while"
+	}
+	t = t.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("Jan 2 15:04")
+}
+
+// park keeps a message that reached sess from a place not holding it and
+// tells that place where the conversation is.
+func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbound, sess store.Session) error {
+	// Its own delivery key: the message's answer, once it runs, is "in:ID".
+	if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d:where", in.ID), g.whereLine(sess)); errors.Is(err, errNotRecorded) {
+		return err
+	} else if err != nil {
+		g.log.Error("deliver where the conversation is", "to", addr.Key(), "err", err)
+	}
+	if err := g.st.ParkInbound(ctx, in.ID, sess.ID, addr.Key()); err != nil {
+		return notRecorded("park message", err)
+	}
+	return nil
+}
+
+// continueHere is /continue typed in a chat: a handoff to this very
+// place of the session bound here (or, where none is, of the owner's
+// latest session), through the same worker as /handoff.
+func (g *Gateway) continueHere(ctx context.Context, addr platform.Address) string {
+	sess, err := g.boundSession(ctx, addr)
+	switch {
+	case err == nil && !heldElsewhere(sess, addr):
+		return "This conversation is here already."
+	case err != nil:
+		latest, lerr := g.latestElsewhere(ctx, addr)
+		if lerr != nil {
+			return err.Error()
+		}
+		sess = latest
+	}
+	h, err := g.requestHandoffTo(ctx, sess.ID, addr)
+	switch {
+	case errors.Is(err, store.ErrHandoffInFlight):
+		return "A handoff of this session is already under way."
+	case err != nil:
+		return "Cannot continue here: " + err.Error()
+	}
+	g.tellFailure(addr, h)
+	return fmt.Sprintf("Bringing %s here from %s… (handoff %d)", describe(sess), g.holderName(sess.Holder), h.ID)
+}
+
+// latestElsewhere is the owner's most recently active open session, held
+// somewhere other than addr.
+func (g *Gateway) latestElsewhere(ctx context.Context, addr platform.Address) (store.Session, error) {
+	ss, err := g.st.ListSessions(ctx, store.SessionFilter{OwnerID: g.cfg.OwnerID, Limit: 10})
+	if err != nil {
+		return store.Session{}, err
+	}
+	for _, s := range ss {
+		if s.Open() && heldElsewhere(s, addr) {
+			return s, nil
+		}
+	}
+	return store.Session{}, store.ErrNotFound
+}
+
+// requestHandoffTo records a handoff of sessionID to addr itself and
+// wakes the worker.
+func (g *Gateway) requestHandoffTo(ctx context.Context, sessionID string, addr platform.Address) (store.Handoff, error) {
+	if g.stopping.Load() {
+		return store.Handoff{}, fmt.Errorf("%w: try again once it is back (`baton gateway`)", ErrStopping)
+	}
+	h, err := g.st.RequestHandoffTo(ctx, sessionID, addr.Platform, addr.Platform, addr.Key())
+	if err != nil {
+		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
+	}
+	g.Kick()
+	return h, nil
+}
+
+// moved runs once a handoff completed: the place that held the session
+// before is told where it went, and what was parked at the destination
+// runs now, in order.
+func (g *Gateway) moved(ctx context.Context, h store.Handoff, before string, dest platform.Address) {
+	if before != "" && before != dest.Key() {
+		// A chat that asked to move is told by tellOutcome already.
+		if old, err := platform.ParseKey(before); err == nil && g.adapters[old.Platform] != nil && old.Platform != h.FromPlatform {
+			text := fmt.Sprintf("This conversation continues in %s now. /continue to bring it back here.", g.placeName(dest.Platform))
+			if err := g.deliver(ctx, old, fmt.Sprintf("handoff:%d:left", h.ID), text); err != nil {
+				g.log.Warn("tell the place a session left", "at", before, "err", err)
+			}
+		}
+	}
+	g.carryParked(ctx, dest)
+}
+
+// carryParked runs what was parked at dest (its session is held there
+// now), in order, through its mailbox.
+func (g *Gateway) carryParked(ctx context.Context, dest platform.Address) {
+	parked, err := g.st.Parked(ctx, dest.Key())
+	if err != nil {
+		g.log.Warn("list parked messages", "at", dest.Key(), "err", err)
+		return
+	}
+	for _, in := range parked {
+		g.boxes.push(in.AddressKey, func() {
+			g.process(g.work, in)
+			if err := g.st.Unpark(g.work, in.ID); err != nil {
+				g.log.Warn("unpark", "id", in.ID, "err", err)
+			}
+		})
+	}
+}
+
+// sendLeftNotices sends the notices a terminal stored when it took a
+// session from a chat ("… continues in the terminal now"), which no turn
+// of this gateway's would otherwise flush.
+func (g *Gateway) sendLeftNotices(ctx context.Context) {
+	pending, err := g.st.PendingDeliveries(ctx, "", 0)
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, d := range pending {
+		if !strings.Contains(d.Key, ":left:") || d.Attempts > 0 || seen[d.AddressKey] {
+			continue
+		}
+		seen[d.AddressKey] = true
+		if addr, err := platform.ParseKey(d.AddressKey); err == nil && g.isLive(addr.Platform) {
+			if err := g.flush(ctx, addr); err != nil {
+				g.log.Warn("send a notice", "to", d.AddressKey, "err", err)
+			}
+		}
+	}
+}
+
+// heldAt is ", in Telegram since 14:02" for a list of sessions.
+func (g *Gateway) heldAt(s store.Session) string {
+	if s.Holder == "" {
+		return ""
+	}
+	return fmt.Sprintf(", in %s since %s", g.holderName(s.Holder), clock(s.HeldSince, time.Now()))
+}
+
+// where is /where typed in a chat.
+func (g *Gateway) where(ctx context.Context, addr platform.Address) string {
+	sess, err := g.boundSession(ctx, addr)
+	if err != nil {
+		return err.Error()
+	}
+	if heldElsewhere(sess, addr) {
+		return g.whereLine(sess)
+	}
+	return fmt.Sprintf("%s is here, since %s.", strings.ToUpper(describe(sess)[:1])+describe(sess)[1:], clock(sess.HeldSince, time.Now()))
+}

@@ -1,0 +1,122 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// One place holds a session at a time: web → Telegram → back to the web
+// page with /continue. The place left behind runs no turn: it answers
+// with where the conversation is, keeps what was typed, and /continue
+// carries that along.
+func TestOneHolderWebTelegramAndBack(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	pg := r.openPage(t)
+	ctx := context.Background()
+	key := web.Home.Key()
+	holder := func(id string) string {
+		t.Helper()
+		s, err := r.st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Holder
+	}
+
+	// A conversation started in the web chat is held there.
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "w1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	b, err := r.st.LookupBinding(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := b.SessionID
+	if got := holder(sid); got != key {
+		t.Fatalf("holder of a session started on the page: %q", got)
+	}
+
+	// /handoff telegram from the page moves the holder to the new topic.
+	r.model.Push(llmtest.Reply{Text: "Hi on Telegram."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "w2"})
+	pg.await("the outcome", isMsg("now continues in Telegram. /continue to bring it back here."))
+	topics := fake.Topics()
+	if len(topics) != 1 {
+		t.Fatalf("topics %+v", topics)
+	}
+	topic := topics[0].ThreadID
+	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
+		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
+	}
+	sentWhere(t, fake, "the greeting", inTopic("Hi on Telegram."))
+	topicKey := holder(sid)
+	if !strings.HasPrefix(topicKey, "telegram:thread:") {
+		t.Fatalf("holder after the handoff: %q", topicKey)
+	}
+
+	// The page no longer runs turns: one line, no model call, nothing in
+	// the transcript; commands that would change it get the same line.
+	calls := len(r.model.Requests())
+	pg.send(map[string]any{"type": "say", "key": key, "text": "are you there?", "id": "w3"})
+	line := pg.await("where it is", isMsg("This conversation is in Telegram now, since "))
+	if !strings.Contains(line["text"].(string), "/continue to bring it here") {
+		t.Errorf("the line does not offer /continue: %q", line["text"])
+	}
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/retry", "id": "w4"})
+	pg.await("retry refused", isMsg("This conversation is in Telegram now"))
+	if n := len(r.model.Requests()); n != calls {
+		t.Fatalf("the old place ran %d model calls", n-calls)
+	}
+	msgs, _ := r.st.Transcript(ctx, sid)
+	for _, m := range msgs {
+		if m.Content == "are you there?" {
+			t.Fatal("a message from the old place entered the transcript before /continue")
+		}
+	}
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/where", "id": "w5"})
+	pg.await("where", isMsg("is in Telegram now"))
+
+	// /continue on the page brings it back through the handoff worker: the
+	// greeting, then the kept message is answered, in order.
+	r.model.Push(llmtest.Reply{Text: "Back on the page."}, llmtest.Reply{Text: "Yes, still here."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/continue", "id": "w6"})
+	pg.await("the greeting back", isMsg("Back on the page."))
+	pg.await("the kept message answered", isMsg("Yes, still here."))
+	if got := holder(sid); got != key {
+		t.Fatalf("holder after /continue: %q", got)
+	}
+	msgs = settled(t, r, sid, "Yes, still here.")
+	var said []string
+	for _, m := range msgs {
+		if m.Role == store.RoleUser && m.Kind == "" || m.Role == store.RoleAssistant && m.Content != "" {
+			said = append(said, m.Content)
+		}
+	}
+	want := []string{"hi", "Hello from the page.", "Hi on Telegram.", "Back on the page.", "are you there?", "Yes, still here."}
+	if strings.Join(said, "|") != strings.Join(want, "|") {
+		t.Errorf("transcript\n got %q\nwant %q", said, want)
+	}
+
+	// The topic was told where the conversation went, and now answers
+	// only with the line.
+	sentWhere(t, fake, "the notice in the topic", inTopic("continues in"))
+	calls = len(r.model.Requests())
+	fake.PushMessage(forum, topic, ownerUser, "hello topic")
+	sentWhere(t, fake, "the line in the topic", inTopic("/continue to bring it here"))
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		ps, _ := r.st.Parked(ctx, topicKey)
+		return len(ps) == 1 && ps[0].Text == "hello topic"
+	}, "the topic's message to be kept")
+	if n := len(r.model.Requests()); n != calls {
+		t.Fatalf("the topic ran %d model calls", n-calls)
+	}
+}
