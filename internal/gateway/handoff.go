@@ -102,7 +102,6 @@ func (g *Gateway) runWorker(ctx, work context.Context) {
 		case <-ctx.Done():
 			return
 		case <-g.kick:
-			g.sendLeftNotices(ctx)
 		case <-tick.C:
 			g.sendLeftNotices(ctx)
 			if n, failed, err := g.st.ReapHandoffs(ctx, time.Now()); err != nil {
