@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// Entering a session another place holds asks first; yes moves it here
+// (the old place is told), and the turn runs here.
+func TestContinueHeldElsewhereAsksAndMoves(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	ctx := t.Context()
+	const page = "web:thread:main:c1"
+	s, err := app.Store.CreateSession(ctx, store.Session{OwnerID: app.Owner.ID, Platform: "web", Holder: page})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runREPL(t, app, Config{SessionID: s.ID}, "", "hello from the desk")
+	for _, want := range []string{"It is in the web chat — move it here? [Y/n]", "Brought session", "here from the web chat", "echo: hello from the desk"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	got, _ := app.Store.GetSession(ctx, s.ID)
+	if got.Holder != app.TerminalKey() {
+		t.Errorf("holder after yes: %q", got.Holder)
+	}
+	h, _ := app.Store.HandoffState(ctx, s.ID)
+	if h.State != store.HandoffCompleted || h.Destination != app.TerminalKey() {
+		t.Errorf("the move is not a completed handoff to the terminal: %+v", h)
+	}
+	// The page is told, through the outbox.
+	pending, _ := app.Store.PendingDeliveries(ctx, page, 0)
+	if len(pending) != 1 || !strings.Contains(pending[0].Text, "continues in the terminal now") {
+		t.Errorf("deliveries for the page: %+v", pending)
+	}
+}
+
+// No leaves it read-only here: what is typed runs no turn and is kept;
+// /continue brings the session and answers it.
+func TestHeldElsewhereIsReadOnlyUntilContinue(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	ctx := t.Context()
+	s, err := app.Store.CreateSession(ctx, store.Session{OwnerID: app.Owner.ID, Platform: "telegram", Holder: "telegram:thread:-100:7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runREPL(t, app, Config{SessionID: s.ID}, "n", "are you there?", "/retry", "/where", "/continue")
+	for _, want := range []string{
+		"It is in Telegram — move it here? [Y/n]",
+		"It stays in Telegram; here it is read-only",
+		"This conversation is in Telegram now, since",
+		"Brought session",
+		"echo: are you there?",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "echo: are you there?") < strings.Index(out, "Brought session") {
+		t.Errorf("the kept message was answered before /continue:\n%s", out)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1 (the kept message, after /continue)", n)
+	}
+}
+
+// A one-shot (-p) refuses a session held elsewhere, saying where.
+func TestOnceRefusesHeldElsewhere(t *testing.T) {
+	app := testApp(t, nil)
+	s, err := app.Store.CreateSession(t.Context(), store.Session{OwnerID: app.Owner.ID, Platform: "web", Holder: "web:thread:main:c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	err = Once(t.Context(), app, s.ID, "hi", &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "the web chat") {
+		t.Fatalf("once on a session held elsewhere: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("answered anyway: %q", out.String())
+	}
+}
