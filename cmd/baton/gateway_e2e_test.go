@@ -245,7 +245,9 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	tm := startTerm(t, env, work)
 	threeTurns(srv, tm)
 	tm.line("/handoff web")
-	tm.expect("This conversation now continues in web")
+	tm.expect("This conversation now continues in the web chat")
+	// The address to open, token and all, is on the terminal's screen.
+	tm.expect("Open it: " + gw.webURL)
 	if err := tm.wait(); err != nil {
 		t.Fatalf("the terminal did not detach cleanly: %v\n%s", err, tm.Screen())
 	}
@@ -397,7 +399,7 @@ func TestHandoffSurvivesGatewayKill(t *testing.T) {
 	}
 
 	startGateway(t, env, batonHome)
-	tm.expect("This conversation now continues in web")
+	tm.expect("This conversation now continues in the web chat")
 	if err := tm.wait(); err != nil {
 		t.Fatalf("terminal exit: %v", err)
 	}
@@ -454,7 +456,7 @@ func TestHandoffWithoutGateway(t *testing.T) {
 	t.Cleanup(func() { stopBackgroundGateway(t, batonHome) })
 	tm.answer("y")
 	tm.expect("Starting the gateway")
-	tm.expect("This conversation now continues in web")
+	tm.expect("This conversation now continues in the web chat")
 	if err := tm.wait(); err != nil {
 		t.Fatalf("terminal exit: %v", err)
 	}

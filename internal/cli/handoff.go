@@ -117,7 +117,11 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 	if final.State == string(store.HandoffFailed) {
 		return false, fmt.Errorf("the handoff failed: %s — you are still here, in the same session", final.Error)
 	}
-	fmt.Fprintf(out, "This conversation now continues in %s (%s).\nTo come back: type /handoff cli there, then run `baton` here. This terminal is detaching; the session goes on.\n", platform, final.Destination)
+	fmt.Fprintf(out, "This conversation now continues in %s.\n", placeOf(final.Destination))
+	if final.Link != "" {
+		fmt.Fprintf(out, "Open it: %s\n", hyperlink(out, final.Link))
+	}
+	fmt.Fprintf(out, "To come back: type /continue or /handoff cli there, or run `baton -c` here. This terminal is detaching; the session goes on.\n")
 	return true, nil
 }
 

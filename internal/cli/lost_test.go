@@ -84,7 +84,7 @@ func TestHandoffRecordedBeforeTheGatewayDied(t *testing.T) {
 	if r.err != nil || !r.detach {
 		t.Fatalf("detach=%v err=%v; want the terminal to follow the completed handoff\n%s", r.detach, r.err, out.String())
 	}
-	if !strings.Contains(out.String(), "continues in web (web:thread:main:abc)") {
+	if !strings.Contains(out.String(), "continues in the web chat.") {
 		t.Errorf("output %q", out.String())
 	}
 }

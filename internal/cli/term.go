@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"os"
 
 	"github.com/charmbracelet/x/term"
@@ -30,4 +31,14 @@ func SaveTerminal(f *os.File) (restore func()) {
 		return func() {}
 	}
 	return func() { _ = term.SetState(f.Fd(), st) }
+}
+
+// hyperlink is url as text to write to w: on a terminal, wrapped in the
+// OSC 8 sequence that makes it clickable where the terminal supports it
+// (the others show the plain address).
+func hyperlink(w io.Writer, url string) string {
+	if f, ok := w.(*os.File); !ok || !IsTerminal(f) {
+		return url
+	}
+	return "\x1b]8;;" + url + "\x1b\\" + url + "\x1b]8;;\x1b\\"
 }

@@ -204,6 +204,9 @@ func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	first := control.Progress{HandoffID: id, State: string(h.State), Step: "current state", Destination: h.Destination, Error: h.Error}
+	if h.State == store.HandoffCompleted {
+		first.Link = g.linkFor(h.Destination)
+	}
 	_ = enc.Encode(first)
 	flush()
 	if first.Terminal() {
@@ -226,7 +229,7 @@ func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 			h, err := g.st.GetHandoff(r.Context(), id)
 			if err == nil && h.State.Terminal() {
-				_ = enc.Encode(control.Progress{HandoffID: id, State: string(h.State), Step: "finished", Destination: h.Destination, Error: h.Error})
+				_ = enc.Encode(control.Progress{HandoffID: id, State: string(h.State), Step: "finished", Destination: h.Destination, Error: h.Error, Link: g.linkFor(h.Destination)})
 				flush()
 				return
 			}

@@ -209,7 +209,7 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 	}
 	g.log.Info("handoff completed", "id", h.ID, "session", h.SessionID, "to", dest.Key())
 	g.moved(wctx, h, before, dest)
-	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: dest.Key()})
+	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: dest.Key(), Link: g.linkFor(dest.Key())})
 }
 
 func (g *Gateway) step(h store.Handoff, state, step, dest string) {

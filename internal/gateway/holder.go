@@ -191,3 +191,16 @@ func (g *Gateway) where(ctx context.Context, addr platform.Address) string {
 	}
 	return fmt.Sprintf("%s is here, since %s.", strings.ToUpper(describe(sess)[:1])+describe(sess)[1:], clock(sess.HeldSince, time.Now()))
 }
+
+// linkFor is an address people can open for the place key names, where
+// its platform gives one.
+func (g *Gateway) linkFor(key string) string {
+	addr, err := platform.ParseKey(key)
+	if err != nil {
+		return ""
+	}
+	if l, ok := g.adapters[addr.Platform].(platform.Linker); ok {
+		return l.Link(addr)
+	}
+	return ""
+}

@@ -99,6 +99,10 @@ func TestTelegramHandoffTopicAndBack(t *testing.T) {
 	if err != nil || dest.Kind != platform.Thread || dest.Thread != itoa(int64(topic)) {
 		t.Fatalf("destination %q (%v), topic %d", final.Destination, err, topic)
 	}
+	// The terminal gets the topic's t.me address to open.
+	if want := "https://t.me/c/777/" + itoa(int64(topic)); final.Link != want {
+		t.Errorf("link %q, want %q", final.Link, want)
+	}
 	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
 		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
 	}

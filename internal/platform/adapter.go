@@ -103,6 +103,12 @@ type Streamer interface {
 	Delta(ctx context.Context, at Address, text string) error
 }
 
+// Linker gives an address people can open to reach a conversation (the
+// web page, a Telegram topic's t.me link); "" where there is none.
+type Linker interface {
+	Link(at Address) string
+}
+
 // Command is a slash command as a service's command menu shows it.
 type Command struct {
 	Name        string // without the slash

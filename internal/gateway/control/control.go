@@ -79,7 +79,10 @@ type Progress struct {
 	State       string `json:"state"` // pending, running, completed, failed
 	Step        string `json:"step"`  // what just happened, for people
 	Destination string `json:"destination,omitempty"`
-	Error       string `json:"error,omitempty"`
+	// Link opens the destination (the web page, a Telegram topic), once
+	// completed, where the service has one. It may carry the web token.
+	Link  string `json:"link,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Terminal reports whether no further progress follows p.

@@ -330,3 +330,17 @@ func optionalRefused(err error) bool {
 	}
 	return false
 }
+
+// Link is the t.me address of a topic (or group) in a supergroup, which
+// opens it for members of private and public groups alike; "" for a
+// direct chat or a basic group, which have none.
+func (a *Adapter) Link(at platform.Address) string {
+	id, ok := strings.CutPrefix(at.Chat, "-100")
+	if !ok || id == "" {
+		return ""
+	}
+	if at.Thread != "" {
+		return "https://t.me/c/" + id + "/" + at.Thread
+	}
+	return "https://t.me/c/" + id
+}

@@ -604,3 +604,23 @@ func TestUnreachableServerKeepsTheTokenOut(t *testing.T) {
 		t.Errorf("status line %q does not say which call failed", line)
 	}
 }
+
+func TestLink(t *testing.T) {
+	a, err := telegram.New(telegram.Config{Token: "1:t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   platform.Address
+		want string
+	}{
+		{platform.Address{Platform: "telegram", Kind: platform.Thread, Chat: "-1001234567890", Thread: "42"}, "https://t.me/c/1234567890/42"},
+		{platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-1001234567890"}, "https://t.me/c/1234567890"},
+		{platform.Address{Platform: "telegram", Kind: platform.DM, Chat: "42"}, ""},
+		{platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-4567"}, ""},
+	} {
+		if got := a.Link(c.at); got != c.want {
+			t.Errorf("Link(%s) = %q, want %q", c.at.Key(), got, c.want)
+		}
+	}
+}

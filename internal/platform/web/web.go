@@ -173,6 +173,10 @@ func (a *Adapter) Name() string { return Name }
 // Addr is the address the page is served on.
 func (a *Adapter) Addr() string { return a.addr }
 
+// Link is the page's address with its token (the page shows the
+// conversation a handoff brought there at once).
+func (a *Adapter) Link(platform.Address) string { return a.URL() }
+
 // URL is the page's address with its token: keep it private. The token
 // signs a browser in once; the address bar then drops it.
 func (a *Adapter) URL() string {
