@@ -46,6 +46,7 @@ func newRoot() *cobra.Command {
 	root.MarkFlagsMutuallyExclusive("continue", "resume")
 
 	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newDoctor(), newPairing())
+	root.AddCommand(newWhoAmI(), newLink())
 	root.AddCommand(newPlatformCommands()...)
 	return root
 }

@@ -60,3 +60,27 @@ func TestPlatformSubcommands(t *testing.T) {
 		}
 	}
 }
+
+// `baton link` makes an account the owner's; `baton whoami` lists it.
+func TestLinkAndWhoAmI(t *testing.T) {
+	t.Setenv("BATON_HOME", t.TempDir())
+	run := func(args ...string) (string, error) {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		err := root.ExecuteContext(t.Context())
+		return out.String(), err
+	}
+	if out, err := run("link", "telegram", "123456789"); err != nil || !strings.Contains(out, "telegram 123456789 is now one of your accounts") {
+		t.Fatalf("link: %v\n%s", err, out)
+	}
+	out, err := run("whoami")
+	if err != nil || !strings.Contains(out, "- telegram 123456789 (linked)") || !strings.Contains(out, "(this computer)") {
+		t.Fatalf("whoami: %v\n%s", err, out)
+	}
+	if _, err := run("link", "telegram"); err == nil {
+		t.Error("link with no id succeeded")
+	}
+}

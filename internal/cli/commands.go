@@ -60,6 +60,10 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		r.takeHere(ctx)
 	case "where":
 		r.where(ctx)
+	case "whoami":
+		if err := WhoAmI(ctx, r.app, r.cfg.Out); err != nil {
+			r.out.Printf("error: %v\n", err)
+		}
 	default:
 		// Registered for the terminal but not wired here: say so rather
 		// than pretend it worked.

@@ -159,6 +159,8 @@ func builtin() []Command {
 			Description: "bring the conversation held in another place here"},
 		{Name: "where", Category: CategoryPlaces, Scope: Both, Arity: NoArgs,
 			Description: "say which place holds this conversation, and since when"},
+		{Name: "whoami", Category: CategoryPlaces, Scope: Both, Arity: NoArgs,
+			Description: "list your accounts: the places baton knows you by"},
 		{Name: "sethome", Category: CategoryPlaces, Scope: Chat, Arity: NoArgs,
 			Description: "make this chat the place handoffs to this platform land"},
 		// In a chat, a tool that needs approval asks there; these answer it.

@@ -59,6 +59,8 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		return g.continueHere(ctx, addr)
 	case "where":
 		return g.where(ctx, addr)
+	case "whoami":
+		return g.whoami(ctx)
 	case "new":
 		s, err := g.newSession(ctx, addr)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-agent/baton/internal/owner"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -203,4 +204,23 @@ func (g *Gateway) linkFor(key string) string {
 		return l.Link(addr)
 	}
 	return ""
+}
+
+// whoami is /whoami typed in a chat: the owner's accounts.
+func (g *Gateway) whoami(ctx context.Context) string {
+	configured := map[string][]string{}
+	for p, ids := range g.owners {
+		for id := range ids {
+			configured[p] = append(configured[p], id)
+		}
+	}
+	accts, err := owner.Accounts(ctx, g.st, g.cfg.OwnerID, configured)
+	if err != nil {
+		return "Could not list your accounts: " + err.Error()
+	}
+	name := "the owner"
+	if u, err := g.st.GetUser(ctx, g.cfg.OwnerID); err == nil && u.Name != "" {
+		name = u.Name
+	}
+	return owner.Describe(name, accts)
 }

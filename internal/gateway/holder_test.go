@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/owner"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
@@ -119,4 +120,32 @@ func TestOneHolderWebTelegramAndBack(t *testing.T) {
 	if n := len(r.model.Requests()); n != calls {
 		t.Fatalf("the topic ran %d model calls", n-calls)
 	}
+}
+
+// A second account linked to the owner is the owner: it gets turns, and
+// /whoami lists it.
+func TestLinkedAccountIsTheOwner(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	ctx := context.Background()
+	second := telegramtest.User{ID: 77, FirstName: "Owner's other phone"}
+	fake.AddChat(telegramtest.Chat{ID: 77, Type: "private"})
+
+	calls := len(r.model.Requests())
+	fake.PushMessage(77, 0, second, "hello before linking")
+	sentWhere(t, fake, "the pairing answer", func(m telegramtest.SentMessage) bool { return m.ChatID == "77" })
+	if n := len(r.model.Requests()); n != calls {
+		t.Fatalf("an unlinked account got %d model calls", n-calls)
+	}
+
+	if err := owner.Link(ctx, r.st, r.owner.ID, "telegram", "77"); err != nil {
+		t.Fatal(err)
+	}
+	r.model.Push(llmtest.Reply{Text: "Hello, other phone."})
+	fake.PushMessage(77, 0, second, "hello after linking")
+	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.ChatID == "77" && m.Plain == "Hello, other phone." })
+	fake.PushMessage(77, 0, second, "/whoami")
+	sentWhere(t, fake, "whoami", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "77" && strings.Contains(m.Plain, "telegram 77 (linked)") && strings.Contains(m.Plain, "telegram 42 (config.yaml)")
+	})
 }

@@ -1,10 +1,13 @@
 package owner_test
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/owner"
+	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 )
 
@@ -46,5 +49,52 @@ func TestEnsure(t *testing.T) {
 	}
 	if owner.Username() == "" {
 		t.Fatal("empty OS username")
+	}
+}
+
+func TestAccountsAndLink(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	me, err := owner.Current(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := st.CreateUser(ctx, "someone else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LinkIdentity(ctx, store.Identity{Platform: "discord", PlatformUserID: "99", UserID: other.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Link(ctx, st, me.ID, "Telegram", " 42 "); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Link(ctx, st, me.ID, "telegram", "42"); err != nil {
+		t.Errorf("linking again: %v", err)
+	}
+	if err := owner.Link(ctx, st, me.ID, "discord", "99"); !errors.Is(err, owner.ErrLinkedElsewhere) {
+		t.Errorf("linking someone else's account: %v", err)
+	}
+	if err := owner.Link(ctx, st, me.ID, "slack", ""); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("linking no id: %v", err)
+	}
+	accts, err := owner.Accounts(ctx, st, me.ID, map[string][]string{"telegram": {"42"}, "matrix": {"@me:example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range accts {
+		got = append(got, a.Platform+" "+a.ID+" "+a.Source)
+	}
+	want := []string{"cli " + owner.Username() + " this computer", "matrix @me:example.org config.yaml", "telegram 42 config.yaml"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("accounts\n got %q\nwant %q", got, want)
+	}
+	if d := owner.Describe(me.Name, accts); !strings.Contains(d, "telegram 42") || !strings.Contains(d, "baton link") {
+		t.Errorf("describe: %q", d)
 	}
 }
