@@ -22,6 +22,10 @@ type GatewayConfig struct {
 	// HandoffLease is how long a claimed handoff is held without renewal
 	// before another gateway may take it back.
 	HandoffLease time.Duration `yaml:"handoff_lease"`
+	// ContinueOffer is how recently another of the owner's sessions must
+	// have been active for a chat that holds none to offer it (/continue);
+	// 0: 12h, negative: never offer.
+	ContinueOffer time.Duration `yaml:"continue_offer"`
 }
 
 // WithDefaults fills the gateway's durations.

@@ -207,11 +207,25 @@ func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
 	if h.State == store.HandoffCompleted {
 		first.Link = g.linkFor(h.Destination)
 	}
-	_ = enc.Encode(first)
-	flush()
 	if first.Terminal() {
+		// Finished already: the steps this gateway saw, then the outcome.
+		for {
+			select {
+			case p := <-ch:
+				if !p.Terminal() {
+					_ = enc.Encode(p)
+				}
+				continue
+			default:
+			}
+			break
+		}
+		_ = enc.Encode(first)
+		flush()
 		return
 	}
+	_ = enc.Encode(first)
+	flush()
 	// The store is checked now and then too: a handoff finished by another
 	// gateway publishes nothing here.
 	tick := time.NewTicker(g.cfg.PollEvery)

@@ -27,6 +27,7 @@ import (
 const (
 	DefaultLease           = 30 * time.Second
 	DefaultPollEvery       = 2 * time.Second
+	DefaultOfferWithin     = 12 * time.Hour
 	DefaultShutdownGrace   = 10 * time.Second
 	DefaultApprovalTimeout = 10 * time.Minute
 	typingEvery            = 4 * time.Second
@@ -72,6 +73,10 @@ type Config struct {
 	// Rate bounds how fast one person's messages are taken, per platform
 	// account; zero: DefaultRate.
 	Rate Rate
+	// OfferWithin is how recently another session must have been active
+	// for a place holding none to offer it (/continue); 0:
+	// DefaultOfferWithin, negative: never.
+	OfferWithin time.Duration
 	// Display names platforms for people ("Telegram"); a platform not
 	// listed is shown by its name.
 	Display map[string]string
@@ -156,6 +161,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if cfg.OfferWithin == 0 {
+		cfg.OfferWithin = DefaultOfferWithin
 	}
 	if cfg.Claimer == "" {
 		host, _ := os.Hostname()

@@ -196,7 +196,7 @@ func (r *rig) waitPlatform(t testing.TB, name, what string, cond func(control.Pl
 func (r *rig) terminalSession(t testing.TB) store.Session {
 	t.Helper()
 	ctx := context.Background()
-	s, err := r.st.CreateSession(ctx, store.Session{OwnerID: r.owner.ID, Platform: "cli"})
+	s, err := r.st.CreateSession(ctx, store.Session{OwnerID: r.owner.ID, Platform: "cli", Holder: "cli:dm:" + r.owner.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,15 +67,18 @@ func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbo
 // latest session), through the same worker as /handoff.
 func (g *Gateway) continueHere(ctx context.Context, addr platform.Address) string {
 	sess, err := g.boundSession(ctx, addr)
-	switch {
-	case err == nil && !heldElsewhere(sess, addr):
-		return "This conversation is here already."
-	case err != nil:
+	if err != nil || !heldElsewhere(sess, addr) {
+		// Nothing here is held elsewhere: the session the owner was
+		// working on elsewhere lately, as the continue-offer said.
 		latest, lerr := g.latestElsewhere(ctx, addr)
-		if lerr != nil {
+		switch {
+		case lerr == nil:
+			sess = latest
+		case err != nil:
 			return err.Error()
+		default:
+			return "This conversation is here already."
 		}
-		sess = latest
 	}
 	h, err := g.requestHandoffTo(ctx, sess.ID, addr)
 	switch {
@@ -88,19 +91,57 @@ func (g *Gateway) continueHere(ctx context.Context, addr platform.Address) strin
 	return fmt.Sprintf("Bringing %s here from %s… (handoff %d)", describe(sess), g.holderName(sess.Holder), h.ID)
 }
 
-// latestElsewhere is the owner's most recently active open session, held
-// somewhere other than addr.
+// latestElsewhere is the owner's most recently active open session held
+// somewhere other than addr, if it was active within OfferWithin.
 func (g *Gateway) latestElsewhere(ctx context.Context, addr platform.Address) (store.Session, error) {
+	if g.cfg.OfferWithin < 0 {
+		return store.Session{}, store.ErrNotFound
+	}
 	ss, err := g.st.ListSessions(ctx, store.SessionFilter{OwnerID: g.cfg.OwnerID, Limit: 10})
 	if err != nil {
 		return store.Session{}, err
 	}
 	for _, s := range ss {
-		if s.Open() && heldElsewhere(s, addr) {
+		if time.Since(s.UpdatedAt) > g.cfg.OfferWithin {
+			break // most recent first: the rest are older still
+		}
+		if s.Open() && s.MessageCount > 0 && heldElsewhere(s, addr) {
 			return s, nil
 		}
 	}
 	return store.Session{}, store.ErrNotFound
+}
+
+// offerFor is what follows the first answer in a place that held no
+// session: the session the owner was working on elsewhere lately, to
+// /continue here; "" for none. Only the owner reaches a turn, so only the
+// owner is offered anything.
+func (g *Gateway) offerFor(ctx context.Context, addr platform.Address, here store.Session) string {
+	s, err := g.latestElsewhere(ctx, addr)
+	if err != nil || s.ID == here.ID {
+		return ""
+	}
+	what := "a conversation"
+	if s.Title != "" {
+		what = "«" + s.Title + "»"
+	}
+	return fmt.Sprintf("You were working on %s in %s %s — /continue to pick it up here.", what, g.holderName(s.Holder), ago(s.UpdatedAt, time.Now()))
+}
+
+// ago is how long before now t was, as people say it.
+func ago(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < 2*time.Minute:
+		return "a minute ago"
+	case d < time.Hour:
+		return fmt.Sprintf("%d minutes ago", int(d.Minutes()))
+	case d < 2*time.Hour:
+		return "an hour ago"
+	}
+	return fmt.Sprintf("%d hours ago", int(d.Hours()))
 }
 
 // requestHandoffTo records a handoff of sessionID to addr itself and

@@ -149,3 +149,51 @@ func TestLinkedAccountIsTheOwner(t *testing.T) {
 		return m.ChatID == "77" && strings.Contains(m.Plain, "telegram 77 (linked)") && strings.Contains(m.Plain, "telegram 42 (config.yaml)")
 	})
 }
+
+// The owner writing in a place that holds no session is offered the one
+// they were working on elsewhere; /continue there picks it up.
+func TestContinueOfferOnANewPlace(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	ctx := context.Background()
+	sess := r.terminalSession(t) // "Trip planning", held by the terminal
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+
+	r.model.Push(llmtest.Reply{Text: "Hello on Telegram."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "hi")
+	dm := func(sub string) func(telegramtest.SentMessage) bool {
+		return func(m telegramtest.SentMessage) bool { return m.ChatID == "42" && strings.Contains(m.Plain, sub) }
+	}
+	sentWhere(t, fake, "the answer", dm("Hello on Telegram."))
+	offer := sentWhere(t, fake, "the offer", dm("You were working on «Trip planning"))
+	if !strings.Contains(offer.Plain, "in the terminal just now — /continue to pick it up here.") {
+		t.Errorf("offer %q", offer.Plain)
+	}
+
+	// The second message is no new place: no second offer.
+	r.model.Push(llmtest.Reply{Text: "Still here."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "again")
+	sentWhere(t, fake, "the second answer", dm("Still here."))
+
+	r.model.Push(llmtest.Reply{Text: "Picked up the trip."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "/continue")
+	sentWhere(t, fake, "the greeting", dm("Picked up the trip."))
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		s, _ := r.st.GetSession(ctx, sess.ID)
+		return s.Holder == "telegram:dm:42"
+	}, "the trip to be held in the Telegram chat")
+	if n := countSent(fake, dm("You were working on")); n != 1 {
+		t.Errorf("offered %d times", n)
+	}
+
+	// A stranger is offered nothing.
+	stranger := telegramtest.User{ID: 555, FirstName: "Stranger"}
+	fake.AddChat(telegramtest.Chat{ID: 555, Type: "private"})
+	fake.PushMessage(555, 0, stranger, "hi")
+	sentWhere(t, fake, "the stranger's pairing answer", func(m telegramtest.SentMessage) bool { return m.ChatID == "555" })
+	if n := countSent(fake, func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "555" && (strings.Contains(m.Plain, "You were working on") || strings.Contains(m.Plain, "Trip"))
+	}); n != 0 {
+		t.Errorf("the stranger was offered the owner's session")
+	}
+}

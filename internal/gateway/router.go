@@ -176,7 +176,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 	if text == "" {
 		return nil
 	}
-	sess, err := g.sessionFor(ctx, addr)
+	sess, fresh, err := g.sessionFor(ctx, addr)
 	if err != nil {
 		if err := notRecorded("find session", err); errors.Is(err, errNotRecorded) {
 			return err
@@ -204,9 +204,19 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 			return g.turn(ctx, addr, in, prior.sessionID, store.Message{})
 		}
 	}
-	return g.turn(ctx, addr, in, sess.ID, store.Message{
+	var offer string // decided as the message arrives, sent after its answer
+	if fresh {
+		offer = g.offerFor(ctx, addr, sess)
+	}
+	err = g.turn(ctx, addr, in, sess.ID, store.Message{
 		Role: store.RoleUser, Content: text, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
 	})
+	if err == nil && offer != "" {
+		if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d:offer", in.ID), offer); err != nil {
+			g.log.Warn("offer to continue", "to", addr.Key(), "err", err)
+		}
+	}
+	return err
 }
 
 // prior is what an earlier run left of a turn whose input is stored.
@@ -361,27 +371,28 @@ func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.
 	return func() { cancel(); <-done }
 }
 
-// sessionFor is the session bound to addr, or a new one owned by the owner
-// and bound there.
-func (g *Gateway) sessionFor(ctx context.Context, addr platform.Address) (store.Session, error) {
+// sessionFor is the session bound to addr, or (fresh) a new one owned by
+// the owner and bound there.
+func (g *Gateway) sessionFor(ctx context.Context, addr platform.Address) (sess store.Session, fresh bool, err error) {
 	b, err := g.st.LookupBinding(ctx, addr.Key())
 	if err == nil {
 		s, err := g.st.GetSession(ctx, b.SessionID)
 		if err == nil {
 			if !s.Open() {
 				if err := g.st.ReopenSession(ctx, s.ID); err != nil {
-					return s, err
+					return s, false, err
 				}
 			}
-			return s, nil
+			return s, false, nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
-			return store.Session{}, err
+			return store.Session{}, false, err
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return store.Session{}, err
+		return store.Session{}, false, err
 	}
-	return g.newSession(ctx, addr)
+	sess, err = g.newSession(ctx, addr)
+	return sess, err == nil, err
 }
 
 func (g *Gateway) newSession(ctx context.Context, addr platform.Address) (store.Session, error) {

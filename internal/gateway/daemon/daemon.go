@@ -96,6 +96,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		Socket:            control.SocketPath(home),
 		Lease:             gcfg.HandoffLease,
 		ShutdownGrace:     gcfg.ShutdownGrace,
+		OfferWithin:       gcfg.ContinueOffer,
 		Log:               log,
 		WebURL:            pageURL,
 	})
