@@ -40,7 +40,7 @@ func pageLines(lines []Line) []pageLine {
 			p.Call, p.Detail = "result", l.Detail
 		case l.Role == "tool":
 			p.Detail = l.Text // a tool line from a source that does not tell calls apart
-		default:
+		case l.Role == "assistant":
 			p.HTML = renderMarkdown(l.Text)
 		}
 		out = append(out, p)

@@ -89,7 +89,15 @@ func Poll(ctx context.Context, t testing.TB, what, js string) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, Patience)
 	defer cancel()
-	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](js)); err != nil {
+	var err error
+	for {
+		// A navigation ends the poll with the page it ran in: poll the
+		// next one.
+		if _, err = chromedp.Run(wctx, chromedp.Poll[bool](js)); err == nil || wctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
 		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
 		t.Fatalf("waiting for %s: %v\npage:\n%s", what, err, body)
 	}

@@ -416,6 +416,7 @@
   // grow fits the input to what is typed, up to a third of the screen.
   function grow() {
     const el = $("input");
+    if (!el.value) { el.style.height = ""; return; } // the placeholder may wrap; one row is enough
     el.style.height = "auto";
     el.style.height = Math.min(el.scrollHeight + 2, Math.max(window.innerHeight / 3, 80)) + "px";
   }
