@@ -22,6 +22,8 @@ type pageLine struct {
 	// JSON) or the result's output; CallID pairs the two.
 	Call    string `json:"call,omitempty"`
 	Summary string `json:"summary,omitempty"`
+	// SummaryCut says the summary leaves part of the arguments out.
+	SummaryCut bool `json:"summary_cut,omitempty"`
 	Detail  string `json:"detail,omitempty"`
 	CallID  string `json:"call_id,omitempty"`
 }
@@ -35,7 +37,8 @@ func pageLines(lines []Line) []pageLine {
 		}
 		switch {
 		case l.Role == "tool" && l.Call == "call":
-			p.Call, p.Summary, p.Detail = "call", summarize(l.Detail), indentJSON(l.Detail)
+			p.Call, p.Detail = "call", indentJSON(l.Detail)
+			p.Summary, p.SummaryCut = summarize(l.Detail)
 		case l.Role == "tool" && l.Call == "result":
 			p.Call, p.Detail = "result", l.Detail
 		case l.Role == "tool":
@@ -53,44 +56,52 @@ const summaryLen = 120
 
 // summarize is a tool call's arguments in one line: the value alone when
 // there is one ("ls -la"), else name: value pairs; cut to summaryLen.
-func summarize(args string) string {
-	var parts []string
-	dec := json.NewDecoder(strings.NewReader(args))
-	dec.UseNumber()
-	ok := false
-	if tok, err := dec.Token(); err == nil && tok == json.Delim('{') {
-		ok = true
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				ok = false
-				break
-			}
-			var v json.RawMessage
-			if err := dec.Decode(&v); err != nil {
-				ok = false
-				break
-			}
-			var str string
-			val := string(v)
-			if json.Unmarshal(v, &str) == nil {
-				val = str
-			}
-			parts = append(parts, k.(string)+": "+val)
-		}
-	}
+// cut says whether anything was left out or folded onto the line.
+func summarize(args string) (summary string, cut bool) {
 	s := args
-	switch {
-	case ok && len(parts) == 1:
-		_, s, _ = strings.Cut(parts[0], ": ")
-	case ok:
-		s = strings.Join(parts, ", ")
+	if parts, ok := argParts(args); ok && len(parts) == 1 {
+		s = parts[0][1]
+	} else if ok {
+		pairs := make([]string, len(parts))
+		for i, p := range parts {
+			pairs[i] = p[0] + ": " + p[1]
+		}
+		s = strings.Join(pairs, ", ")
 	}
-	return cut(strings.Join(strings.Fields(s), " "), summaryLen)
+	one := strings.Join(strings.Fields(s), " ")
+	summary = shorten(one, summaryLen)
+	return summary, summary != s
 }
 
-// cut shortens s to at most n characters, marking the cut with "…".
-func cut(s string, n int) string {
+// argParts is a JSON object's names and values in order, strings
+// unquoted; ok is false for anything else.
+func argParts(args string) (parts [][2]string, ok bool) {
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		val := string(v)
+		var str string
+		if json.Unmarshal(v, &str) == nil {
+			val = str
+		}
+		parts = append(parts, [2]string{k.(string), val})
+	}
+	return parts, true
+}
+
+// shorten cuts s to at most n characters, marking the cut with "…".
+func shorten(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

@@ -438,7 +438,7 @@ type frame struct {
 	Focus bool   `json:"focus,omitempty"`
 	Error string `json:"error,omitempty"`
 	// Approval marks an approval question, or the note that it expired.
-	Approval *approval     `json:"approval,omitempty"`
+	Approval *approval      `json:"approval,omitempty"`
 	Lines    []pageLine     `json:"lines,omitempty"`
 	Items    []Conversation `json:"items,omitempty"`
 }

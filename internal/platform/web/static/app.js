@@ -297,7 +297,7 @@
       detail.className = "tool-detail";
       detail.textContent = l.detail || "";
       card.append(detail);
-      card.dataset.more = (l.detail || "").replace(/\s+/g, " ") !== (l.summary || "") ? "1" : "";
+      card.dataset.more = l.summary_cut ? "1" : "";
     } else {
       addResult(card, l.detail || l.text || "");
     }
@@ -330,8 +330,8 @@
       b.type = "button";
       b.className = "tool-more";
       b.onclick = () => { card.classList.toggle("open"); label(); };
-      card.append(b);
     }
+    card.append(b); // last, below the output
     const label = () => {
       b.textContent = card.classList.contains("open") ? "Show less" : lines ? "Show all " + lines + " lines" : "Show arguments";
       b.setAttribute("aria-expanded", card.classList.contains("open"));
