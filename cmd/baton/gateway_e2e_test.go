@@ -227,8 +227,11 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	}
 	text := pageText(ctx, t, "Hello from the web chat!")
 	assertInOrder(t, text, "hello there", "Hi! How can I help?", "please run the check",
-		`→ shell {"command":"echo baton-tool-ok > proof.txt && cat proof.txt"}`, "← shell: baton-tool-ok",
+		"shell", "echo baton-tool-ok > proof.txt && cat proof.txt", "baton-tool-ok",
 		"The check printed baton-tool-ok.", "thanks", "You are welcome.", "Hello from the web chat!")
+	if card, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages li.tool .tool-name")].map(e => e.textContent).join("|")`)); card != "shell" {
+		t.Errorf("the tool call is not one card: %q", card)
+	}
 	if bold, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages strong")].map(e => e.textContent).join("|")`)); bold != "baton-tool-ok" {
 		t.Errorf("markdown bold not shown as bold: %q", bold)
 	}

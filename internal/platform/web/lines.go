@@ -23,9 +23,9 @@ type pageLine struct {
 	Call    string `json:"call,omitempty"`
 	Summary string `json:"summary,omitempty"`
 	// SummaryCut says the summary leaves part of the arguments out.
-	SummaryCut bool `json:"summary_cut,omitempty"`
-	Detail  string `json:"detail,omitempty"`
-	CallID  string `json:"call_id,omitempty"`
+	SummaryCut bool   `json:"summary_cut,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+	CallID     string `json:"call_id,omitempty"`
 }
 
 func pageLines(lines []Line) []pageLine {
