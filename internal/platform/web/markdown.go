@@ -45,39 +45,46 @@ func renderMarkdown(md string) string {
 // so it is shown preformatted instead.
 const ColumnsLang = "columns"
 
-// columns fences every run of two or more lines that are indented by two
-// or three spaces and have a gap of two or more spaces inside, outside
-// code blocks.
+// columns fences the lines that are indented by two or three spaces and
+// have a gap of two or more spaces inside, outside code blocks, each run
+// of them as one block — when a message has at least two such lines (one
+// alone is no table).
 func columns(md string) string {
 	if !strings.Contains(md, "  ") {
 		return md
 	}
 	lines := strings.Split(md, "\n")
-	var out []string
+	column := make([]bool, len(lines))
+	n := 0
 	inFence := ""
-	for i := 0; i < len(lines); {
-		l := lines[i]
+	for i, l := range lines {
 		if fence := fenceOf(l); fence != "" {
 			switch {
 			case inFence == "":
 				inFence = fence
 			case strings.HasPrefix(fence, inFence) && strings.TrimSpace(l) == fence:
 				inFence = ""
+				continue
 			}
 		}
-		if inFence != "" || !isColumnLine(l) {
-			out = append(out, l)
+		if inFence == "" && isColumnLine(l) {
+			column[i] = true
+			n++
+		}
+	}
+	if n < 2 {
+		return md
+	}
+	var out []string
+	for i := 0; i < len(lines); {
+		if !column[i] {
+			out = append(out, lines[i])
 			i++
 			continue
 		}
 		j := i
-		for j < len(lines) && isColumnLine(lines[j]) {
+		for j < len(lines) && column[j] {
 			j++
-		}
-		if j-i < 2 {
-			out = append(out, l)
-			i++
-			continue
 		}
 		fence := strings.Repeat("`", max(3, longestRun(lines[i:j], '`')+1))
 		out = append(out, fence+ColumnsLang)

@@ -146,10 +146,13 @@ func TestMarkdownRendersWhatChatsUse(t *testing.T) {
 // Aligned columns (/help) are shown preformatted, so they stay aligned;
 // the same lines inside a code block, a list or alone are left alone.
 func TestColumnsStayAligned(t *testing.T) {
-	help := "You can type:\n\nGeneral:\n  /help [command]  show help\n  /new             start anew\n\nHandoff:\n  /handoff <to>    move it\n  /sethome         land here\n"
+	help := "You can type:\n\nGeneral:\n  /help [command]  show help\n  /new             start anew\n\nModel:\n  /model [name]    show or set\n\nHandoff:\n  /handoff <to>    move it\n  /sethome         land here\n"
 	out := renderMarkdown(help)
-	if n := strings.Count(out, `<pre><code class="language-columns">`); n != 2 {
-		t.Fatalf("want two column blocks, got %d:\n%s", n, out)
+	if n := strings.Count(out, `<pre><code class="language-columns">`); n != 3 {
+		t.Fatalf("want three column blocks (one of one line), got %d:\n%s", n, out)
+	}
+	if !strings.Contains(out, `<code class="language-columns">/model [name]    show or set`) {
+		t.Errorf("a category of one command lost its alignment:\n%s", out)
 	}
 	if !strings.Contains(out, "/help [command]  show help\n/new             start anew\n") {
 		t.Errorf("columns lost their alignment:\n%s", out)

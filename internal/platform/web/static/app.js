@@ -399,10 +399,10 @@
     if (!text) return;
     $("input").value = "";
     grow();
-    const cmd = /^\/(approve|always|deny)\b/.exec(text);
+    const cmd = /^\/(approve|yes|once|always|deny|no)\s*$/.exec(text);
     const waiting = cmd && (extras[current] || []).findLast(pending);
     if (waiting) { // typed instead of clicked: the card shows the answer
-      answer(waiting, cmd[1]);
+      answer(waiting, { yes: "approve", once: "approve", no: "deny" }[cmd[1]] || cmd[1]);
       send({ type: "open", key: current });
       return;
     }
