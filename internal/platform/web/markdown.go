@@ -148,23 +148,31 @@ func longestRun(lines []string, c byte) int {
 // safeLink is dest as an address the page may link to, or "" when it is
 // not an absolute http, https or mailto address.
 func safeLink(dest []byte) string {
-	u, err := url.Parse(strings.TrimSpace(string(dest)))
-	if err != nil {
+	if !linkable(strings.TrimSpace(string(dest))) {
 		return ""
+	}
+	// The address as written into the page must be one too.
+	href := string(util.URLEscape(dest, true))
+	if !linkable(href) {
+		return ""
+	}
+	return href
+}
+
+// linkable reports whether s is an absolute http or https address with a
+// host, or a mailto address.
+func linkable(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
-		if u.Host == "" {
-			return ""
-		}
+		return u.Host != ""
 	case "mailto":
-		if u.Opaque == "" {
-			return ""
-		}
-	default:
-		return ""
+		return u.Opaque != ""
 	}
-	return string(util.URLEscape(dest, true))
+	return false
 }
 
 // safeHTML overrides the renderers of everything that could bring markup
