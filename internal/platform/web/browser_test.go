@@ -396,6 +396,14 @@ func composer(t *testing.T, tab context.Context, w size) {
 	if h := c.box(t, "#input").Height; math.Abs(h-h0) > 1 {
 		t.Errorf("the emptied input stayed %.0f px (was %.0f)", h, h0)
 	}
+
+	// The reply streams in, rendered as it is written.
+	for _, piece := range []string{"Counting: **one", ", two**"} {
+		if err := c.a.Delta(t.Context(), Home, piece); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.poll(t, "the streamed reply", `(document.querySelector("#messages li.streaming strong") || {}).textContent === "one, two"`)
 }
 
 func unreadMarks(t *testing.T, tab context.Context, w size) {
