@@ -22,6 +22,7 @@ import (
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
+	browsertest "github.com/baton-agent/baton/internal/testutil/browser"
 )
 
 // gatewayProc is `baton gateway` running as a real process.
@@ -125,49 +126,11 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 var _ io.Writer = writerFunc(nil)
 
-// chromium finds Debian's Chromium. Outside CI a machine without it skips
-// the browser tests; under CI=true (where .ci/run installs it) its absence
-// fails them.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/chromium-headless-shell"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium at /usr/bin/chromium: .ci/run should have installed it (apt-get install chromium)")
-	}
-	t.Skip("no Chromium installed (apt-get install chromium); the browser test needs one")
-	return ""
-}
+// chromium finds Debian's Chromium, or skips (fails under CI) without it.
+func chromium(t *testing.T) string { return browsertest.Chromium(t) }
 
 // browser starts a headless Chromium for the test and returns a tab context.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "chromium")),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
+func browser(t *testing.T) context.Context { return browsertest.Start(t) }
 
 // pageText waits until the page's messages contain want, and returns them.
 func pageText(ctx context.Context, t *testing.T, want string) string {
@@ -183,10 +146,7 @@ func pageText(ctx context.Context, t *testing.T, want string) string {
 	return text
 }
 
-func jsString(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
-}
+func jsString(s string) string { return browsertest.JSString(s) }
 
 // handoffModel answers the synthetic handoff turn with a greeting and
 // everything else from the queue, then by echo.
@@ -269,8 +229,11 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	}
 	text := pageText(ctx, t, "Hello from the web chat!")
 	assertInOrder(t, text, "hello there", "Hi! How can I help?", "please run the check",
-		`→ shell {"command":"echo baton-tool-ok > proof.txt && cat proof.txt"}`, "← shell: baton-tool-ok",
+		"shell", "echo baton-tool-ok > proof.txt && cat proof.txt", "baton-tool-ok",
 		"The check printed baton-tool-ok.", "thanks", "You are welcome.", "Hello from the web chat!")
+	if card, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages li.tool .tool-name")].map(e => e.textContent).join("|")`)); card != "shell" {
+		t.Errorf("the tool call is not one card: %q", card)
+	}
 	if bold, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages strong")].map(e => e.textContent).join("|")`)); bold != "baton-tool-ok" {
 		t.Errorf("markdown bold not shown as bold: %q", bold)
 	}

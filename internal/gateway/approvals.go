@@ -72,7 +72,7 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	if subject == "" {
 		subject = string(req.Arguments)
 	}
-	question := fmt.Sprintf("May I run **%s**?\n```\n%s\n```\nReply /approve (this once), /always (exactly this, for this session) or /deny.", req.Tool, subject)
+	question := platform.ApprovalQuestion(req.Tool, subject)
 	// Each question is its own delivery: call ids come from the model and
 	// repeat across turns ("call_1"), so they cannot key it.
 	key := fmt.Sprintf("approval:%s:%s:%d", req.SessionID, req.CallID, time.Now().UnixNano())
@@ -87,7 +87,7 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	case <-timeout.C:
 		// Nobody answered (a closed tab, a phone in a pocket): deny, so the
 		// conversation is not held forever, and say so.
-		note := fmt.Sprintf("No answer within %s, so %s did not run. Ask again when you are back.", g.cfg.ApprovalTimeout, req.Tool)
+		note := platform.ApprovalExpired(req.Tool, g.cfg.ApprovalTimeout)
 		if err := g.deliver(ctx, addr, key+":timeout", note); err != nil {
 			g.log.Warn("tell of an approval timeout", "err", err)
 		}

@@ -85,8 +85,10 @@ func TranscriptLines(msgs []store.Message) []platform.Line {
 		switch l.Role {
 		case transcript.ToolCall:
 			line.Role, line.Tool, line.Text = "tool", l.Tool, "→ "+l.Tool+" "+l.Args
+			line.Call, line.Detail, line.CallID = "call", l.Args, l.CallID
 		case transcript.ToolResult:
 			line.Role, line.Tool, line.Text = "tool", l.Tool, "← "+l.Tool+": "+l.Text
+			line.Call, line.Detail, line.CallID = "result", l.Text, l.CallID
 		case transcript.Note:
 			if l.Kind == store.KindHandoff {
 				line.Text = "↪ " + l.Text

@@ -27,6 +27,10 @@ func TestTranscriptLines(t *testing.T) {
 	if lines[1].Role != "tool" || lines[1].Text != `→ shell {"command":"ls > out"}` {
 		t.Errorf("tool call line %+v", lines[1])
 	}
+	if c, r := lines[1], lines[2]; c.Call != "call" || c.Detail != `{"command":"ls > out"}` || c.CallID != "c1" ||
+		r.Call != "result" || !strings.HasPrefix(r.Detail, "é") || r.CallID != "c1" {
+		t.Errorf("tool lines not told apart for a page: %+v / %.40q %s %s", c, r.Detail, r.Call, r.CallID)
+	}
 	if !strings.HasPrefix(lines[2].Text, "← shell: é") || !strings.HasSuffix(lines[2].Text, " …") || len(lines[2].Text) > transcript.ResultShown+40 {
 		t.Errorf("tool result line not cut: %d bytes", len(lines[2].Text))
 	}

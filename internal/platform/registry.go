@@ -124,4 +124,10 @@ type Line struct {
 	Text string    `json:"text"`
 	Tool string    `json:"tool,omitempty"` // tool calls and results: the tool's name
 	Time time.Time `json:"time"`
+	// Tool lines only, for places that show a call and its result
+	// together: Call is "call" or "result", Detail the call's arguments
+	// or the result's output as they are, CallID pairs the two.
+	Call   string `json:"call,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	CallID string `json:"call_id,omitempty"`
 }

@@ -223,3 +223,71 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 	}
 	return certFile, keyFile
 }
+
+// A browser without a valid sign-in gets a page (401) that says why and
+// how to sign in; programs asking for the websocket or a file still get
+// a plain 401.
+func TestSignInPageSaysWhyAndHow(t *testing.T) {
+	a := run(t, Config{SignIn: time.Hour})
+	base := "http://" + a.Addr()
+	expired := &http.Request{Method: http.MethodGet, Header: http.Header{"Cookie": {cookieName + "=" + a.signIn(time.Now().Add(-2*time.Hour))}}}
+	cases := []struct {
+		name, url string
+		req       *http.Request
+		want      string
+	}{
+		{"no sign-in", base + "/", nil, "This browser is not signed in."},
+		{"expired", base + "/", expired, "Your sign-in has expired."},
+		{"wrong token", base + "/?token=not-the-token-at-all", nil, "That token is not this gateway&#39;s"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+		if c.req != nil {
+			req.Header = c.req.Header
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("%s: %d %s, want a 401 page", c.name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		for _, want := range []string{c.want, "?token=", "$BATON_HOME/" + TokenFile, `<form method="get" action="/">`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s: the page does not say %q", c.name, want)
+			}
+		}
+		if strings.Contains(body, testToken) {
+			t.Errorf("%s: the page shows the token", c.name)
+		}
+	}
+	// Its style is served without a sign-in; nothing else is.
+	if resp, _ := get(t, http.DefaultClient, base+"/signin.css"); resp.StatusCode != http.StatusOK {
+		t.Errorf("signin.css %d", resp.StatusCode)
+	}
+	for _, u := range []string{base + "/static/style.css", base + "/static/app.js", base + "/ws"} {
+		resp, body := get(t, http.DefaultClient, u)
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "<html") {
+			t.Errorf("GET %s = %d: want a plain 401", u, resp.StatusCode)
+		}
+	}
+}
+
+// The sign-in cookie is persistent (Max-Age and Expires), so it outlives
+// a browser restart.
+func TestSignInCookieIsPersistent(t *testing.T) {
+	a := run(t, Config{})
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, _ := get(t, client, a.URL())
+	cs := resp.Cookies()
+	if len(cs) != 1 {
+		t.Fatalf("cookies %+v", cs)
+	}
+	c := cs[0]
+	if c.MaxAge != int(DefaultSignIn/time.Second) || time.Until(c.Expires) < DefaultSignIn-time.Minute || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie %+v: want Max-Age and Expires 30 days ahead, HttpOnly, SameSite=Strict", c)
+	}
+}

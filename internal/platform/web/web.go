@@ -104,6 +104,9 @@ type Adapter struct {
 	ln      net.Listener // nil after a failure closed it
 	clients map[*client]bool
 	recv    platform.Receiver
+	// streams holds the reply being written in each conversation, so each
+	// delta can carry it whole, rendered; Send ends it.
+	streams map[string]*strings.Builder
 }
 
 var (
@@ -140,7 +143,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web chat: listen on %s: %w (set web.listen in config.yaml to another port)", cfg.Listen, err)
 	}
-	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, clients: map[*client]bool{}}, nil
+	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, clients: map[*client]bool{}, streams: map[string]*strings.Builder{}}, nil
 }
 
 // LoadToken reads the token kept in home, creating it (mode 0600) on first use.
@@ -246,21 +249,29 @@ func (a *Adapter) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if tok := r.URL.Query().Get("token"); tok != "" {
 			if !a.tokenOK(tok) {
-				a.unauthorized(w, "the token in the address is not this gateway's")
+				a.signInPage(w, "That token is not this gateway's (a new one is made when its file is deleted).")
 				return
 			}
 			// The token signs in once: the browser keeps a sign-in that
 			// expires, and the token leaves the address bar and history.
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: a.signIn(time.Now()), Path: "/",
-				MaxAge: int(a.cfg.SignIn / time.Second), HttpOnly: true, Secure: a.cfg.Secure, SameSite: http.SameSiteStrictMode})
+			// Max-Age and Expires make it a persistent cookie, so the
+			// sign-in outlives a browser restart.
+			now := time.Now()
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: a.signIn(now), Path: "/",
+				MaxAge: int(a.cfg.SignIn / time.Second), Expires: now.Add(a.cfg.SignIn).UTC(),
+				HttpOnly: true, Secure: a.cfg.Secure, SameSite: http.SameSiteStrictMode})
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
 		if ok, why := a.authorized(r); !ok {
-			a.unauthorized(w, why)
+			a.signInPage(w, why)
 			return
 		}
 		files.ServeHTTP(w, r)
+	})
+	// The sign-in page's style is all that is served without a sign-in.
+	mux.HandleFunc("GET /signin.css", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, sub, "signin.css")
 	})
 	mux.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
 		if ok, why := a.authorized(r); !ok {
@@ -333,22 +344,65 @@ func (a *Adapter) signedIn(v string, now time.Time) (bool, string) {
 	return true, ""
 }
 
+// signInPage answers a browser that is not signed in with a page that
+// says why and how to sign in, with status 401.
+func (a *Adapter) signInPage(w http.ResponseWriter, why string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	if err := signInTemplate.Execute(w, signInData{Why: why, File: TokenFile}); err != nil {
+		a.log.Debug("sign-in page", "err", err)
+	}
+}
+
 func (a *Adapter) unauthorized(w http.ResponseWriter, why string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
 	fmt.Fprintf(w, "401: this is baton's web chat, and %s. Open the address `baton gateway` printed (it carries the access token), or see `baton gateway status`.\n", why)
 }
 
-// Send shows an assistant message in every open page.
+// Send shows an assistant message in every open page. An approval
+// question comes with what the page needs to offer its answers as
+// buttons.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	id := fmt.Sprintf("w%d", a.next.Add(1))
-	a.broadcast(ctx, frame{Type: "message", Key: to.Key(), Role: "assistant", Text: text, ID: id})
+	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: text, HTML: renderMarkdown(text), ID: id, At: time.Now().UnixMilli()}
+	if tool, subject, ok := platform.ParseApprovalQuestion(text); ok {
+		f.Approval = &approval{Tool: tool, Subject: subject}
+	} else if tool, ok := platform.ParseApprovalExpired(text); ok {
+		f.Approval = &approval{Tool: tool, Expired: true}
+	}
+	a.mu.Lock()
+	delete(a.streams, to.Key())
+	a.mu.Unlock()
+	a.broadcast(ctx, f)
 	return id, nil
 }
 
-// Delta streams a piece of a reply being written.
+// maxStreamRendered bounds the reply a delta carries rendered whole;
+// past it, deltas carry only their piece, shown as text until the reply
+// is finished.
+const maxStreamRendered = 64 << 10
+
+// Delta streams a piece of a reply being written: the page is sent the
+// reply so far, rendered.
 func (a *Adapter) Delta(ctx context.Context, at platform.Address, text string) error {
-	a.broadcast(ctx, frame{Type: "delta", Key: at.Key(), Text: text})
+	a.mu.Lock()
+	b := a.streams[at.Key()]
+	if b == nil {
+		b = &strings.Builder{}
+		a.streams[at.Key()] = b
+	}
+	b.WriteString(text)
+	so := ""
+	if b.Len() <= maxStreamRendered {
+		so = b.String()
+	}
+	a.mu.Unlock()
+	f := frame{Type: "delta", Key: at.Key(), Text: text}
+	if so != "" {
+		f.HTML = renderMarkdown(so)
+	}
+	a.broadcast(ctx, f)
 	return nil
 }
 
@@ -377,16 +431,26 @@ func newID() string {
 
 // frame is one websocket message, either way.
 type frame struct {
-	Type  string         `json:"type"`
-	Key   string         `json:"key,omitempty"`
-	ID    string         `json:"id,omitempty"`
-	Role  string         `json:"role,omitempty"`
-	Text  string         `json:"text,omitempty"`
-	Title string         `json:"title,omitempty"`
-	Focus bool           `json:"focus,omitempty"`
-	Error string         `json:"error,omitempty"`
-	Lines []Line         `json:"lines,omitempty"`
-	Items []Conversation `json:"items,omitempty"`
+	Type  string `json:"type"`
+	Key   string `json:"key,omitempty"`
+	ID    string `json:"id,omitempty"`
+	Role  string `json:"role,omitempty"`
+	Text  string `json:"text,omitempty"`
+	HTML  string `json:"html,omitempty"` // Text rendered (renderMarkdown)
+	At    int64  `json:"at,omitempty"`   // when it was sent, in Unix milliseconds
+	Title string `json:"title,omitempty"`
+	Focus bool   `json:"focus,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Approval marks an approval question, or the note that it expired.
+	Approval *approval      `json:"approval,omitempty"`
+	Lines    []pageLine     `json:"lines,omitempty"`
+	Items    []Conversation `json:"items,omitempty"`
+}
+
+type approval struct {
+	Tool    string `json:"tool"`
+	Subject string `json:"subject,omitempty"`
+	Expired bool   `json:"expired,omitempty"`
 }
 
 // maxFrame bounds what a page may send in one message.
@@ -490,7 +554,7 @@ func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 			c.send(frame{Type: "error", Key: f.Key, Error: err.Error()})
 			return
 		}
-		c.send(frame{Type: "history", Key: f.Key, Lines: lines})
+		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(lines)})
 	case "new":
 		addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: HomeChat, Thread: newID()}
 		c.send(frame{Type: "conversation", Key: addr.Key(), Title: "New conversation", Focus: true})
@@ -529,7 +593,7 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
 		return
 	}
-	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key})
+	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key, At: time.Now().UnixMilli()})
 }
 
 // sayTooBig says which bound a said message passes, or "".

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -128,5 +129,55 @@ func TestLoadTokenIsPrivateAndStable(t *testing.T) {
 	fi, err := os.Stat(home + "/" + TokenFile)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file mode %v %v", fi, err)
+	}
+}
+
+func readFrame(t *testing.T, conn *websocket.Conn) frame {
+	t.Helper()
+	_, b, err := conn.Read(testutil.Context(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f frame
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Messages and deltas reach the page rendered; an approval question and
+// its expiry are marked so the page can offer buttons; a new reply's
+// deltas start afresh.
+func TestFramesCarryRenderedText(t *testing.T) {
+	a, conn := start(t, func(context.Context, platform.Event) error { return nil })
+	if f := roundTrip(t, conn, `{"type":"list"}`); f.Type != "conversations" {
+		t.Fatalf("list: %+v", f)
+	}
+	ctx := t.Context()
+	_ = a.Delta(ctx, Home, "**bo")
+	if f := readFrame(t, conn); f.Type != "delta" || f.Text != "**bo" || f.HTML != "<p>**bo</p>\n" {
+		t.Errorf("first delta %+v", f)
+	}
+	_ = a.Delta(ctx, Home, "ld**")
+	if f := readFrame(t, conn); f.Text != "ld**" || f.HTML != "<p><strong>bold</strong></p>\n" {
+		t.Errorf("second delta %+v: want the reply so far, rendered", f)
+	}
+	if _, err := a.Send(ctx, Home, "**bold**"); err != nil {
+		t.Fatal(err)
+	}
+	if f := readFrame(t, conn); f.Type != "message" || f.HTML != "<p><strong>bold</strong></p>\n" || f.At == 0 || f.Approval != nil {
+		t.Errorf("message %+v", f)
+	}
+	_ = a.Delta(ctx, Home, "next")
+	if f := readFrame(t, conn); f.HTML != "<p>next</p>\n" {
+		t.Errorf("a new reply's delta %+v carries the last one", f)
+	}
+	_, _ = a.Send(ctx, Home, platform.ApprovalQuestion("shell", "rm -rf build"))
+	if f := readFrame(t, conn); f.Approval == nil || f.Approval.Tool != "shell" || f.Approval.Subject != "rm -rf build" || f.Approval.Expired {
+		t.Errorf("approval question %+v", f)
+	}
+	_, _ = a.Send(ctx, Home, platform.ApprovalExpired("shell", time.Minute))
+	if f := readFrame(t, conn); f.Approval == nil || f.Approval.Tool != "shell" || !f.Approval.Expired {
+		t.Errorf("approval expiry %+v", f)
 	}
 }

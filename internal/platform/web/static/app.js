@@ -1,17 +1,26 @@
 // baton web chat: one websocket to the gateway; the store is the truth, so
 // a conversation is (re)loaded whole whenever it is opened or answered.
+// Markdown arrives rendered and sanitized by the gateway (html fields);
+// everything else is set as text.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
   const home = "web:dm:main";
+  const appName = "baton";
+  // How many lines of a tool's output show before it is folded.
+  const foldLines = 6;
   // chosen: the person picked a conversation; until then the page follows
   // the most recently active one (where a handoff just landed).
   let ws, current = home, chosen = false, streaming = null, seq = 0, conversations = [];
-  // extras: messages sent to a conversation that are not in its transcript
-  // (answers to slash commands, notices), shown after the history.
+  // extras: what a conversation showed that is not in its transcript
+  // (answers to slash commands, approval questions, notices, the commands
+  // typed), each {role, text, html, at, approval, answer}, placed among
+  // the transcript's lines by time when it is reloaded.
   const extras = {};
   // unacked: what the person typed that the gateway has not yet stored.
   const unacked = new Map();
+  // unread: answers that arrived where the person was not looking.
+  const unread = {};
 
   function connect() {
     ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
@@ -27,13 +36,19 @@
       status(unacked.size
         ? "Not connected — your message will be sent when the gateway is back."
         : "Disconnected from the gateway — reconnecting…");
-      setTimeout(connect, 1000);
+      // A sign-in that expired (or a new token) shows the sign-in page;
+      // anything else is the gateway away: try again.
+      fetch("/", { method: "HEAD", cache: "no-store" })
+        .then((r) => { if (r.status === 401) location.reload(); else setTimeout(connect, 1000); })
+        .catch(() => setTimeout(connect, 1000));
     };
     ws.onmessage = (e) => receive(JSON.parse(e.data));
   }
   function send(f) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(f)); }
   function status(t) { $("status").textContent = t; }
 
+  // receive is where every frame from the gateway is handled, once each;
+  // an acknowledgement that a frame was shown belongs at its end.
   function receive(f) {
     switch (f.type) {
       case "conversations":
@@ -48,43 +63,66 @@
         drawList();
         break;
       case "history":
-        if (f.key !== current) return;
-        $("messages").replaceChildren();
-        streaming = null;
-        (f.lines || []).forEach((l) => add(l.role, l.text, l.tool));
-        {
-          const said = new Set((f.lines || []).filter((l) => l.role === "assistant").map((l) => l.text));
-          extras[f.key] = (extras[f.key] || []).filter((t) => !said.has(t));
-          extras[f.key].forEach((t) => add("assistant", t));
-        }
+        if (f.key === current) showHistory(f.key, f.lines || []);
         break;
       case "delta":
         if (f.key !== current) return;
-        if (!streaming) streaming = add("assistant streaming", "");
-        streaming.dataset.raw = (streaming.dataset.raw || "") + f.text;
-        streaming.textContent = streaming.dataset.raw;
+        if (!streaming) {
+          streaming = item("assistant streaming");
+          streaming.dataset.raw = "";
+          $("messages").append(streaming);
+        }
+        streaming.dataset.raw += f.text || "";
+        if (f.html) setHTML(streaming, f.html);
+        else streaming.textContent = streaming.dataset.raw;
         scroll();
         break;
       case "typing":
         if (f.key === current) status("baton is working…");
         break;
       case "message":
-        (extras[f.key] = extras[f.key] || []).push(f.text);
-        if (f.key !== current) { mark(f.key); return; }
-        status("");
-        // The store has the whole turn (tool calls included): reload it.
-        send({ type: "open", key: current });
+        message(f);
         break;
-      case "ack":
+      case "ack": {
+        const said = unacked.get(f.id);
         unacked.delete(f.id);
+        if (said) stamp(said.key, said.text, f.at);
         if (!unacked.size) status("");
         break;
+      }
       case "error":
         // The gateway answered, so resending the same frame will not help.
         if (f.id) unacked.delete(f.id);
         status("⚠ " + f.error);
         break;
     }
+  }
+
+  // message is an assistant message: an answer, a notice or an approval
+  // question.
+  function message(f) {
+    const list = (extras[f.key] = extras[f.key] || []);
+    const x = { role: "assistant", text: f.text, html: f.html, at: f.at || Date.now(), approval: f.approval };
+    if (f.approval && f.approval.expired) {
+      // Nobody answered in time: the question is no longer waiting.
+      list.forEach((e) => { if (pending(e) && e.approval.tool === f.approval.tool) e.answer = "expired"; });
+      x.approval = null;
+    }
+    list.push(x);
+    if (f.key !== current || document.hidden) markUnread(f.key);
+    if (f.key !== current) return;
+    status("");
+    // The store has the whole turn (tool calls included): reload it.
+    send({ type: "open", key: current });
+  }
+
+  function pending(x) { return x.approval && !x.approval.expired && !x.answer; }
+
+  // stamp gives a command the person typed the gateway's time, so it
+  // sorts with the transcript's lines.
+  function stamp(key, text, at) {
+    const x = (extras[key] || []).find((e) => e.role === "user" && e.text === text && e.local);
+    if (x) { x.at = at || x.at; delete x.local; }
   }
 
   function titleOf(key) {
@@ -97,77 +135,258 @@
     ul.replaceChildren();
     for (const c of conversations) {
       const li = document.createElement("li");
-      li.textContent = c.title || (c.key === home ? "Home" : c.key);
+      const name = document.createElement("span");
+      name.className = "name";
+      name.textContent = c.title || (c.key === home ? "Home" : c.key);
+      li.append(name);
       li.dataset.key = c.key;
-      if (c.key === current) li.className = "active";
-      li.onclick = () => { chosen = true; open(c.key); };
+      if (c.key === current) li.classList.add("active");
+      if (unread[c.key]) {
+        li.classList.add("unread");
+        const badge = document.createElement("span");
+        badge.className = "badge";
+        badge.textContent = unread[c.key];
+        badge.setAttribute("aria-label", unread[c.key] + " unread");
+        li.append(badge);
+      }
+      li.onclick = () => { chosen = true; drawer(false); open(c.key); };
       ul.append(li);
     }
     $("title").textContent = titleOf(current);
+    const n = Object.values(unread).reduce((a, b) => a + b, 0);
+    document.title = (n ? "(" + n + ") " : "") + appName;
+    $("menu").classList.toggle("unread", Object.keys(unread).some((k) => k !== current && unread[k]));
   }
-  function mark(key) {
-    const li = [...$("conversations").children].find((li) => li.dataset.key === key);
-    if (li && !li.textContent.startsWith("• ")) li.textContent = "• " + li.textContent;
+  function markUnread(key) {
+    unread[key] = (unread[key] || 0) + 1;
+    drawList();
+  }
+  function seen() {
+    if (document.hidden || !unread[current]) return;
+    delete unread[current];
+    drawList();
   }
   function open(key) {
     current = key;
+    delete unread[key];
     drawList();
     $("messages").replaceChildren();
     streaming = null;
     send({ type: "open", key });
   }
 
-  // render shows text safely: fenced code as <pre>, everything else as text.
-  function render(el, text) {
-    const parts = text.split(/^```[^\n]*\n?/m);
-    parts.forEach((p, i) => {
-      if (i % 2 === 1) {
-        const pre = document.createElement("pre");
-        const code = document.createElement("code");
-        code.textContent = p.replace(/\n$/, "");
-        pre.append(code);
-        el.append(pre);
-      } else if (p) {
-        inline(el, p);
-      }
-    });
-  }
-  // inline shows `code` and **bold** as such; everything else as text.
-  function inline(el, text) {
-    text.split(/(`[^`\n]+`|\*\*[^*\n]+\*\*)/).forEach((t) => {
-      if (!t) return;
-      let node;
-      if (t.length > 2 && t.startsWith("`") && t.endsWith("`")) {
-        node = document.createElement("code");
-        node.textContent = t.slice(1, -1);
-      } else if (t.length > 4 && t.startsWith("**") && t.endsWith("**")) {
-        node = document.createElement("strong");
-        node.textContent = t.slice(2, -2);
-      } else {
-        node = document.createTextNode(t);
-      }
-      el.append(node);
-    });
-  }
-  function add(role, text, tool) {
-    const li = document.createElement("li");
-    li.className = role;
-    if (tool) li.dataset.tool = tool;
-    render(li, text);
-    $("messages").append(li);
+  // showHistory shows a conversation's transcript with what the page
+  // alone knows of it (extras, messages not yet stored) in place.
+  function showHistory(key, lines) {
+    const said = new Set(lines.filter((l) => l.role !== "tool").map((l) => l.role + "\n" + l.text));
+    const list = (extras[key] = (extras[key] || []).filter((x) => !said.has(x.role + "\n" + x.text)));
+    const ol = $("messages");
+    ol.replaceChildren();
+    streaming = null;
+    const cards = [];
+    let next = 0;
+    const placeExtras = (before) => {
+      while (next < list.length && (before === undefined || list[next].at < before)) showExtra(list[next++]);
+    };
+    for (const l of lines) {
+      placeExtras(l.at);
+      if (l.role === "tool") { toolLine(l, cards); continue; }
+      const li = item(l.role);
+      if (l.html) setHTML(li, l.html); else li.textContent = l.text;
+      ol.append(li);
+    }
+    placeExtras();
+    unacked.forEach((f) => { if (f.key === key && !f.text.startsWith("/")) showUser(f.text); });
     scroll();
+  }
+
+  function item(cls) {
+    const li = document.createElement("li");
+    li.className = cls;
     return li;
   }
+  function showUser(text) {
+    const li = item("user");
+    li.textContent = text;
+    $("messages").append(li);
+    return li;
+  }
+  function showExtra(x) {
+    if (x.role === "user") { showUser(x.text); return; }
+    if (x.approval) {
+      // Placed before the card of the call it asks about.
+      const card = approvalCard(x), last = $("messages").lastElementChild;
+      if (last && last.classList.contains("tool") && last.dataset.tool === x.approval.tool) last.before(card);
+      else $("messages").append(card);
+      return;
+    }
+    const li = item("assistant");
+    if (x.html) setHTML(li, x.html); else li.textContent = x.text;
+    $("messages").append(li);
+  }
+
+  // setHTML shows markdown the gateway rendered and sanitized, with a
+  // copy button on each code block.
+  function setHTML(el, html) {
+    el.classList.add("md");
+    el.innerHTML = html;
+    for (const pre of el.querySelectorAll("pre")) {
+      const code = pre.querySelector("code");
+      if (code && code.classList.contains("language-columns")) { pre.classList.add("columns"); continue; }
+      const box = document.createElement("div");
+      box.className = "code";
+      pre.replaceWith(box);
+      const copy = document.createElement("button");
+      copy.type = "button";
+      copy.className = "copy";
+      copy.textContent = "Copy";
+      copy.onclick = () => copyText(pre.textContent, copy);
+      box.append(copy, pre);
+    }
+    for (const table of el.querySelectorAll("table")) {
+      const wrap = document.createElement("div");
+      wrap.className = "table";
+      table.replaceWith(wrap);
+      wrap.append(table);
+    }
+  }
+  function copyText(text, button) {
+    const done = (ok) => {
+      button.textContent = ok ? "Copied" : "Copy failed";
+      setTimeout(() => { button.textContent = "Copy"; }, 1500);
+    };
+    const fallback = () => {
+      const ta = document.createElement("textarea");
+      ta.value = text;
+      ta.setAttribute("readonly", "");
+      ta.style.position = "fixed";
+      ta.style.opacity = "0";
+      document.body.append(ta);
+      ta.select();
+      let ok = false;
+      try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+      ta.remove();
+      done(ok);
+    };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(() => done(true), fallback);
+    else fallback();
+  }
+
+  // toolLine shows a tool call as a card, and its result folded into the
+  // card of its call.
+  function toolLine(l, cards) {
+    if (l.call === "result") {
+      const card = cards.findLast((c) => !c.dataset.done && (l.call_id ? c.dataset.call === l.call_id : c.dataset.tool === l.tool));
+      if (card) { addResult(card, l.detail || ""); return; }
+    }
+    const card = item("tool");
+    card.dataset.tool = l.tool || "";
+    if (l.call_id) card.dataset.call = l.call_id;
+    const head = document.createElement("div");
+    head.className = "tool-head";
+    const name = document.createElement("span");
+    name.className = "tool-name";
+    name.textContent = l.tool || "tool";
+    const args = document.createElement("span");
+    args.className = "tool-args";
+    args.textContent = l.call === "call" ? l.summary || "" : "";
+    head.append(name, args);
+    card.append(head);
+    if (l.call === "call") {
+      const detail = document.createElement("pre");
+      detail.className = "tool-detail";
+      detail.textContent = l.detail || "";
+      card.append(detail);
+      card.dataset.more = l.summary_cut ? "1" : "";
+    } else {
+      addResult(card, l.detail || l.text || "");
+    }
+    cards.push(card);
+    $("messages").append(card);
+    moreButton(card);
+  }
+  function addResult(card, text) {
+    card.dataset.done = "1";
+    const out = document.createElement("pre");
+    out.className = "tool-result";
+    out.textContent = text;
+    const lines = text.split("\n").length;
+    if (lines > foldLines) {
+      out.classList.add("folded");
+      out.style.setProperty("--fold", foldLines);
+      card.dataset.lines = lines;
+    }
+    card.append(out);
+    moreButton(card);
+  }
+  // moreButton offers to unfold a card that hides something: a long
+  // output, or arguments longer than their summary.
+  function moreButton(card) {
+    let b = card.querySelector(".tool-more");
+    const lines = card.dataset.lines;
+    if (!lines && !card.dataset.more) { if (b) b.remove(); return; }
+    if (!b) {
+      b = document.createElement("button");
+      b.type = "button";
+      b.className = "tool-more";
+      b.onclick = () => { card.classList.toggle("open"); label(); };
+    }
+    card.append(b); // last, below the output
+    const label = () => {
+      b.textContent = card.classList.contains("open") ? "Show less" : lines ? "Show all " + lines + " lines" : "Show arguments";
+      b.setAttribute("aria-expanded", card.classList.contains("open"));
+    };
+    label();
+  }
+
+  // approvalCard shows an approval question with its answers as buttons;
+  // once answered it shows the answer instead.
+  const answers = { approve: "Allowed once", always: "Always allowed in this session", deny: "Denied", expired: "Not answered in time: it did not run" };
+  function approvalCard(x) {
+    const card = item("approval");
+    const q = document.createElement("div");
+    q.className = "approval-q";
+    const tool = document.createElement("strong");
+    tool.textContent = x.approval.tool;
+    q.append("May I run ", tool, "?");
+    const subject = document.createElement("pre");
+    subject.textContent = x.approval.subject || "";
+    card.append(q, subject);
+    if (x.answer) {
+      const a = document.createElement("div");
+      a.className = "approval-answer " + x.answer;
+      a.textContent = (x.answer === "deny" || x.answer === "expired" ? "✗ " : "✓ ") + answers[x.answer];
+      card.append(a);
+      card.dataset.state = x.answer;
+    } else {
+      card.dataset.state = "pending";
+      const actions = document.createElement("div");
+      actions.className = "approval-actions";
+      for (const [cmd, label] of [["approve", "Allow once"], ["always", "Always (this session)"], ["deny", "Deny"]]) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.dataset.answer = cmd;
+        b.textContent = label;
+        b.onclick = () => { answer(x, cmd); card.replaceWith(approvalCard(x)); };
+        actions.append(b);
+      }
+      card.append(actions);
+    }
+    return card;
+  }
+  function answer(x, cmd) {
+    x.answer = cmd;
+    say("/" + cmd, false);
+  }
+
   function scroll() { const m = $("messages"); m.scrollTop = m.scrollHeight; }
 
-  function submit() {
-    const text = $("input").value.trim();
-    if (!text) return;
-    $("input").value = "";
-    add("user", text);
+  function say(text, show) {
     const id = "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
     const f = { type: "say", key: current, text, id };
     unacked.set(id, f);
+    if (show) showUser(text);
+    scroll();
     if (ws && ws.readyState === 1) {
       send(f);
       status("sending…");
@@ -175,8 +394,48 @@
       status("Not connected — your message will be sent when the gateway is back.");
     }
   }
+  function submit() {
+    const text = $("input").value.trim();
+    if (!text) return;
+    $("input").value = "";
+    grow();
+    const cmd = /^\/(approve|yes|once|always|deny|no)\s*$/.exec(text);
+    const waiting = cmd && (extras[current] || []).findLast(pending);
+    if (waiting) { // typed instead of clicked: the card shows the answer
+      answer(waiting, { yes: "approve", once: "approve", no: "deny" }[cmd[1]] || cmd[1]);
+      send({ type: "open", key: current });
+      return;
+    }
+    if (text.startsWith("/")) {
+      // Commands are answered but not stored: the page keeps them.
+      (extras[current] = extras[current] || []).push({ role: "user", text, at: Date.now(), local: true });
+    }
+    say(text, true);
+  }
+
+  // grow fits the input to what is typed, up to a third of the screen.
+  function grow() {
+    const el = $("input");
+    if (!el.value) { el.style.height = ""; return; } // the placeholder may wrap; one row is enough
+    el.style.height = "auto";
+    el.style.height = Math.min(el.scrollHeight + 2, Math.max(window.innerHeight / 3, 80)) + "px";
+  }
+  function drawer(openIt) {
+    document.body.classList.toggle("drawer", openIt);
+    $("menu").setAttribute("aria-expanded", openIt);
+  }
+
   $("composer").onsubmit = (e) => { e.preventDefault(); submit(); };
-  $("input").onkeydown = (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); submit(); } };
-  $("new").onclick = () => { chosen = true; send({ type: "new" }); };
+  $("input").onkeydown = (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  };
+  $("input").oninput = grow;
+  $("new").onclick = () => { chosen = true; drawer(false); send({ type: "new" }); };
+  $("menu").onclick = () => drawer(!document.body.classList.contains("drawer"));
+  $("scrim").onclick = () => drawer(false);
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape") drawer(false); });
+  document.addEventListener("visibilitychange", seen);
+  window.addEventListener("focus", seen);
+  grow();
   connect();
 })();
