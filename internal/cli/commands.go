@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +68,7 @@ func (r *REPL) help(arg string) {
 		r.out.Printf("%s", s)
 		return
 	}
-	r.out.Printf("%s\nAnything else you type goes to baton. Ctrl-C stops a running answer; Ctrl-D leaves.\n", r.reg.Help(command.Terminal))
+	r.out.Printf("%s\nAnything else you type goes to baton. Enter sends; %s starts a new line (a pasted block stays one message).\nTab lists commands, and the platforms and sessions /handoff and /resume take. Ctrl-C stops a running answer; Ctrl-D leaves.\n", r.reg.Help(command.Terminal), NewlineKeys)
 }
 
 func (r *REPL) newSession(ctx context.Context) {
@@ -96,6 +97,14 @@ func (r *REPL) listSessions(ctx context.Context) {
 	}
 	var b strings.Builder
 	writeSessionTable(&b, ss, r.session.ID, time.Now())
+	switch {
+	case r.session.ID == "":
+		b.WriteString("This conversation is not stored yet: it starts with your first message.\n")
+	case slices.ContainsFunc(ss, func(s store.Session) bool { return s.ID == r.session.ID }):
+		b.WriteString("* is this session.\n")
+	default:
+		fmt.Fprintf(&b, "This session, %s, is older than these.\n", describe(r.session))
+	}
 	r.out.Printf("%s/resume <id or title> switches to one.\n", b.String())
 }
 

@@ -11,6 +11,11 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
+// OneShotMsgID marks the prompt of a one-shot (`baton -p`) in the
+// transcript: it has no platform message id of its own, and `baton -c`
+// must tell a script's prompts from a conversation (see LastChatted).
+const OneShotMsgID = "oneshot"
+
 // Once answers one prompt without a conversation on screen, for scripts
 // (`baton -p`): the answer streams to out as plain text, tool activity and
 // errors go to errOut. sessionID continues that session; "" makes a new
@@ -51,7 +56,8 @@ func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut i
 			fmt.Fprintln(errOut, firstLine(toolLine(e)))
 		}
 	}
-	_, runErr := ag.Run(ctx, sessionID, store.Message{Role: store.RoleUser, Content: text, Platform: Platform}, emit)
+	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform, PlatformMsgID: OneShotMsgID}
+	_, runErr := ag.Run(ctx, sessionID, in, emit)
 	if !lastNL {
 		_, _ = io.WriteString(out, "\n")
 	}
