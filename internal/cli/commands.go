@@ -225,7 +225,7 @@ func (r *REPL) compress(ctx context.Context, interrupts <-chan os.Signal) {
 	case errors.Is(err, agent.ErrNothingToCompress):
 		r.out.Printf("nothing to compress yet: the conversation is only the last few turns\n")
 	case err != nil:
-		r.out.Printf("error: %s\n", explain(err))
+		r.out.Printf("error: %s\n", explain(err, "/compress"))
 	default:
 		r.out.Printf("Compressed: ~%d → ~%d tokens. The full history stays in the store.\n", before, after)
 	}

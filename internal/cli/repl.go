@@ -298,7 +298,7 @@ func (r *REPL) turn(ctx context.Context, interrupts <-chan os.Signal, fn func(co
 	case tctx.Err() != nil && ctx.Err() == nil:
 		r.out.Printf("⏹ interrupted — everything said so far is kept\n")
 	default:
-		r.out.Printf("error: %s\n", explain(err))
+		r.out.Printf("error: %s\n", explain(err, "/retry"))
 	}
 }
 
