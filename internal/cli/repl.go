@@ -54,7 +54,7 @@ type Config struct {
 	Handoff   HandoffFunc // nil: /handoff says the gateway is needed
 	// HandoffTargets lists the platforms Tab offers after /handoff.
 	HandoffTargets func(ctx context.Context) []string
-	Startup   StartupFunc // nil: nothing
+	Startup        StartupFunc // nil: nothing
 	// Interrupts cancel the running turn; nil means SIGINT (Ctrl-C while a
 	// turn runs, when the terminal is not in raw mode).
 	Interrupts <-chan os.Signal
