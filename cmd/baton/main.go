@@ -40,7 +40,8 @@ func newRoot() *cobra.Command {
 		Use:   "baton",
 		Short: "A personal AI agent: one conversation, from the terminal to your chat apps and back",
 		Long: `baton with no command starts a chat in a new session.
-  -c continues the latest session, -r resumes one by id prefix or title,
+  -c continues the conversation you last chatted in,
+  -r resumes one by id prefix or title,
   -p answers one prompt (or what is piped on stdin) and exits.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -52,7 +53,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("baton {{.Version}}\n") // as `baton version` prints it
 	f := root.Flags()
-	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the latest session")
+	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the conversation you last chatted in")
 	f.StringVarP(&o.resume, "resume", "r", "", "resume a session by id prefix or title")
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
 	root.MarkFlagsMutuallyExclusive("continue", "resume")
