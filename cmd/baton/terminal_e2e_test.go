@@ -158,3 +158,48 @@ func TestGatewayStopAndStatus(t *testing.T) {
 		t.Errorf("stop with none running: %v\n%s", err, out)
 	}
 }
+
+// TestTerminalTabLists: Tab lists the matching commands with what they
+// do, and after /handoff the platforms (every one baton has, with no
+// gateway running to ask).
+func TestTerminalTabLists(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	tm := startTerm(t, cleanEnv(home), work)
+	tm.expect("No model is configured")
+	promptReady := func(raw string) bool {
+		return strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	}
+	// shownSince is the text printed after the first start bytes.
+	shownSince := func(raw string, start int) string { return ansi.ReplaceAllString(raw[start:], "") }
+	tm.expect("› ")
+	tm.waitFor("prompt drawn", promptReady)
+	start := tm.rawLen()
+	tm.send("/re\t")
+	tm.waitFor("the listed commands", func(raw string) bool {
+		shown := shownSince(raw, start)
+		return strings.Contains(shown, "switch to an earlier session") && strings.Contains(shown, "answer your last message again")
+	})
+	tm.send("\x03") // Ctrl-C drops the line
+	tm.expect("(Ctrl-D or /quit to leave)")
+	tm.waitFor("prompt drawn", promptReady)
+	start = tm.rawLen()
+	tm.send("/handoff \t")
+	tm.waitFor("the listed platforms", func(raw string) bool {
+		shown := shownSince(raw, start)
+		return strings.Contains(shown, "telegram") && strings.Contains(shown, "whatsapp")
+	})
+	tm.send("\x03")
+	tm.expect("(Ctrl-D or /quit to leave)")
+	tm.waitFor("prompt drawn", promptReady)
+	tm.send("\x04")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+}
+
+// rawLen is how many bytes baton has printed so far.
+func (tm *term) rawLen() int {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.raw.Len()
+}
