@@ -425,6 +425,13 @@ type tableSegment struct {
 // tableDelimiter is a table's second line: | --- | :---: |.
 var tableDelimiter = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
 
+// isTableDelimiter reports whether line is a table's delimiter row. It
+// must have a pipe: "text | more" over "---" is a heading, not a table.
+func isTableDelimiter(line string) bool {
+	line = strings.TrimRight(line, "\r\n")
+	return strings.Contains(line, "|") && strings.Contains(line, "-") && tableDelimiter.MatchString(line)
+}
+
 // splitTables cuts src into tables and the text between them. Code
 // fences are never searched for tables.
 func splitTables(src string) []tableSegment {
@@ -441,7 +448,7 @@ func splitTables(src string) []tableSegment {
 			}
 		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
 			fence = trimmed[:3]
-		case strings.Contains(trimmed, "|") && i+1 < len(lines) && strings.Contains(lines[i+1], "-") && tableDelimiter.MatchString(strings.TrimRight(lines[i+1], "\r\n")):
+		case strings.Contains(trimmed, "|") && i+1 < len(lines) && isTableDelimiter(lines[i+1]):
 			end := i + 2
 			for end < len(lines) && strings.Contains(lines[end], "|") && strings.TrimSpace(lines[end]) != "" {
 				end++

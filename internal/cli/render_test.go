@@ -188,3 +188,22 @@ func TestTrimPaddingKeepsBackgrounds(t *testing.T) {
 		t.Errorf("a blank line kept: %q", got)
 	}
 }
+
+func TestSplitTables(t *testing.T) {
+	src := "Intro\n\n| a | b |\n|---|:-:|\n| 1 | 2 |\n\nx | y\n---\n\n```\n| in | code |\n|---|---|\n```\n"
+	segs := splitTables(src)
+	var tables []string
+	var all strings.Builder
+	for _, s := range segs {
+		all.WriteString(s.text)
+		if s.tableWidth > 0 {
+			tables = append(tables, s.text)
+		}
+	}
+	if all.String() != src {
+		t.Fatalf("segments lose text: %q", all.String())
+	}
+	if len(tables) != 1 || tables[0] != "| a | b |\n|---|:-:|\n| 1 | 2 |\n" {
+		t.Fatalf("tables: %q", tables)
+	}
+}
