@@ -12,7 +12,9 @@ import (
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/gateway/daemon"
+	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -69,6 +71,9 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 		SessionID: sessionID,
 		Handoff:   handoff,
 		Startup:   startup,
+		HandoffTargets: func(ctx context.Context) []string {
+			return handoffTargets(ctx, a.Home)
+		},
 	})
 	if err != nil {
 		return err
@@ -114,7 +119,7 @@ func pickSession(ctx context.Context, app *app.App, o chatOptions, stderr io.Wri
 		}
 		return s.ID, nil
 	case o.continueLatest:
-		s, err := app.Latest(ctx)
+		s, err := cli.LastChatted(ctx, app)
 		if errors.Is(err, store.ErrNotFound) {
 			fmt.Fprintln(stderr, "baton: no earlier session, starting a new one")
 			return "", nil
@@ -135,4 +140,18 @@ func terminalHooks(app *app.App) (cli.HandoffFunc, cli.StartupFunc) {
 		return daemon.StartBackground(ctx, app.Home)
 	}}
 	return h.Handoff, h.Startup
+}
+
+// handoffTargets are the platforms /handoff can name: those of the running
+// gateway, or every platform baton has when none answers.
+func handoffTargets(ctx context.Context, home string) []string {
+	status, err := control.NewClient(control.SocketPath(home)).Status(ctx)
+	if err != nil || len(status.Platforms) == 0 {
+		return all.Names()
+	}
+	names := make([]string, 0, len(status.Platforms))
+	for _, p := range status.Platforms {
+		names = append(names, p.Name)
+	}
+	return names
 }

@@ -1,9 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/gateway/daemon"
 )
 
@@ -36,8 +45,73 @@ On stop it lets running answers finish (gateway.shutdown_grace, 10s).`,
 			if err != nil {
 				return err
 			}
-			return daemon.PrintStatus(cmd.Context(), home, cmd.OutOrStdout())
+			err = daemon.PrintStatus(cmd.Context(), home, cmd.OutOrStdout())
+			if errors.Is(err, control.ErrNoGateway) {
+				return shown{err} // PrintStatus said so in a sentence
+			}
+			return err
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "stop",
+		Short: "Stop the running gateway; it lets running answers finish first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := config.Home()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			return stopGateway(ctx, home, cmd.OutOrStdout())
 		},
 	})
 	return cmd
+}
+
+// stopPoll is how often `baton gateway stop` asks whether the gateway is gone.
+const stopPoll = 100 * time.Millisecond
+
+// stopGateway sends SIGTERM to the gateway answering on home's socket and
+// waits until it stops answering: its shutdown grace plus a margin.
+func stopGateway(ctx context.Context, home string, out io.Writer) error {
+	c := control.NewClient(control.SocketPath(home))
+	status, err := c.Status(ctx)
+	if errors.Is(err, control.ErrNoGateway) {
+		fmt.Fprintln(out, "No gateway is running.")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p, err := os.FindProcess(status.PID)
+	if err == nil {
+		err = p.Signal(syscall.SIGTERM)
+	}
+	if err != nil {
+		return fmt.Errorf("stop the gateway (pid %d): %w", status.PID, err)
+	}
+	fmt.Fprintf(out, "Stopping the gateway (pid %d); running answers may finish first…\n", status.PID)
+	grace := config.GatewayConfig{}.WithDefaults().ShutdownGrace
+	if cfg, err := config.Load(home); err == nil {
+		grace = cfg.Gateway.WithDefaults().ShutdownGrace
+	}
+	wait, cancel := context.WithTimeout(ctx, grace+10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(stopPoll)
+	defer tick.Stop()
+	for {
+		if _, err := c.Status(wait); errors.Is(err, control.ErrNoGateway) {
+			fmt.Fprintln(out, "Gateway stopped.")
+			return nil
+		}
+		select {
+		case <-wait.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the gateway (pid %d) is still stopping; `baton gateway status` tells when it is gone", status.PID)
+		case <-tick.C:
+		}
+	}
 }

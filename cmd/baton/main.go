@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,10 +20,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "baton:", err)
+		if !errors.As(err, new(shown)) {
+			fmt.Fprintln(os.Stderr, "baton:", err)
+		}
 		os.Exit(1)
 	}
 }
+
+// shown is an error the command already told the person about in its
+// own words: baton exits non-zero without repeating it.
+type shown struct{ err error }
+
+func (s shown) Error() string { return s.err.Error() }
+func (s shown) Unwrap() error { return s.err }
 
 func newRoot() *cobra.Command {
 	var o chatOptions
@@ -30,17 +40,20 @@ func newRoot() *cobra.Command {
 		Use:   "baton",
 		Short: "A personal AI agent: one conversation, from the terminal to your chat apps and back",
 		Long: `baton with no command starts a chat in a new session.
-  -c continues the latest session, -r resumes one by id prefix or title,
+  -c continues the conversation you last chatted in,
+  -r resumes one by id prefix or title,
   -p answers one prompt (or what is piped on stdin) and exits.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runChat(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	root.SetVersionTemplate("baton {{.Version}}\n") // as `baton version` prints it
 	f := root.Flags()
-	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the latest session")
+	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the conversation you last chatted in")
 	f.StringVarP(&o.resume, "resume", "r", "", "resume a session by id prefix or title")
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
 	root.MarkFlagsMutuallyExclusive("continue", "resume")

@@ -84,3 +84,22 @@ func TestLinkAndWhoAmI(t *testing.T) {
 		t.Error("link with no id succeeded")
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	var cmdOut, flagOut bytes.Buffer
+	root := newRoot()
+	root.SetOut(&cmdOut)
+	root.SetArgs([]string{"version"})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	root = newRoot()
+	root.SetOut(&flagOut)
+	root.SetArgs([]string{"--version"})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	if flagOut.String() != cmdOut.String() || !strings.HasPrefix(flagOut.String(), "baton ") {
+		t.Fatalf("--version printed %q; baton version prints %q", flagOut.String(), cmdOut.String())
+	}
+}

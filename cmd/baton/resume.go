@@ -16,7 +16,8 @@ func newResume() *cobra.Command {
 		Short: "Continue a session handed off to the terminal (/handoff cli in a chat)",
 		Long: `baton resume lists the sessions that were handed off to the terminal with
 /handoff cli in a chat, and continues one of them here on one keypress.
-With none waiting it says so; baton -c continues the latest session.`,
+With none waiting it says so; baton -c continues the conversation you
+last chatted in.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := config.Home()
@@ -33,7 +34,7 @@ With none waiting it says so; baton -c continues the latest session.`,
 				return err
 			}
 			if len(waiting) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "Nothing is waiting for the terminal. `baton -c` continues your latest session; `baton sessions list` shows them all.")
+				fmt.Fprintln(cmd.OutOrStdout(), "Nothing is waiting for the terminal. `baton -c` continues the conversation you last chatted in; `baton sessions list` shows them all.")
 				return nil
 			}
 			return runChat(cmd.Context(), chatOptions{}, cmd.OutOrStdout(), cmd.ErrOrStderr())

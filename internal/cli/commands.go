@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,7 +83,7 @@ func (r *REPL) help(arg string) {
 		r.out.Printf("%s", s)
 		return
 	}
-	r.out.Printf("%s\nAnything else you type goes to baton. Ctrl-C stops a running answer; Ctrl-D leaves.\n", r.reg.Help(command.Terminal))
+	r.out.Printf("%s\nAnything else you type goes to baton. Enter sends; %s starts a new line (a pasted block stays one message).\nTab lists commands, and the platforms and sessions /handoff and /resume take. Ctrl-C stops a running answer; Ctrl-D leaves.\n", r.reg.Help(command.Terminal), NewlineKeys)
 }
 
 func (r *REPL) newSession(ctx context.Context) {
@@ -111,6 +112,14 @@ func (r *REPL) listSessions(ctx context.Context) {
 	}
 	var b strings.Builder
 	writeSessionTable(&b, ss, r.session.ID, time.Now())
+	switch {
+	case r.session.ID == "":
+		b.WriteString("This conversation is not stored yet: it starts with your first message.\n")
+	case slices.ContainsFunc(ss, func(s store.Session) bool { return s.ID == r.session.ID }):
+		b.WriteString("* is this session.\n")
+	default:
+		fmt.Fprintf(&b, "This session, %s, is older than these.\n", describe(r.session))
+	}
 	r.out.Printf("%s/resume <id or title> switches to one.\n", b.String())
 }
 
@@ -231,7 +240,7 @@ func (r *REPL) compress(ctx context.Context, interrupts <-chan os.Signal) {
 	case errors.Is(err, agent.ErrNothingToCompress):
 		r.out.Printf("nothing to compress yet: the conversation is only the last few turns\n")
 	case err != nil:
-		r.out.Printf("error: %s\n", explain(err))
+		r.out.Printf("error: %s\n", explain(err, "/compress"))
 	default:
 		r.out.Printf("Compressed: ~%d → ~%d tokens. The full history stays in the store.\n", before, after)
 	}

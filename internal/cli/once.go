@@ -2,14 +2,25 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/app"
+	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/store"
 )
+
+// ErrNoModel is Once's answer when no model is configured.
+var ErrNoModel = errors.New("no model is configured")
+
+// OneShotMsgID marks the prompt of a one-shot (`baton -p`) in the
+// transcript: it has no platform message id of its own, and `baton -c`
+// must tell a script's prompts from a conversation (see LastChatted).
+const OneShotMsgID = "oneshot"
 
 // Once answers one prompt without a conversation on screen, for scripts
 // (`baton -p`): the answer streams to out as plain text, tool activity and
@@ -19,6 +30,11 @@ import (
 func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut io.Writer) error {
 	if strings.TrimSpace(text) == "" {
 		return fmt.Errorf("nothing to answer: give a prompt with -p or on stdin")
+	}
+	if a.Offline() {
+		// The offline responder's text on stdout would read as an answer.
+		return fmt.Errorf("%w, so there is no answer: set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY, run Ollama on 127.0.0.1:11434, or name a model in %s (see README.md, Configuration)",
+			ErrNoModel, filepath.Join(a.Home, config.FileName))
 	}
 	denied := func(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
 		fmt.Fprintf(errOut, "baton: denied %s (no terminal to ask; allow it with tools.allow in config.yaml)\n", callLabel(req.Tool, req.Subject))
@@ -53,14 +69,15 @@ func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut i
 			fmt.Fprintln(errOut, firstLine(toolLine(e)))
 		}
 	}
-	_, runErr := ag.Run(ctx, sessionID, store.Message{Role: store.RoleUser, Content: text, Platform: Platform}, emit)
+	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform, PlatformMsgID: OneShotMsgID}
+	_, runErr := ag.Run(ctx, sessionID, in, emit)
 	if !lastNL {
 		_, _ = io.WriteString(out, "\n")
 	}
 	// The script is done with the session; `baton -c` picks it up again.
 	endErr := a.Store.EndSession(context.WithoutCancel(ctx), sessionID, "print")
 	if runErr != nil {
-		return fmt.Errorf("%s", explain(runErr))
+		return fmt.Errorf("%s", explain(runErr, ""))
 	}
 	return endErr
 }

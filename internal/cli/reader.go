@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"unicode"
 
 	"github.com/reeflective/readline"
 	"github.com/reeflective/readline/inputrc"
-
-	"github.com/baton-agent/baton/internal/command"
 )
 
 // ErrInterrupt is what a LineReader returns when the person presses Ctrl-C
@@ -41,16 +37,23 @@ const NoProbeEnv = "BATON_NO_CURSOR_PROBE"
 
 // NewTerminalReader reads from the process's terminal (readline always
 // uses os.Stdin), saving history to historyFile ("" keeps it in memory).
-func NewTerminalReader(reg *command.Registry, historyFile string) LineReader {
+// Tab lists what complete offers (nil: nothing).
+func NewTerminalReader(complete Completer, historyFile string) LineReader {
 	probe := os.Getenv(NoProbeEnv) == ""
 	main := newShell(probe)
 	if historyFile != "" {
 		// Replaces the in-memory default: Up walks one list, the file's.
 		main.History.AddFromFile("history", historyFile)
 	}
-	main.Completer = func(line []rune, cursor int) readline.Completions {
-		return completeSlash(reg, string(line[:cursor]))
+	if complete != nil {
+		main.Completer = func(line []rune, cursor int) readline.Completions {
+			return completions(complete(string(line[:cursor])))
+		}
 	}
+	// The first Tab completes what all candidates share and lists them
+	// with their descriptions; the next ones walk the list.
+	_ = main.Config.Set("menu-complete-display-prefix", true)
+	bindNewline(main)
 	ask := newShell(probe)
 	return &terminalReader{main: main, ask: ask, probe: probe}
 }
@@ -64,7 +67,30 @@ func newShell(probe bool) *readline.Shell {
 	_ = sh.Config.Set("cursor-position-probe", probe)
 	// No bell, no "display all N possibilities?" question for a dozen commands.
 	_ = sh.Config.Set("bell-style", "none")
+	// A pasted block arrives as one piece: its line breaks stay in the
+	// message instead of each sending what came before it.
+	_ = sh.Config.Set("enable-bracketed-paste", true)
 	return sh
+}
+
+// NewlineKeys are the keys that break the line in a message instead of
+// sending it, as /help and the README tell.
+const NewlineKeys = "Alt+Enter or Ctrl+J"
+
+// bindNewline makes Alt+Enter (Esc, Enter) and Ctrl+J insert a line break.
+// Enter sends: terminals send \r for it, and \n only for Ctrl+J.
+func bindNewline(sh *readline.Shell) {
+	const cmd = "baton-insert-newline"
+	sh.Keymap.Register(map[string]func(){cmd: func() {
+		sh.Line().Insert(sh.Cursor().Pos(), '\n')
+		sh.Cursor().Inc()
+	}})
+	// The default keymap self-inserts the meta forms of Enter (\M-\C-m,
+	// the same keys as Esc Enter once readline converts meta); both
+	// spellings are bound, or the self-insert can win the match.
+	for _, seq := range []string{"\x1b\r", "\x1b\n", string(inputrc.Enmeta('\r')), string(inputrc.Enmeta('\n')), "\n"} {
+		_ = sh.Config.Bind("emacs", seq, cmd, false)
+	}
 }
 
 func (t *terminalReader) Prompt(prompt string) (string, error) { return t.read(t.main, prompt) }
@@ -92,18 +118,19 @@ func read(sh *readline.Shell, prompt string) (string, error) {
 	return line, nil
 }
 
-// completeSlash completes the command name while the cursor is still in
-// the first word of a slash line.
-func completeSlash(reg *command.Registry, before string) readline.Completions {
-	if !strings.HasPrefix(before, "/") || strings.ContainsFunc(before, unicode.IsSpace) {
+// completions turns candidates into readline's, replacing prefix: the
+// whole argument typed so far, spaces included (titles have them).
+func completions(prefix string, cands []Candidate) readline.Completions {
+	if len(cands) == 0 {
 		return readline.Completions{}
 	}
-	var pairs []string
-	for _, name := range reg.Complete(before, command.Terminal) {
-		c, _ := reg.Lookup(name)
-		pairs = append(pairs, name, c.Description)
+	pairs := make([]string, 0, 2*len(cands))
+	for _, c := range cands {
+		pairs = append(pairs, c.Value, c.Description)
 	}
-	return readline.CompleteValuesDescribed(pairs...)
+	comps := readline.CompleteValuesDescribed(pairs...).NoSort()
+	comps.PREFIX = prefix
+	return comps
 }
 
 // scriptReader reads lines from any reader: for tests, and for a REPL fed

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var escapes = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
@@ -100,5 +101,109 @@ func TestPreviewAndClip(t *testing.T) {
 	}
 	if got := clipRunes("abcdefghij", 5); got != "…ghij" {
 		t.Errorf("clipRunes = %q", got)
+	}
+}
+
+// screenLines is what a rendered answer leaves on screen, line by line,
+// without trailing spaces.
+func screenLines(s string) []string {
+	lines := strings.Split(plain(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \u00a0")
+	}
+	return lines
+}
+
+// streamed feeds text to a terminal renderer one character at a time, as
+// a model streams it, and returns what was written.
+func streamed(t *testing.T, width int, text string) string {
+	t.Helper()
+	var b syncBuffer
+	r := newRenderer(&b, true, func() int { return width })
+	for _, c := range text {
+		r.Delta(string(c))
+	}
+	r.EndAnswer()
+	r.Close()
+	return b.String()
+}
+
+func TestRendererTableKeepsItsNaturalWidth(t *testing.T) {
+	out := streamed(t, 120, "Sizes:\n\n| name | size |\n|---|---|\n| alpha | 1 |\n| beta | 22 |\n\nDone.\n")
+	var rows []string
+	for _, l := range screenLines(out) {
+		if strings.Contains(l, "│") || strings.Contains(l, "┼") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 4 {
+		t.Fatalf("want 4 table lines (header, rule, 2 rows), got %q", rows)
+	}
+	for _, l := range rows {
+		// The widest row is " alpha │ size" with margins: far below 120.
+		if w := utf8.RuneCountInString(l); w > 24 {
+			t.Errorf("table line is %d columns wide in a 120-column terminal: %q", w, l)
+		}
+	}
+	if !strings.Contains(rows[2], "alpha") || !strings.Contains(rows[2], "1") {
+		t.Errorf("a table row lost its cells: %q", rows[2])
+	}
+}
+
+func TestRendererNarrowTerminalWrapsTable(t *testing.T) {
+	out := streamed(t, 30, "| column one | column two |\n|---|---|\n| a rather long cell text | another long cell |\n")
+	for _, l := range screenLines(out) {
+		if w := utf8.RuneCountInString(l); w > 30 {
+			t.Errorf("line wider than the 30-column terminal: %q", l)
+		}
+	}
+}
+
+func TestRendererOneBlankLineAroundCodeBlocks(t *testing.T) {
+	out := streamed(t, 80, "Before:\n\n```go\nx := 1\n\n\ny := 2\n```\n\nAfter.\n")
+	got := strings.Join(screenLines(out), "\n")
+	want := "  Before:\n\n    x := 1\n\n\n    y := 2\n\n  After.\n"
+	if got != want {
+		t.Fatalf("code block spacing:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestRendererInlineCodeUnpadded(t *testing.T) {
+	out := streamed(t, 80, "Run `go test` now.\n")
+	if got := strings.TrimSpace(plain(out)); got != "Run go test now." {
+		t.Fatalf("inline code: %q", got)
+	}
+}
+
+func TestTrimPaddingKeepsBackgrounds(t *testing.T) {
+	padded := "\x1b[38;5;252mtext\x1b[m\x1b[38;5;252m \x1b[m\x1b[38;5;252m \x1b[m"
+	if got := trimPadding(padded); got != "\x1b[38;5;252mtext\x1b[m" {
+		t.Errorf("padding kept: %q", got)
+	}
+	heading := "\x1b[48;5;63m Head \x1b[m"
+	if got := trimPadding(heading); got != heading {
+		t.Errorf("a heading's background space was cut: %q", got)
+	}
+	if got := trimPadding("\x1b[38;5;252m   \x1b[m"); got != "" {
+		t.Errorf("a blank line kept: %q", got)
+	}
+}
+
+func TestSplitTables(t *testing.T) {
+	src := "Intro\n\n| a | b |\n|---|:-:|\n| 1 | 2 |\n\nx | y\n---\n\n```\n| in | code |\n|---|---|\n```\n"
+	segs := splitTables(src)
+	var tables []string
+	var all strings.Builder
+	for _, s := range segs {
+		all.WriteString(s.text)
+		if s.tableWidth > 0 {
+			tables = append(tables, s.text)
+		}
+	}
+	if all.String() != src {
+		t.Fatalf("segments lose text: %q", all.String())
+	}
+	if len(tables) != 1 || tables[0] != "| a | b |\n|---|:-:|\n| 1 | 2 |\n" {
+		t.Fatalf("tables: %q", tables)
 	}
 }

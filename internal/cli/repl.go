@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/app"
@@ -51,7 +52,9 @@ type Config struct {
 	// first needed (so quitting at once leaves no empty session behind).
 	SessionID string
 	Handoff   HandoffFunc // nil: /handoff says the gateway is needed
-	Startup   StartupFunc // nil: nothing
+	// HandoffTargets lists the platforms Tab offers after /handoff.
+	HandoffTargets func(ctx context.Context) []string
+	Startup        StartupFunc // nil: nothing
 	// Interrupts cancel the running turn; nil means SIGINT (Ctrl-C while a
 	// turn runs, when the terminal is not in raw mode).
 	Interrupts <-chan os.Signal
@@ -85,7 +88,7 @@ func New(cfg Config) (*REPL, error) {
 	r.out = newRenderer(cfg.Out, cfg.TTY, cfg.Width)
 	r.in = cfg.Reader
 	if r.in == nil {
-		r.in = NewTerminalReader(r.reg, historyPath(cfg.App.Home))
+		r.in = NewTerminalReader(r.complete, historyPath(cfg.App.Home))
 	}
 	a, err := cfg.App.NewAgent(r)
 	if err != nil {
@@ -148,16 +151,20 @@ func (r *REPL) Run(ctx context.Context) error {
 }
 
 func (r *REPL) start(ctx context.Context) error {
-	r.out.Printf("baton · %s · /help for commands, Ctrl-D to leave\n", r.app.ModelLabel())
-	if r.app.Offline() {
-		r.out.Printf("\n%s\n\n", offline.Setup)
-	}
+	var resumed store.Session
 	if r.cfg.SessionID != "" {
 		s, err := r.app.Store.GetSession(ctx, r.cfg.SessionID)
 		if err != nil {
 			return fmt.Errorf("open session: %w", err)
 		}
-		if err := r.enter(ctx, s); err != nil {
+		resumed = s
+	}
+	r.out.Printf("baton · %s · /help for commands, Ctrl-D to leave\n", r.modelLabel(resumed))
+	if r.app.Offline() {
+		r.out.Printf("\n%s\n\n", offline.Setup)
+	}
+	if resumed.ID != "" {
+		if err := r.enter(ctx, resumed); err != nil {
 			return err
 		}
 	}
@@ -179,8 +186,17 @@ func (r *REPL) start(ctx context.Context) error {
 	return nil
 }
 
+// modelLabel is "provider · model" for s: its own model when /model set
+// one, the configured one otherwise.
+func (r *REPL) modelLabel(s store.Session) string {
+	if r.app.Offline() || s.Model == "" {
+		return r.app.ModelLabel()
+	}
+	return r.app.Model.Provider + " · " + s.Model
+}
+
 // enter makes s the current session, reopening it if it was ended, and
-// shows its transcript.
+// shows its transcript, ruled off from what comes next.
 func (r *REPL) enter(ctx context.Context, s store.Session) error {
 	if !s.Open() {
 		if err := r.app.Store.ReopenSession(ctx, s.ID); err != nil {
@@ -193,9 +209,23 @@ func (r *REPL) enter(ctx context.Context, s store.Session) error {
 		return fmt.Errorf("load transcript: %w", err)
 	}
 	r.out.Printf("Continuing %s\n", describe(s))
-	printTranscript(r.out, msgs, replayLimit)
+	if len(msgs) > 0 {
+		printTranscript(r.out, msgs, replayLimit)
+		r.out.Printf("%s\n", rule(replayedRule, r.out.width()))
+	}
 	r.offerToTake(ctx)
 	return nil
+}
+
+// replayedRule labels the line between a replayed transcript and what is
+// said from now on.
+const replayedRule = "earlier messages above · new ones below"
+
+// rule is a horizontal line with label in it, at most width columns.
+func rule(label string, width int) string {
+	head := "── " + label + " "
+	n := min(width, 72) - utf8.RuneCountInString(head)
+	return head + strings.Repeat("─", max(n, 3))
 }
 
 // replayLimit is how many messages of a resumed session are shown.
@@ -275,7 +305,7 @@ func (r *REPL) turn(ctx context.Context, interrupts <-chan os.Signal, fn func(co
 	case tctx.Err() != nil && ctx.Err() == nil:
 		r.out.Printf("⏹ interrupted — everything said so far is kept\n")
 	default:
-		r.out.Printf("error: %s\n", explain(err))
+		r.out.Printf("error: %s\n", explain(err, "/retry"))
 	}
 }
 

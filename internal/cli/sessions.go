@@ -12,6 +12,71 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
+// lastChattedScan bounds how many sessions LastChatted looks through,
+// newest first, for one whose person's message is newer.
+const lastChattedScan = 200
+
+// LastChatted is the session `baton -c` continues: the conversation the
+// person last chatted in, by the time of their latest message in it,
+// wherever they wrote it (terminal or a chat app). Renaming a session,
+// ending it, or a one-shot prompt (`baton -p`) in it does not count. With
+// no chat at all it is the most recently active session; store.ErrNotFound
+// when there is none.
+func LastChatted(ctx context.Context, a *app.App) (store.Session, error) {
+	const page = 50
+	var best, newest store.Session
+	var bestAt time.Time
+	for offset := 0; offset < lastChattedScan; offset += page {
+		ss, err := a.Store.ListSessions(ctx, store.SessionFilter{OwnerID: a.Owner.ID, Limit: page, Offset: offset})
+		if err != nil {
+			return store.Session{}, fmt.Errorf("find the last conversation: %w", err)
+		}
+		for _, s := range ss {
+			if newest.ID == "" {
+				newest = s
+			}
+			// Sessions come by last activity, which is never before their
+			// last message: none further on can have a newer one.
+			if best.ID != "" && s.UpdatedAt.Before(bestAt) {
+				return best, nil
+			}
+			at, err := lastSaid(ctx, a.Store, s.ID)
+			if err != nil {
+				return store.Session{}, fmt.Errorf("find the last conversation: %w", err)
+			}
+			if at.After(bestAt) {
+				best, bestAt = s, at
+			}
+		}
+		if len(ss) < page {
+			break
+		}
+	}
+	switch {
+	case best.ID != "":
+		return best, nil
+	case newest.ID != "":
+		return newest, nil
+	}
+	return store.Session{}, fmt.Errorf("no session to continue yet: %w", store.ErrNotFound)
+}
+
+// lastSaid is when the person last wrote in the session (zero if never):
+// their own messages, not baton's notes nor one-shot prompts.
+func lastSaid(ctx context.Context, st store.Store, sessionID string) (time.Time, error) {
+	msgs, err := st.Transcript(ctx, sessionID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role == store.RoleUser && m.Kind == "" && m.PlatformMsgID != OneShotMsgID {
+			return m.CreatedAt, nil
+		}
+	}
+	return time.Time{}, nil
+}
+
 // writeSessionTable lists sessions, marking current.
 func writeSessionTable(w io.Writer, ss []store.Session, current string, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

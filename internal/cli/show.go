@@ -172,8 +172,11 @@ func firstLine(s string) string {
 	return line
 }
 
-// explain turns a turn's error into one line a person can act on.
-func explain(err error) string {
+// explain turns a failed model call's error into one line a person can
+// act on. again is how to try again where they are ("/retry" in the
+// chat, "/compress" after a failed compression, "" where only running
+// the command again helps).
+func explain(err error, again string) string {
 	var api *llm.APIError
 	if errors.As(err, &api) {
 		hint := ""
@@ -181,16 +184,26 @@ func explain(err error) string {
 		case errors.Is(err, llm.ErrAuth):
 			hint = " — check the API key (see README, Configuration)"
 		case errors.Is(err, llm.ErrRateLimited):
-			hint = " — rate limited; wait a moment, then /retry"
+			hint = " — rate limited; wait a moment, then " + orAgain(again)
 		case errors.Is(err, llm.ErrServer), errors.Is(err, llm.ErrStream):
-			hint = " — the provider failed; /retry to try again"
+			hint = " — the provider failed; " + orAgain(again) + " to try again"
 		case errors.Is(err, llm.ErrBadRequest):
 			hint = " — the provider refused the request"
 		}
 		return firstLine(api.Error()) + hint
 	}
 	if errors.Is(err, agent.ErrMaxSteps) {
+		if again == "" {
+			return "stopped after too many steps; continue the session (baton -c) to let it go on"
+		}
 		return "stopped after too many steps; say \"continue\" to let it go on"
 	}
 	return firstLine(err.Error())
+}
+
+func orAgain(again string) string {
+	if again == "" {
+		return "run the command again"
+	}
+	return again
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,7 +55,8 @@ func (c Config) Section(name string) (decode func(v any) error, present bool) {
 		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		dec.KnownFields(true)
 		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %w", name, err)
+			// Lines of the re-encoded section are not config.yaml's.
+			return fmt.Errorf("%s: %w", name, readableYAML(err, raw, reflect.TypeOf(v), name, false))
 		}
 		return nil
 	}, ok
@@ -133,7 +135,7 @@ func Load(home string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true) // a misspelt key is an error, not silently ignored
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("%s: %w (see README.md, Configuration)", path, err)
+		return c, fmt.Errorf("%s: %w (see README.md, Configuration)", path, readableYAML(err, data, reflect.TypeOf(c), "", true))
 	}
 	switch c.Model.Provider {
 	case "", ProviderOpenAI, ProviderAnthropic, ProviderOpenRouter, ProviderOllama, ProviderOffline:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,5 +65,64 @@ func TestResolve(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"tools:\n  shell_timeout: 30\n", "line 2: tools.shell_timeout: want a duration like 30s, not 30"},
+		{"gateway:\n  shutdown_grace: 10\n", "line 2: gateway.shutdown_grace: want a duration like 30s, not 10"},
+		{"model: gpt-4\n", `line 1: model: want a section of "key: value" lines indented below it, not gpt-4`},
+		{"model:\n  context_window: big\n", "line 2: model.context_window: want a whole number, not big"},
+		{"tools:\n  allow: shell\n", `line 2: tools.allow: want a list (one "- item" per line), not shell`},
+		{"tools:\n  shel_timeout: 3s\n", "line 2: unknown key tools.shel_timeout (tools takes allow, paths, shell_timeout)"},
+	} {
+		os.WriteFile(filepath.Join(home, FileName), []byte(tc.yaml), 0o600)
+		_, err := Load(home)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v\nwant it to say %q", tc.yaml, err, tc.want)
+			continue
+		}
+		for _, goism := range []string{"ModelConfig", "ToolsConfig", "GatewayConfig", "!!", "time.Duration", "unmarshal", "[]string"} {
+			if strings.Contains(err.Error(), goism) {
+				t.Errorf("%q: the error speaks Go (%q): %v", tc.yaml, goism, err)
+			}
+		}
+	}
+}
+
+func TestSectionErrorsNameTheKey(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, FileName), []byte("telegram:\n  token: [a, b]\n  allowed: 5\n"), 0o600)
+	c, err := Load(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode, _ := c.Section("telegram")
+	var v struct {
+		Token string `yaml:"token"`
+	}
+	err = decode(&v)
+	if err == nil || !strings.Contains(err.Error(), "telegram.token: want text, not a list") || strings.Contains(err.Error(), "!!") {
+		t.Errorf("section type error: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "unknown key telegram.allowed (telegram takes token)") || strings.Contains(err.Error(), "struct") {
+		t.Errorf("section unknown key: %v", err)
+	}
+}
+
+func TestHomeThatIsAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	os.WriteFile(file, []byte("x"), 0o600)
+	t.Setenv(HomeEnv, file)
+	_, err := Home()
+	if !errors.Is(err, ErrHomeNotDir) || !strings.Contains(err.Error(), file) || strings.Contains(err.Error(), ".env") {
+		t.Fatalf("Home with a file: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "new")
+	t.Setenv(HomeEnv, dir)
+	if h, err := Home(); err != nil || h != dir {
+		t.Fatalf("a missing home is fine: %q, %v", h, err)
 	}
 }

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// TestTerminalMultilineInput: the terminal is asked to bracket pastes, a
+// pasted block of three lines is one message, and Alt+Enter (Esc Enter)
+// and Ctrl+J break the line instead of sending it.
+func TestTerminalMultilineInput(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	tm := startTerm(t, cleanEnv(home, modelEnv(srv)...), work)
+	tm.expect("› ")
+	tm.waitFor("bracketed paste turned on", func(raw string) bool {
+		return strings.Contains(raw, "\x1b[?2004h") && strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	})
+
+	// What a terminal sends for a pasted block once bracketing is on; its
+	// line breaks come as \r, like Enter.
+	tm.answer("\x1b[200~first pasted line\rsecond pasted line\rthird pasted line\x1b[201~")
+	tm.expect("echo: first pasted line")
+	tm.expect("third pasted line")
+	reqs := srv.Requests()
+	if len(reqs) != 1 || reqs[0].LastUserText() != "first pasted line\nsecond pasted line\nthird pasted line" {
+		t.Fatalf("the paste was not one message: %d requests, last %q", len(reqs), reqs[len(reqs)-1].LastUserText())
+	}
+
+	tm.expect("› ")
+	tm.answer("alpha\x1b\rbeta\ngamma") // Alt+Enter, then Ctrl+J, then Enter
+	tm.expect("echo: alpha")
+	reqs = srv.Requests()
+	if len(reqs) != 2 || reqs[1].LastUserText() != "alpha\nbeta\ngamma" {
+		t.Fatalf("the newline keys sent the message: %d requests, last %q", len(reqs), reqs[len(reqs)-1].LastUserText())
+	}
+	if strings.Contains(tm.Screen(), "^[") {
+		t.Errorf("Alt+Enter left a literal ^[:\n%s", tm.Screen())
+	}
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+}
+
+// TestContinuePicksTheLastChat: `baton -c` continues the conversation
+// last chatted in, though another session was renamed and used by a
+// one-shot since, and a new one-shot made a newer session; its banner
+// shows that session's own model.
+func TestContinuePicksTheLastChat(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+
+	tm := startTerm(t, env, work)
+	tm.line("about apples")
+	tm.expect("echo: about apples")
+	tm.line("/title apples")
+	tm.expect("Title set: apples")
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+
+	tm = startTerm(t, env, work)
+	tm.line("/model other-model")
+	tm.expect("Model for this session: other-model")
+	tm.line("about bananas")
+	tm.expect("echo: about bananas")
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+
+	for _, args := range [][]string{
+		{"sessions", "rename", "apples", "apples", "renamed"},
+		{"-r", "apples renamed", "-p", "a one-shot in apples"},
+		{"-p", "a fresh one-shot"},
+	} {
+		if out, errOut, err := runBaton(t, env, work, args...); err != nil {
+			t.Fatalf("baton %q: %v\n%s%s", args, err, out, errOut)
+		}
+	}
+
+	tm = startTerm(t, env, work, "-c")
+	tm.expect("baton · openai · other-model ·")
+	tm.expect("Continuing session ")
+	tm.expect("about bananas")
+	tm.expect("earlier messages above · new ones below")
+	tm.line("still bananas?")
+	tm.expect("echo: still bananas?")
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+	if strings.Contains(tm.Screen(), "apples") || strings.Contains(tm.Screen(), "one-shot") {
+		t.Errorf("-c showed another session:\n%s", tm.Screen())
+	}
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1]
+	if last.Model() != "other-model" || !strings.Contains(string(last.Raw), "about bananas") {
+		t.Errorf("the continued turn: model %q, body %s", last.Model(), last.Raw)
+	}
+}
+
+// TestPrintModeWithoutModel: -p with no model configured answers nothing
+// on stdout and says why on stderr, exiting non-zero.
+func TestPrintModeWithoutModel(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	out, errOut, err := runBaton(t, cleanEnv(home), work, "-p", "hello?")
+	if err == nil || out != "" || !strings.Contains(errOut, "no model is configured") || !strings.Contains(errOut, "OPENAI_API_KEY") {
+		t.Fatalf("stdout %q stderr %q err %v", out, errOut, err)
+	}
+}
+
+// TestHomeIsAFile: a BATON_HOME that is a file is reported as that.
+func TestHomeIsAFile(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "baton"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := runBaton(t, cleanEnv(home), work, "-p", "hello?")
+	if err == nil || !strings.Contains(errOut, "is a file, not a directory") || strings.Contains(errOut, ".env") {
+		t.Fatalf("stderr %q err %v", errOut, err)
+	}
+}
+
+// TestGatewayStopAndStatus: `baton gateway status` says "not running"
+// once; `baton gateway stop` stops a running gateway and is a no-op
+// without one.
+func TestGatewayStopAndStatus(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	batonHome := filepath.Join(home, "baton")
+	writeConfig(t, batonHome, "web:\n  listen: 127.0.0.1:0\n")
+
+	out, errOut, err := runBaton(t, env, work, "gateway", "status")
+	if err == nil || strings.Count(strings.ToLower(out+errOut), "no gateway is running") != 1 {
+		t.Errorf("status with none running: err %v, said:\n%s%s", err, out, errOut)
+	}
+
+	gw := startGateway(t, env, batonHome)
+	out, errOut, err = runBaton(t, env, work, "gateway", "stop")
+	if err != nil || !strings.Contains(out, "Gateway stopped.") {
+		t.Fatalf("stop: %v\n%s%s", err, out, errOut)
+	}
+	if _, ok := testutil.WaitFor(testutil.Context(t, hangGuard), gw.exited); !ok {
+		t.Fatalf("the gateway process did not exit:\n%s", gw.Log())
+	}
+	out, _, err = runBaton(t, env, work, "gateway", "stop")
+	if err != nil || !strings.Contains(out, "No gateway is running.") {
+		t.Errorf("stop with none running: %v\n%s", err, out)
+	}
+}
+
+// TestTerminalTabLists: Tab lists the matching commands with what they
+// do, and after /handoff the platforms (every one baton has, with no
+// gateway running to ask).
+func TestTerminalTabLists(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	tm := startTerm(t, cleanEnv(home), work)
+	tm.expect("No model is configured")
+	promptReady := func(raw string) bool {
+		return strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	}
+	// shownSince is the text printed after the first start bytes.
+	shownSince := func(raw string, start int) string { return ansi.ReplaceAllString(raw[start:], "") }
+	tm.expect("› ")
+	tm.waitFor("prompt drawn", promptReady)
+	start := tm.rawLen()
+	tm.send("/re\t")
+	tm.waitFor("the listed commands", func(raw string) bool {
+		shown := shownSince(raw, start)
+		return strings.Contains(shown, "switch to an earlier session") && strings.Contains(shown, "answer your last message again")
+	})
+	tm.send("\x03") // Ctrl-C drops the line
+	tm.expect("(Ctrl-D or /quit to leave)")
+	tm.waitFor("prompt drawn", promptReady)
+	start = tm.rawLen()
+	tm.send("/handoff \t")
+	tm.waitFor("the listed platforms", func(raw string) bool {
+		shown := shownSince(raw, start)
+		return strings.Contains(shown, "telegram") && strings.Contains(shown, "whatsapp")
+	})
+	tm.send("\x03")
+	tm.expect("(Ctrl-D or /quit to leave)")
+	tm.waitFor("prompt drawn", promptReady)
+	tm.send("\x04")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+}
+
+// rawLen is how many bytes baton has printed so far.
+func (tm *term) rawLen() int {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.raw.Len()
+}
