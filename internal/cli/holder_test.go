@@ -72,7 +72,7 @@ func TestHeldElsewhereIsReadOnlyUntilContinue(t *testing.T) {
 
 // A one-shot (-p) refuses a session held elsewhere, saying where.
 func TestOnceRefusesHeldElsewhere(t *testing.T) {
-	app := testApp(t, nil)
+	app := testApp(t, llmtest.Start(t))
 	s, err := app.Store.CreateSession(t.Context(), store.Session{OwnerID: app.Owner.ID, Platform: "web", Holder: "web:thread:main:c1"})
 	if err != nil {
 		t.Fatal(err)
