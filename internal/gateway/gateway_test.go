@@ -43,6 +43,7 @@ type rig struct {
 	gw     *gateway.Gateway
 	client *control.Client
 	owner  store.User
+	logs   *testutil.SyncBuffer // the gateway's log
 	stop   func()
 }
 
@@ -55,6 +56,7 @@ type rigOpts struct {
 	grace     time.Duration
 	script    []llmtest.Step // queued on the model before the gateway starts
 	tools     *agent.Registry
+	allow     []string // the agent's allowlist
 	approval  time.Duration
 	// wrapStore, when set, gives the gateway and its agent this store in
 	// place of the real one (to inject failures); the rig's own reads
@@ -117,7 +119,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	quickStore := retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 3}
 	gw, err := gateway.New(gateway.Config{
 		Store:             gst,
-		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, StoreRetry: quickStore},
+		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, Allow: o.allow, StoreRetry: quickStore},
 		ApprovalTimeout:   o.approval,
 		Adapters:          append(append([]platform.Adapter{w}, o.extra...), with(o.with, st)...),
 		OwnerID:           owner.ID,
@@ -147,7 +149,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()
-	r := &rig{home: home, st: st, model: model, web: w, gw: gw, client: control.NewClient(sock), owner: owner}
+	r := &rig{home: home, st: st, model: model, web: w, gw: gw, client: control.NewClient(sock), owner: owner, logs: logs}
 	r.stop = func() {
 		cancel()
 		if err := <-done; err != nil {
