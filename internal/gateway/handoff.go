@@ -379,6 +379,7 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 // the answer an earlier attempt stored instead of asking twice.
 func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) (string, error) {
 	marker := fmt.Sprintf("handoff:%d", h.ID)
+	defer g.forgetTrouble(marker)
 	p, err := g.priorTurn(ctx, h.Platform, marker)
 	if err != nil {
 		return "", err

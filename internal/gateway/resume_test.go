@@ -226,8 +226,7 @@ func TestInterruptedToolRunsAtMostOnce(t *testing.T) {
 				r1.stop()
 			}
 
-			r2 := newRig(t, rigOpts{again: again, tools: tools, allow: []string{"append_line"}})
-			r2.model.SetDefault(retryingModel)
+			r2 := newRig(t, rigOpts{again: again, tools: tools, allow: []string{"append_line"}, answer: retryingModel})
 			msgs := answered(t, r2.st, sessionID)
 			if b, err := os.ReadFile(log); err != nil || strings.Count(string(b), "ran") != 1 {
 				t.Fatalf("the tool ran %d times, want once (%v)", strings.Count(string(b), "ran"), err)
@@ -246,7 +245,7 @@ func TestInterruptedToolRunsAtMostOnce(t *testing.T) {
 				t.Errorf("the model was not told the call was interrupted: %v", reqs)
 			}
 			if got := msgs[len(msgs)-1].Content; !strings.Contains(got, "cut off") {
-				t.Errorf("final answer %q", got)
+				t.Errorf("final answer %q; transcript %+v", got, msgs)
 			}
 		})
 	}
