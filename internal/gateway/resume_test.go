@@ -289,11 +289,18 @@ func TestGracefulStopDeliversTheRunningTurnsAnswer(t *testing.T) {
 		r.stop()
 	}()
 	testutil.Eventually(t, 0, func() bool { return strings.Contains(r.logs.String(), "gateway stopping") }, "the gateway to begin stopping")
+	// What is said now is kept for the next start, and the person told.
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "and another thing", "id": "l2"})
+	pg.await("word of the restart", isMsg("baton is restarting"))
+	pg.await("the later message stored", func(f map[string]any) bool { return f["type"] == "ack" && f["id"] == "l2" })
 	close(release)
 	pg.await("the answer, during the grace period", isMsg("The job is finished."))
 	testutil.Receive(t, stopped, "the gateway to stop once the turn is done")
 	pending, err := r.st.PendingInbound(context.Background(), 0, 0)
-	if err != nil || len(pending) != 0 {
-		t.Errorf("the answered message is still pending: %v %v", pending, err)
+	if err != nil || len(pending) != 1 || pending[0].Text != "and another thing" {
+		t.Errorf("pending %+v (%v); want only the message said while stopping", pending, err)
+	}
+	if n := len(r.model.Requests()); n != 2 {
+		t.Errorf("the model was asked %d times, want 2: the later message waits", n)
 	}
 }
