@@ -113,22 +113,24 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 		if err := t.store(ctx, settle...); err != nil {
 			return fmt.Errorf("store input: %w", err)
 		}
-		if draft != "" {
-			// Storing cleared it; it is needed until the continuation is stored.
-			if err := keepDraft(ctx, a.Store.(Drafts), t.session, draft); err != nil {
-				slog.Warn("keep the answer being continued", "session", t.session, "err", err)
-			}
-		}
 	}
+	compressed := false
 	if a.overThreshold(t.msgs) {
 		if msgs, before, after, err := a.compress(ctx, t.session, t.sess, t.msgs); err == nil {
 			t.msgs = msgs
+			compressed = true
 			t.emit(Event{Kind: EventCompressed, SessionID: t.session, Before: before, After: after})
 		} else if ctx.Err() != nil {
 			return ctx.Err()
 		} else if !errors.Is(err, ErrNothingToCompress) {
 			// The turn may still fit; if not, the model call will say so.
 			slog.Warn("automatic compression failed", "session", t.session, "err", err)
+		}
+	}
+	if draft != "" && (len(settle) > 0 || compressed) {
+		// Writing cleared it; it is needed until the continuation is stored.
+		if err := keepDraft(ctx, a.Store.(Drafts), t.session, draft); err != nil {
+			slog.Warn("keep the answer being continued", "session", t.session, "err", err)
 		}
 	}
 	kept := draft // the first call continues it

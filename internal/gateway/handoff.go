@@ -388,7 +388,7 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 		if p.answer != "" || p.movedOn {
 			return p.answer, nil
 		}
-		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it
+		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{Platform: h.Platform}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it
 		if err != nil {
 			return "", fmt.Errorf("handoff turn: %w", err)
 		}
