@@ -143,7 +143,9 @@ func TestStopSendsWhatIsQueuedFirst(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil })) }()
+	go func() {
+		done <- a.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	}()
 	hdr := http.Header{}
 	hdr.Set("Authorization", "Bearer "+testToken)
 	conn, _, err := websocket.Dial(testutil.Context(t, 0), "ws://"+a.Addr()+"/ws", &websocket.DialOptions{HTTPHeader: hdr})
