@@ -238,13 +238,16 @@ func (a *Agent) replace(ctx context.Context, sessionID string, msgs []store.Mess
 	})
 }
 
-// addUsage counts tokens; under the default retry whatever StoreRetry
-// says, since a count is not worth holding a turn up for.
+// usageRetry is short whatever StoreRetry says: a count is not worth
+// holding a stored answer back from the person for.
+var usageRetry = retry.Policy{First: 100 * time.Millisecond, Max: time.Second, Within: 5 * time.Second}
+
+// addUsage counts tokens.
 func (a *Agent) addUsage(ctx context.Context, sessionID string, u llm.Usage) error {
 	if u == (llm.Usage{}) {
 		return nil
 	}
-	_, err := write(ctx, defaultStoreRetry, nil, func(ctx context.Context) (struct{}, error) {
+	_, err := write(ctx, usageRetry, nil, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, a.Store.AddUsage(ctx, sessionID, store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
 	})
 	return err
