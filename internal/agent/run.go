@@ -83,15 +83,15 @@ type turn struct {
 func (t *turn) run(ctx context.Context, input store.Message) error {
 	a := t.a
 	var err error
+	if t.sess, err = a.Store.GetSession(ctx, t.session); err != nil {
+		return storeFailure(ctx, "load session", err)
+	}
 	draft := ""
 	if st, ok := a.Store.(Drafts); ok {
 		// Read before anything is stored: storing clears it.
 		if draft, err = st.Draft(ctx, t.session); err != nil {
 			return storeFailure(ctx, "load the answer kept from a stopped turn", err)
 		}
-	}
-	if t.sess, err = a.Store.GetSession(ctx, t.session); err != nil {
-		return storeFailure(ctx, "load session", err)
 	}
 	if t.msgs, err = a.Store.Transcript(ctx, t.session); err != nil {
 		return storeFailure(ctx, "load transcript", err)
