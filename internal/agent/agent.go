@@ -19,8 +19,9 @@ import (
 
 // Defaults for zero-valued Agent fields.
 const (
-	DefaultMaxSteps  = 20
-	DefaultKeepTurns = 2
+	DefaultMaxSteps   = 20
+	DefaultKeepTurns  = 2
+	DefaultDraftEvery = time.Second
 )
 
 // compressAt is the share of the context window past which Run compresses
@@ -50,6 +51,16 @@ type Store interface {
 
 var _ Store = store.Store(nil)
 
+// Drafts is the optional part of a Store that keeps the answer being
+// written, so that a turn stopped or crashed mid-answer continues it
+// instead of starting again. Storing a message clears the draft.
+type Drafts interface {
+	SetDraft(ctx context.Context, sessionID, text string) error
+	Draft(ctx context.Context, sessionID string) (string, error)
+}
+
+var _ Drafts = store.Store(nil)
+
 // Agent runs turns. Set the fields before the first call and do not change
 // them afterwards; one Agent may serve many sessions concurrently.
 type Agent struct {
@@ -66,8 +77,15 @@ type Agent struct {
 
 	// StoreRetry is how a store write that failed for a passing reason
 	// (busy, locked, disk full) is tried again before the turn gives up
-	// with ErrStore; zero: tries for up to 30 s.
+	// with ErrStore; zero: tries for up to 30 s. What the model said is
+	// kept in memory meanwhile, never asked for again; the first failure
+	// is reported as EventStoreTrouble. A policy without bounds waits for
+	// the store as long as the turn runs.
 	StoreRetry retry.Policy
+	// DraftEvery is how often the answer being written is kept in the
+	// store (Drafts), so that a crash loses at most this much of it;
+	// 0: DefaultDraftEvery.
+	DraftEvery time.Duration
 
 	// Approver is asked before tools that are not read-only run; nil
 	// denies them all.
@@ -148,47 +166,88 @@ func (a *Agent) tools() []llm.Tool {
 // callers keep the input and try again once the store recovers.
 var ErrStore = errors.New("the store could not record the turn")
 
-// write runs one store write detached from cancellation (what was said
-// before the person pressed Ctrl-C must still be recorded), each try
-// bounded by writeTimeout, tried again while its failure may pass.
-func write[T any](ctx context.Context, a *Agent, op func(ctx context.Context) (T, error)) (T, error) {
-	p := a.StoreRetry
-	if p == (retry.Policy{}) {
-		// Long enough to ride out another process's burst of writes.
-		p = retry.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second, Within: 30 * time.Second}
-	}
-	v, err := retry.Value(context.WithoutCancel(ctx), p, func(ctx context.Context) (T, error) {
+// ErrSuspended, as the cause of a turn's cancellation (see
+// context.WithCancelCause), stops the turn to be resumed rather than
+// ended: the part of the answer written so far stays in the store as the
+// session's draft, which the next Run continues, instead of being stored
+// as an answer ending in InterruptedMarker. A gateway that stops suspends
+// its turns; a person's Ctrl-C ends them.
+var ErrSuspended = errors.New("the turn was suspended, to be resumed")
+
+// suspended reports whether ctx was cancelled to suspend the turn.
+func suspended(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrSuspended)
+}
+
+// defaultStoreRetry rides out another process's burst of writes.
+var defaultStoreRetry = retry.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second, Within: 30 * time.Second}
+
+// write runs one store write, each try bounded by writeTimeout, tried again
+// under StoreRetry while its failure may pass; trouble (may be nil) hears
+// of the first such failure, so a person can be told while it is tried
+// again. The write is detached from cancellation, so what was said before
+// the person pressed Ctrl-C is still recorded; but once the turn is
+// stopped, a store that keeps failing gets lastChance more, not forever.
+func write[T any](ctx context.Context, p retry.Policy, trouble func(error), op func(ctx context.Context) (T, error)) (T, error) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(lastChance, cancel) })()
+	var last error
+	told := false
+	v, err := retry.Value(rctx, p, func(ctx context.Context) (T, error) {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()
 		v, err := op(wctx)
+		last = err
 		if err != nil && !store.Transient(err) {
 			return v, retry.Stop(err)
 		}
 		return v, err
-	}, nil)
-	if err != nil && store.Transient(err) {
-		return v, fmt.Errorf("%w: %w", ErrStore, err)
+	}, func(err error, _ time.Duration) {
+		if !told && trouble != nil {
+			told = true
+			trouble(err)
+		}
+	})
+	if err != nil && last != nil && store.Transient(last) {
+		return v, fmt.Errorf("%w: %w", ErrStore, last)
 	}
 	return v, err
 }
 
-func (a *Agent) append(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
-	return write(ctx, a, func(ctx context.Context) ([]store.Message, error) {
+// lastChance is how long a failing write is still tried once its turn is
+// stopped.
+const lastChance = writeTimeout
+
+func (a *Agent) storeRetry() retry.Policy {
+	if a.StoreRetry == (retry.Policy{}) {
+		return defaultStoreRetry
+	}
+	return a.StoreRetry
+}
+
+func (a *Agent) append(ctx context.Context, sessionID string, trouble func(error), msgs ...store.Message) ([]store.Message, error) {
+	return write(ctx, a.storeRetry(), trouble, func(ctx context.Context) ([]store.Message, error) {
 		return a.Store.AppendMessages(ctx, sessionID, msgs...)
 	})
 }
 
 func (a *Agent) replace(ctx context.Context, sessionID string, msgs []store.Message) ([]store.Message, error) {
-	return write(ctx, a, func(ctx context.Context) ([]store.Message, error) {
+	return write(ctx, a.storeRetry(), nil, func(ctx context.Context) ([]store.Message, error) {
 		return a.Store.ReplaceTranscript(ctx, sessionID, fresh(msgs))
 	})
 }
 
+// usageRetry is short whatever StoreRetry says: a count is not worth
+// holding a stored answer back from the person for.
+var usageRetry = retry.Policy{First: 100 * time.Millisecond, Max: time.Second, Within: 5 * time.Second}
+
+// addUsage counts tokens.
 func (a *Agent) addUsage(ctx context.Context, sessionID string, u llm.Usage) error {
 	if u == (llm.Usage{}) {
 		return nil
 	}
-	_, err := write(ctx, a, func(ctx context.Context) (struct{}, error) {
+	_, err := write(ctx, usageRetry, nil, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, a.Store.AddUsage(ctx, sessionID, store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
 	})
 	return err

@@ -27,6 +27,11 @@ const (
 	// EventError: the turn ended without an answer; Err says why. Run
 	// returns the same error.
 	EventError
+	// EventStoreTrouble: the store refused to record the turn for a
+	// reason that may pass (Err: busy, locked, disk full). The write is
+	// tried again under StoreRetry, what the model said kept meanwhile;
+	// the turn goes on once it succeeds, or ends with ErrStore.
+	EventStoreTrouble
 )
 
 func (k EventKind) String() string {
@@ -45,6 +50,8 @@ func (k EventKind) String() string {
 		return "done"
 	case EventError:
 		return "error"
+	case EventStoreTrouble:
+		return "store_trouble"
 	}
 	return "unknown"
 }
@@ -63,7 +70,7 @@ type Event struct {
 	Call      llm.ToolCall    // ToolStarted, ToolFinished, ApprovalNeeded
 	Output    string          // ToolFinished
 	Truncated bool            // ToolFinished: Output was cut for display
-	Err       error           // ToolFinished, Error
+	Err       error           // ToolFinished, Error, StoreTrouble
 	Approval  ApprovalRequest // ApprovalNeeded
 	Usage     llm.Usage       // Done: the whole turn
 	Before    int             // Compressed

@@ -22,11 +22,18 @@ const InterruptedMarker = "[interrupted]"
 // runs the model on the transcript as it is (after Retry, or to continue
 // after an error).
 //
-// Every message is stored as soon as it is complete. If ctx is cancelled
-// the turn ends promptly: streamed text so far is stored ending in
-// InterruptedMarker, tool calls left without a result get CancelledResult,
-// and the error wraps context.Canceled. A provider failure returns an error
-// wrapping the provider's *llm.APIError; what was stored stays.
+// Every message is stored as soon as it is complete, and the answer being
+// written is kept as the session's draft while it streams (Drafts). If ctx
+// is cancelled the turn ends promptly: streamed text so far is stored
+// ending in InterruptedMarker, tool calls left without a result get
+// CancelledResult, and the error wraps context.Canceled. A provider
+// failure returns an error wrapping the provider's *llm.APIError; what was
+// stored stays.
+//
+// A turn cancelled with ErrSuspended as the cause, or cut off by a crash,
+// is resumed by the next Run: the kept draft is continued by the model
+// rather than written again, and a tool call that has no result is
+// recorded as interrupted (InterruptedResult), never run again unasked.
 //
 // emit (may be nil) receives the turn's events; on error the last one is
 // EventError, otherwise EventDone.
@@ -75,22 +82,43 @@ type turn struct {
 
 func (t *turn) run(ctx context.Context, input store.Message) error {
 	a := t.a
-	if input.Role != "" {
-		// First, before anything can fail: what the person said is kept.
-		if _, err := a.append(ctx, t.session, input); err != nil {
-			return fmt.Errorf("store input: %w", err)
-		}
-	}
 	var err error
 	if t.sess, err = a.Store.GetSession(ctx, t.session); err != nil {
 		return storeFailure(ctx, "load session", err)
 	}
+	draft := ""
+	if st, ok := a.Store.(Drafts); ok {
+		// Read before anything is stored: storing clears it.
+		if draft, err = st.Draft(ctx, t.session); err != nil {
+			return storeFailure(ctx, "load the answer kept from a stopped turn", err)
+		}
+	}
 	if t.msgs, err = a.Store.Transcript(ctx, t.session); err != nil {
 		return storeFailure(ctx, "load transcript", err)
 	}
+	// What a stop or crash left unfinished is settled before anything
+	// else: a tool call without a result is recorded as interrupted, never
+	// run again here (the model decides, knowing it may have run); a kept
+	// answer is continued, or kept as cut off when the person said
+	// something new.
+	settle := interruptedCalls(t.msgs)
+	if input.Role != "" {
+		if draft != "" {
+			settle = append(settle, store.Message{Role: store.RoleAssistant, Content: interrupted(draft)})
+			draft = ""
+		}
+		settle = append(settle, input)
+	}
+	if len(settle) > 0 {
+		if err := t.store(ctx, settle...); err != nil {
+			return fmt.Errorf("store input: %w", err)
+		}
+	}
+	compressed := false
 	if a.overThreshold(t.msgs) {
 		if msgs, before, after, err := a.compress(ctx, t.session, t.sess, t.msgs); err == nil {
 			t.msgs = msgs
+			compressed = true
 			t.emit(Event{Kind: EventCompressed, SessionID: t.session, Before: before, After: after})
 		} else if ctx.Err() != nil {
 			return ctx.Err()
@@ -99,6 +127,13 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			slog.Warn("automatic compression failed", "session", t.session, "err", err)
 		}
 	}
+	if draft != "" && (len(settle) > 0 || compressed) {
+		// Writing cleared it; it is needed until the continuation is stored.
+		if err := keepDraft(ctx, a.Store.(Drafts), t.session, draft); err != nil {
+			slog.Warn("keep the answer being continued", "session", t.session, "err", err)
+		}
+	}
+	kept := draft // the first call continues it
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -107,10 +142,15 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			return t.stopMaxSteps(ctx)
 		}
 		t.res.Steps++
-		resp, partial, err := t.callModel(ctx)
+		resp, partial, err := t.callModel(ctx, kept)
 		if err != nil {
-			if partial != "" {
-				if serr := t.store(ctx, store.Message{Role: store.RoleAssistant, Content: interrupted(partial)}); serr != nil {
+			if text := continued(kept, partial); text != "" {
+				if st, ok := a.Store.(Drafts); ok && suspended(ctx) {
+					// Kept for the next Run to continue, not ended.
+					if serr := keepDraft(ctx, st, t.session, text); serr != nil {
+						return errors.Join(err, fmt.Errorf("keep the answer written so far: %w", serr))
+					}
+				} else if serr := t.store(ctx, store.Message{Role: store.RoleAssistant, Content: interrupted(text)}); serr != nil {
 					return errors.Join(err, serr)
 				}
 			}
@@ -119,18 +159,21 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			}
 			return fmt.Errorf("model call failed: %w", err)
 		}
-		t.res.Usage.InputTokens += resp.Usage.InputTokens
-		t.res.Usage.OutputTokens += resp.Usage.OutputTokens
-		if err := a.addUsage(ctx, t.session, resp.Usage); err != nil {
-			slog.Warn("record token usage", "session", t.session, "err", err)
-		}
+		resp.Text = continued(kept, resp.Text)
+		kept = ""
 		calls := withIDs(resp.ToolCalls, t.res.Steps)
 		raw, err := EncodeToolCalls(calls)
 		if err != nil {
 			return err
 		}
+		// The answer first: it is what a failing store must not lose.
 		if err := t.store(ctx, store.Message{Role: store.RoleAssistant, Content: resp.Text, ToolCalls: raw}); err != nil {
 			return err
+		}
+		t.res.Usage.InputTokens += resp.Usage.InputTokens
+		t.res.Usage.OutputTokens += resp.Usage.OutputTokens
+		if err := a.addUsage(ctx, t.session, resp.Usage); err != nil {
+			slog.Warn("record token usage", "session", t.session, "err", err)
 		}
 		if len(calls) == 0 {
 			t.res.Text = resp.Text
@@ -142,41 +185,89 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 	}
 }
 
-func (t *turn) callModel(ctx context.Context) (llm.Response, string, error) {
+// callModel asks the model for the next message, keeping it in the store
+// as it is written. With kept, the model continues that answer, which a
+// stop or crash cut off: it is shown again first, sent as the model's own
+// last message, and what the model adds is returned.
+func (t *turn) callModel(ctx context.Context, kept string) (llm.Response, string, error) {
 	msgs, err := toLLM(t.msgs)
 	if err != nil {
 		return llm.Response{}, "", fmt.Errorf("prepare transcript: %w", err)
 	}
+	system := t.a.System
+	if kept != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: strings.TrimRightFunc(kept, unicode.IsSpace)})
+		system = strings.TrimSpace(system + "\n\n" + continueNote)
+		t.emit(Event{Kind: EventTextDelta, SessionID: t.session, Text: kept})
+	}
 	req := llm.Request{
 		Model:     t.a.model(t.sess),
-		System:    t.a.System,
+		System:    system,
 		Messages:  msgs,
 		Tools:     t.a.tools(),
 		MaxTokens: t.a.MaxOutputTokens,
 	}
+	draft := t.startDraft(ctx, kept)
 	var partial strings.Builder
 	resp, err := t.a.Provider.Chat(ctx, req, func(d llm.Delta) {
 		if d.Text == "" {
 			return
 		}
 		partial.WriteString(d.Text)
+		draft.update(partial.String())
 		t.emit(Event{Kind: EventTextDelta, SessionID: t.session, Text: d.Text})
 	})
+	draft.finish()
 	return resp, partial.String(), err
 }
 
-// store appends msgs to the session and to t.msgs.
+// store appends msgs to the session and to t.msgs. While the store
+// refuses, they are kept and tried again under StoreRetry.
 func (t *turn) store(ctx context.Context, msgs ...store.Message) error {
 	for i := range msgs {
 		if msgs[i].Platform == "" {
 			msgs[i].Platform = t.platform
 		}
 	}
-	stored, err := t.a.append(ctx, t.session, msgs...)
+	stored, err := t.a.append(ctx, t.session, t.storeTrouble, msgs...)
 	if err != nil {
 		return fmt.Errorf("store %s message: %w", msgs[0].Role, err)
 	}
 	t.msgs = append(t.msgs, stored...)
+	return nil
+}
+
+func (t *turn) storeTrouble(err error) {
+	t.emit(Event{Kind: EventStoreTrouble, SessionID: t.session, Err: err})
+}
+
+// interruptedCalls are results for the calls of the transcript's last
+// assistant message that have none: a stop or crash cut them off.
+func interruptedCalls(msgs []store.Message) []store.Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role == store.RoleTool {
+			continue
+		}
+		if m.Role != store.RoleAssistant || len(m.ToolCalls) == 0 {
+			return nil
+		}
+		calls, err := DecodeToolCalls(m.ToolCalls)
+		if err != nil {
+			return nil // toLLM reports it
+		}
+		answered := map[string]bool{}
+		for _, r := range msgs[i+1:] {
+			answered[r.ToolCallID] = true
+		}
+		var out []store.Message
+		for _, c := range calls {
+			if !answered[c.ID] {
+				out = append(out, toolResult(c, InterruptedResult))
+			}
+		}
+		return out
+	}
 	return nil
 }
 

@@ -17,6 +17,12 @@ import (
 // model call is rejected.
 const CancelledResult = "cancelled"
 
+// InterruptedResult begins the result stored for a tool call that a stop
+// or crash of baton cut off while it ran, or may have: baton does not
+// know how far it got and never runs it again by itself; the model,
+// under the usual approval rules, decides what to do next.
+const InterruptedResult = "interrupted: baton was stopped or restarted while this call was running or about to run, so it may or may not have run, in whole or in part. Check what it would have done before running it again."
+
 // maxResult caps a tool result sent to the model, whatever the tool does
 // itself, so one call cannot fill the context window.
 const maxResult = 64 << 10
@@ -97,6 +103,9 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 	out, err := runTool(runCtx, tool, c.Arguments)
 	if cerr := ctx.Err(); cerr != nil {
 		content := CancelledResult
+		if suspended(ctx) {
+			content = InterruptedResult // a tool may not stop at once, or undo what it did
+		}
 		if out != "" {
 			content += "; output so far:\n" + out
 		}

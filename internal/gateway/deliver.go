@@ -79,6 +79,13 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 			return nil
 		}
 		for _, d := range pending {
+			if id, ok := g.sentBefore(d.ID); ok {
+				// The service has it; only the record is missing.
+				if err := g.markSent(ctx, d.ID, id); err != nil {
+					return err
+				}
+				continue
+			}
 			id, err := g.sendOne(ctx, a, addr, d)
 			if errors.Is(err, platform.ErrPermanent) {
 				// It can never arrive; holding it would block every later
@@ -95,14 +102,47 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 			if err != nil {
 				return err
 			}
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-			err = g.st.MarkDelivered(wctx, d.ID, id)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("record delivery %d: %w", d.ID, err)
+			if err := g.markSent(ctx, d.ID, id); err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// markSent records a delivery the service took as sent. Until the store
+// takes the record it is remembered here, so that no flush sends it
+// again, and the record alone is tried again under the Rerecord policy.
+func (g *Gateway) markSent(ctx context.Context, deliveryID int64, platformMsgID string) error {
+	g.mu.Lock()
+	g.sentNotRecorded[deliveryID] = platformMsgID
+	g.mu.Unlock()
+	err := retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		err := g.st.MarkDelivered(wctx, deliveryID, platformMsgID)
+		if err != nil && !store.Transient(err) {
+			return retry.Stop(err)
+		}
+		return err
+	}, func(err error, wait time.Duration) {
+		g.log.Warn("a sent reply could not be recorded as sent; recording it again, not sending it", "id", deliveryID, "in", wait.Round(time.Millisecond), "err", err)
+	})
+	if err != nil {
+		return fmt.Errorf("record delivery %d as sent: %w", deliveryID, err)
+	}
+	g.mu.Lock()
+	delete(g.sentNotRecorded, deliveryID)
+	g.mu.Unlock()
+	return nil
+}
+
+// sentBefore is the platform message id of a delivery sent by this run
+// whose record as sent failed; ok is false for any other.
+func (g *Gateway) sentBefore(deliveryID int64) (platformMsgID string, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	platformMsgID, ok = g.sentNotRecorded[deliveryID]
+	return platformMsgID, ok
 }
 
 // sendOne sends one delivery under the Send policy, by the class of each

@@ -35,8 +35,11 @@ const (
 
 // Config is what a Gateway is made of. Store, Agent and OwnerID are required.
 type Config struct {
-	Store    store.Store
-	Agent    *agent.Agent // its Approver is replaced by the gateway's own
+	Store store.Store
+	// Agent runs the turns. Its Approver is replaced by the gateway's own,
+	// and its StoreRetry by Rerecord: a turn whose store fails keeps what
+	// the model said and waits for the store as long as the gateway runs.
+	Agent    *agent.Agent
 	Adapters []platform.Adapter
 	OwnerID  string // the user every session the gateway creates belongs to
 	// Owners lists, per platform, the platform user ids that are the owner;
@@ -89,9 +92,10 @@ type Config struct {
 	// Resend is how replies left unsent by a failed series are tried again
 	// in the background until they are sent; zero: DefaultResend().
 	Resend retry.Policy
-	// Rerecord is how a message whose turn the store could not record
-	// (busy, locked, disk full) is handled again, in its place in the
-	// conversation, until the store recovers; zero: DefaultRerecord().
+	// Rerecord is how what the store could not record (busy, locked, disk
+	// full) is written again until the store recovers: a turn's messages,
+	// a message handled again in its place in the conversation, a reply
+	// recorded as sent; zero: DefaultRerecord().
 	Rerecord retry.Policy
 }
 
@@ -130,14 +134,16 @@ type Gateway struct {
 	progress  broker
 	approvals approvals
 
-	mu          sync.Mutex
-	status      map[string]platform.Status  // per platform, from its supervisor
-	unsupported map[string]bool             // "platform/capability" refused once: not asked again
-	senders     *senderRates                // messages taken per person, for Config.Rate
-	resending   map[string]bool             // address keys with a background resend running
-	streamed    map[string]string           // delivery key → the streamed message it replaces
-	turnAddr    map[string]platform.Address // session → where its running turn answers
-	claims      sync.WaitGroup
+	mu              sync.Mutex
+	status          map[string]platform.Status  // per platform, from its supervisor
+	unsupported     map[string]bool             // "platform/capability" refused once: not asked again
+	senders         *senderRates                // messages taken per person, for Config.Rate
+	resending       map[string]bool             // address keys with a background resend running
+	streamed        map[string]string           // delivery key → the streamed message it replaces
+	sentNotRecorded map[int64]string            // delivery id → platform message id: sent, its record failed
+	troubleTold     map[string]bool             // turn keys whose person was told of store trouble
+	turnAddr        map[string]platform.Address // session → where its running turn answers
+	claims          sync.WaitGroup
 	// background holds resends and other work that ends with the work
 	// context.
 	background sync.WaitGroup
@@ -173,20 +179,22 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Log = slog.Default()
 	}
 	g := &Gateway{
-		cfg:         cfg,
-		st:          cfg.Store,
-		ag:          cfg.Agent,
-		log:         cfg.Log,
-		adapters:    map[string]platform.Adapter{},
-		owners:      map[string]map[string]bool{},
-		kick:        make(chan struct{}, 1),
-		quit:        make(chan struct{}),
-		status:      map[string]platform.Status{},
-		unsupported: map[string]bool{},
-		resending:   map[string]bool{},
-		streamed:    map[string]string{},
-		senders:     newSenderRates(),
-		turnAddr:    map[string]platform.Address{},
+		cfg:             cfg,
+		st:              cfg.Store,
+		ag:              cfg.Agent,
+		log:             cfg.Log,
+		adapters:        map[string]platform.Adapter{},
+		owners:          map[string]map[string]bool{},
+		kick:            make(chan struct{}, 1),
+		quit:            make(chan struct{}),
+		status:          map[string]platform.Status{},
+		unsupported:     map[string]bool{},
+		resending:       map[string]bool{},
+		streamed:        map[string]string{},
+		sentNotRecorded: map[int64]string{},
+		troubleTold:     map[string]bool{},
+		senders:         newSenderRates(),
+		turnAddr:        map[string]platform.Address{},
 	}
 	if cfg.Restart == (retry.Policy{}) {
 		g.cfg.Restart = platform.DefaultRestart()
@@ -220,12 +228,14 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g.ag.Approver = agent.ApproverFunc(g.approve)
+	g.ag.StoreRetry = g.cfg.Rerecord
 	return g, nil
 }
 
 // Run starts everything and blocks until ctx ends; then it stops taking
-// input, gives running turns ShutdownGrace to finish, cancels the rest
-// (they keep what was said) and returns.
+// input (what arrives is stored for the next start), gives running turns
+// ShutdownGrace to finish and be delivered, suspends the rest (they keep
+// what was said, and resume at the next start) and returns.
 func (g *Gateway) Run(ctx context.Context) error {
 	g.started = time.Now()
 	if err := g.linkOwners(ctx); err != nil {
@@ -241,17 +251,22 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 
 	// work outlives ctx by the grace period, so turns in flight at a
-	// SIGTERM can finish and be delivered.
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
+	// SIGTERM can finish and be delivered; past it they are suspended.
+	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	suspend := func() { cancelWork(agent.ErrSuspended) }
+	defer suspend()
 	g.work = work
+	// The platforms run as long as the turns: during the grace period the
+	// answers still reach the chats and approvals are still heard.
+	live, stopPlatforms := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPlatforms()
 
 	var adapters sync.WaitGroup
 	for name, a := range g.adapters {
 		adapters.Add(1)
 		go func() {
 			defer adapters.Done()
-			g.runAdapter(ctx, name, a)
+			g.runAdapter(live, name, a)
 		}()
 	}
 	g.recover(work)
@@ -267,7 +282,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.stopping.Store(true)
 	close(g.quit)
 	g.log.Info("gateway stopping", "grace", g.cfg.ShutdownGrace)
-	adapters.Wait()
 	worker.Wait()
 	done := make(chan struct{})
 	go func() {
@@ -278,11 +292,13 @@ func (g *Gateway) Run(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-time.After(g.cfg.ShutdownGrace):
-		g.log.Warn("turns still running after the grace period; cancelling them")
-		cancelWork()
+		g.log.Warn("turns still running after the grace period; suspending them until the next start")
+		suspend()
 		<-done
 	}
-	cancelWork() // background resends end here; what they did not send waits in the store
+	stopPlatforms()
+	adapters.Wait()
+	suspend() // background resends end here; what they did not send waits in the store
 	g.background.Wait()
 	g.log.Info("gateway stopped")
 	return nil

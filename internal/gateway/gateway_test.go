@@ -43,6 +43,7 @@ type rig struct {
 	gw     *gateway.Gateway
 	client *control.Client
 	owner  store.User
+	logs   *testutil.SyncBuffer // the gateway's log
 	stop   func()
 }
 
@@ -53,8 +54,10 @@ type rigOpts struct {
 	owners    map[string][]string
 	lease     time.Duration
 	grace     time.Duration
-	script    []llmtest.Step // queued on the model before the gateway starts
+	script    []llmtest.Step                     // queued on the model before the gateway starts
+	answer    func(llmtest.Request) llmtest.Step // the model's answer once the script is spent; nil: an echo
 	tools     *agent.Registry
+	allow     []string // the agent's allowlist
 	approval  time.Duration
 	// wrapStore, when set, gives the gateway and its agent this store in
 	// place of the real one (to inject failures); the rig's own reads
@@ -82,7 +85,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	model := llmtest.Start(t)
-	model.SetDefault(llmtest.EchoReply)
+	model.SetDefault(o.answer)
 	model.Push(o.script...)
 	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: model.URL, APIKey: "k", Name: "m"}, provider.Options{NoRetry: true})
 	if err != nil {
@@ -114,10 +117,9 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.wrapStore != nil {
 		gst = o.wrapStore(st)
 	}
-	quickStore := retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 3}
 	gw, err := gateway.New(gateway.Config{
 		Store:             gst,
-		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, StoreRetry: quickStore},
+		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, Allow: o.allow},
 		ApprovalTimeout:   o.approval,
 		Adapters:          append(append([]platform.Adapter{w}, o.extra...), with(o.with, st)...),
 		OwnerID:           owner.ID,
@@ -147,7 +149,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()
-	r := &rig{home: home, st: st, model: model, web: w, gw: gw, client: control.NewClient(sock), owner: owner}
+	r := &rig{home: home, st: st, model: model, web: w, gw: gw, client: control.NewClient(sock), owner: owner, logs: logs}
 	r.stop = func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -385,6 +385,7 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 // the answer an earlier attempt stored instead of asking twice.
 func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) (string, error) {
 	marker := fmt.Sprintf("handoff:%d", h.ID)
+	defer g.forgetTrouble(marker)
 	p, err := g.priorTurn(ctx, h.Platform, marker)
 	if err != nil {
 		return "", err
@@ -393,7 +394,7 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 		if p.answer != "" || p.movedOn {
 			return p.answer, nil
 		}
-		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it
+		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{Platform: h.Platform}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it
 		if err != nil {
 			return "", fmt.Errorf("handoff turn: %w", err)
 		}

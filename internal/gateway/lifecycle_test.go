@@ -153,9 +153,11 @@ func TestControlSocketIsPrivate(t *testing.T) {
 	}
 }
 
-// A turn still running when the grace period ends is cancelled: the
-// gateway stops, and what the model had said is kept, marked interrupted.
-func TestStopCancelsTurnAfterGrace(t *testing.T) {
+// A turn still running when the grace period ends is suspended: the
+// gateway stops, what the model had written is kept as the session's
+// draft, and the message waits, pending, for the next start to continue
+// its turn.
+func TestStopSuspendsTurnAfterGrace(t *testing.T) {
 	r := newRig(t, rigOpts{grace: 200 * time.Millisecond})
 	pg := r.openPage(t)
 	r.model.Push(llmtest.Reply{Text: "this answer takes far too long to finish", Delay: time.Second})
@@ -173,9 +175,14 @@ func TestStopCancelsTurnAfterGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs, _ := r.st.Transcript(context.Background(), b.SessionID)
-	last := msgs[len(msgs)-1]
-	if last.Role != store.RoleAssistant || !strings.HasSuffix(last.Content, "[interrupted]") || !strings.HasPrefix(last.Content, "this") {
-		t.Fatalf("last message %+v", last)
+	if last := msgs[len(msgs)-1]; last.Role != store.RoleUser || last.Content != "slow job" {
+		t.Fatalf("last message %+v; want the message, its answer not yet stored", last)
+	}
+	if draft, err := r.st.Draft(context.Background(), b.SessionID); err != nil || !strings.HasPrefix(draft, "this") {
+		t.Fatalf("kept draft %q (%v); want the words written before the stop", draft, err)
+	}
+	if pending, err := r.st.PendingInbound(context.Background(), 0, 0); err != nil || len(pending) != 1 {
+		t.Fatalf("pending %v (%v); want the message waiting for the next start", pending, err)
 	}
 }
 

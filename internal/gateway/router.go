@@ -57,6 +57,13 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 		g.log.Debug("duplicate inbound message", "platform", ev.At.Platform, "id", ev.ID)
 		return nil
 	}
+	if g.stopping.Load() {
+		// Kept for the next start; the grace period is for the turns
+		// already running.
+		g.log.Info("message kept for the next start: the gateway is stopping", "at", in.AddressKey)
+		g.sendNow(ctx, ev.At, "baton is restarting. Your message is kept and will be answered when it is back.")
+		return nil
+	}
 	// Handled in the gateway's work context, not the adapter's: a page
 	// that disconnects does not cancel its turn, a shutdown past its grace
 	// period does.
@@ -107,7 +114,8 @@ func notRecorded(what string, err error) error {
 // conversation's later messages back so that order is kept; it is marked
 // done only once handled.
 func (g *Gateway) process(ctx context.Context, in store.Inbound) {
-	told := false
+	key := fmt.Sprintf("in:%d", in.ID)
+	defer g.forgetTrouble(key)
 	err := retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
 		err := g.handleOnce(ctx, in)
 		if err != nil && !errors.Is(err, errNotRecorded) {
@@ -117,11 +125,8 @@ func (g *Gateway) process(ctx context.Context, in store.Inbound) {
 		return err
 	}, func(err error, wait time.Duration) {
 		g.log.Warn("the store could not record a message's turn; trying again", "at", in.AddressKey, "in", wait.Round(time.Millisecond), "err", err)
-		if !told {
-			told = true
-			if addr, perr := platform.ParseKey(in.AddressKey); perr == nil {
-				g.sendNow(ctx, addr, "⚠️ "+storeTrouble(err))
-			}
+		if addr, perr := platform.ParseKey(in.AddressKey); perr == nil {
+			g.tellTrouble(ctx, addr, key, err)
 		}
 	})
 	if err != nil || ctx.Err() != nil {
@@ -142,7 +147,25 @@ func storeTrouble(err error) string {
 	if strings.Contains(err.Error(), "disk is full") {
 		why = "the disk is full"
 	}
-	return "baton could not save this conversation just now (" + why + "). Your message is kept and will be answered as soon as it can be saved."
+	return "baton could not save this conversation just now (" + why + "); it will keep trying. Your message is kept and will be answered as soon as it can be saved."
+}
+
+// tellTrouble tells the person at addr, once per turn key, that the store
+// could not record their turn.
+func (g *Gateway) tellTrouble(ctx context.Context, addr platform.Address, key string, err error) {
+	g.mu.Lock()
+	told := g.troubleTold[key]
+	g.troubleTold[key] = true
+	g.mu.Unlock()
+	if !told {
+		g.sendNow(ctx, addr, "⚠️ "+storeTrouble(err))
+	}
+}
+
+func (g *Gateway) forgetTrouble(key string) {
+	g.mu.Lock()
+	delete(g.troubleTold, key)
+	g.mu.Unlock()
 }
 
 // handleOnce is one try at handling an inbound event; an error marked
@@ -201,7 +224,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 		case prior.answer != "":
 			return g.reply(ctx, addr, in, prior.answer)
 		default:
-			return g.turn(ctx, addr, in, prior.sessionID, store.Message{})
+			return g.turn(ctx, addr, in, prior.sessionID, store.Message{Platform: in.Platform})
 		}
 	}
 	var offer string // decided as the message arrives, sent after its answer
@@ -262,7 +285,13 @@ func (g *Gateway) priorTurn(ctx context.Context, platformName, msgID string) (pr
 // again; the model's own failures are told to the person.
 func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbound, sessionID string, input store.Message) error {
 	res, err := g.runTurn(ctx, addr, sessionID, input, fmt.Sprintf("in:%d", in.ID))
-	if errors.Is(err, agent.ErrStore) && ctx.Err() == nil {
+	if err != nil && ctx.Err() != nil {
+		// Stopping: the turn is suspended, not failed. The message stays
+		// pending and its turn resumes at the next start.
+		g.log.Info("turn suspended by the stop; it resumes at the next start", "session", sessionID, "err", err)
+		return nil
+	}
+	if errors.Is(err, agent.ErrStore) {
 		return notRecorded("run turn", err)
 	}
 	if err != nil {
@@ -287,9 +316,17 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 		return agent.Result{}, err
 	}
 	defer done()
-	emit := func(agent.Event) {}
+	show := func(agent.Event) {}
+	emit := func(ev agent.Event) {
+		if ev.Kind == agent.EventStoreTrouble {
+			g.log.Warn("the store could not record a turn; keeping it and trying again", "session", sessionID, "err", ev.Err)
+			g.tellTrouble(ctx, addr, key, ev.Err)
+			return
+		}
+		show(ev)
+	}
 	if s, ok := a.(platform.Streamer); ok {
-		emit = func(ev agent.Event) {
+		show = func(ev agent.Event) {
 			if ev.Kind == agent.EventTextDelta {
 				if err := s.Delta(ctx, addr, ev.Text); err != nil {
 					g.log.Debug("stream delta", "err", err)
@@ -297,7 +334,7 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 			}
 		}
 	} else if es := g.streamEdits(ctx, a, addr); es != nil {
-		emit = es.event
+		show = es.event
 		defer func() { g.noteStreamed(key, es.finish()) }()
 	}
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {

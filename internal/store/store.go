@@ -250,6 +250,14 @@ type Messages interface {
 	// ReplaceTranscript atomically supersedes the live transcript with msgs
 	// (for /undo and compression); the old rows stay in History.
 	ReplaceTranscript(ctx context.Context, sessionID string, msgs []Message) ([]Message, error)
+	// SetDraft keeps the partial answer of a model call as it is written,
+	// so that a crash loses none of it; "" clears it. Storing any message
+	// in the session, or replacing its transcript, clears it in the same
+	// transaction: a draft is only ever the text of a call whose answer is
+	// not stored. An unknown session is ErrNotFound.
+	SetDraft(ctx context.Context, sessionID, text string) error
+	// Draft is the session's kept partial answer; "" if none.
+	Draft(ctx context.Context, sessionID string) (string, error)
 	// FindPlatformMessage reports whether a message with that platform id was
 	// stored already, for deduplicating redelivered events.
 	FindPlatformMessage(ctx context.Context, platform, platformMsgID string) (Message, error)

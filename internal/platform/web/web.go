@@ -200,7 +200,9 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 	a.mu.Lock()
 	a.recv = r
 	a.mu.Unlock()
-	srv := &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Pages are not cut off when ctx ends: closeClients lets each finish
+	// what is queued for it first.
+	srv := &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	errc := make(chan error, 1)
 	go func() {
 		if a.cfg.TLSCert != "" {
@@ -457,14 +459,17 @@ type approval struct {
 const maxFrame = 1 << 20
 
 type client struct {
-	conn *websocket.Conn
-	out  chan frame
+	conn    *websocket.Conn
+	out     chan frame
+	closing chan struct{} // closed by closeClients: send what is queued, then close
+	once    sync.Once
+	done    chan struct{} // closed when the writer has ended
 }
 
 func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Hold a place before accepting, so a flood of pages is refused with
 	// a reason instead of taking memory.
-	c := &client{out: make(chan frame, 256)}
+	c := &client{out: make(chan frame, 256), closing: make(chan struct{}), done: make(chan struct{})}
 	a.mu.Lock()
 	if len(a.clients) >= a.cfg.MaxPages {
 		a.mu.Unlock()
@@ -488,27 +493,16 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer func() {
 		cancel()
+		<-c.done
 		a.mu.Lock()
 		delete(a.clients, c)
 		a.mu.Unlock()
 		conn.Close(websocket.StatusNormalClosure, "")
 	}()
 	go func() {
+		defer close(c.done)
 		defer cancel()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case f := <-c.out:
-				b, _ := json.Marshal(f)
-				wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-				err := conn.Write(wctx, websocket.MessageText, b)
-				wcancel()
-				if err != nil {
-					return
-				}
-			}
-		}
+		c.write(ctx)
 	}()
 	for {
 		_, data, err := conn.Read(ctx)
@@ -522,6 +516,41 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		a.serveFrame(ctx, c, f)
 	}
+}
+
+// write sends the page its frames until it goes away; when the adapter
+// stops, what is still queued (an answer finished in the gateway's grace
+// period) is sent before the page is closed.
+func (c *client) write(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.closing:
+			for {
+				select {
+				case f := <-c.out:
+					if c.writeFrame(ctx, f) != nil {
+						return
+					}
+				default:
+					c.conn.Close(websocket.StatusGoingAway, "gateway stopping")
+					return
+				}
+			}
+		case f := <-c.out:
+			if c.writeFrame(ctx, f) != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c *client) writeFrame(ctx context.Context, f frame) error {
+	b, _ := json.Marshal(f)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.conn.Write(wctx, websocket.MessageText, b)
 }
 
 func (c *client) send(f frame) {
@@ -625,15 +654,37 @@ func (a *Adapter) broadcast(_ context.Context, f frame) {
 	}
 }
 
+// closeClients closes every page once what is queued for it is sent,
+// waiting for that a few seconds at most.
 func (a *Adapter) closeClients() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	var open []*client
 	for c := range a.clients {
-		if c.conn != nil {
-			c.conn.Close(websocket.StatusGoingAway, "gateway stopping")
+		if c.conn != nil { // its writer runs
+			open = append(open, c)
+		}
+	}
+	a.mu.Unlock()
+	for _, c := range open {
+		c.once.Do(func() { close(c.closing) })
+	}
+	limit := time.NewTimer(closeWait)
+	defer limit.Stop()
+	for _, c := range open {
+		select {
+		case <-c.done:
+		case <-limit.C:
+			for _, c := range open {
+				c.conn.Close(websocket.StatusGoingAway, "gateway stopping")
+			}
+			return
 		}
 	}
 }
+
+// closeWait bounds how long a stopping adapter waits for its pages to
+// receive what is queued for them.
+const closeWait = 2 * time.Second
 
 // eventID is the platform message id of a page's message: a page's id is
 // unique only among its own messages, so it is scoped by the

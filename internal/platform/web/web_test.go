@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,61 @@ func TestFramesCarryRenderedText(t *testing.T) {
 	_, _ = a.Send(ctx, Home, platform.ApprovalExpired("shell", time.Minute))
 	if f := readFrame(t, conn); f.Approval == nil || f.Approval.Tool != "shell" || !f.Approval.Expired {
 		t.Errorf("approval expiry %+v", f)
+	}
+}
+
+// A page open when the adapter stops receives what was queued for it
+// before it is closed: an answer finished during the gateway's grace
+// period is seen.
+func TestStopSendsWhatIsQueuedFirst(t *testing.T) {
+	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: staticTranscripts{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	}()
+	hdr := http.Header{}
+	hdr.Set("Authorization", "Bearer "+testToken)
+	conn, _, err := websocket.Dial(testutil.Context(t, 0), "ws://"+a.Addr()+"/ws", &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(websocket.StatusNormalClosure, "")
+	roundTrip(t, conn, `{"type":"list"}`) // the page is registered
+
+	const n = 100
+	for i := range n {
+		if _, err := a.Send(context.Background(), Home, "reply "+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	got := 0
+	for {
+		_, b, err := conn.Read(testutil.Context(t, 0))
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+				t.Errorf("closed with %v, want going away", err)
+			}
+			break
+		}
+		var f frame
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Text != "reply "+strconv.Itoa(got) {
+			t.Fatalf("frame %d is %+v", got, f)
+		}
+		got++
+	}
+	if got != n {
+		t.Errorf("the page got %d of %d queued replies before it was closed", got, n)
+	}
+	if err := testutil.Receive(t, done, "Run to return"); err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }

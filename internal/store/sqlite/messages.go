@@ -183,7 +183,7 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 	}
 	var out []store.Message
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = 0, generation = generation + 1, live_from = next_seq WHERE id = ?`, sessionID)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = 0, generation = generation + 1, live_from = next_seq, draft = '' WHERE id = ?`, sessionID)
 		if err := affected(res, err, "session "+sessionID); err != nil {
 			return err
 		}
@@ -201,6 +201,25 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, err)
 	}
 	return out, nil
+}
+
+// SetDraft keeps the partial answer of the session's model call.
+func (s *Store) SetDraft(ctx context.Context, sessionID, text string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET draft = ? WHERE id = ?`, text, sessionID)
+	return affected(res, err, "keep the draft of session "+sessionID)
+}
+
+// Draft is the session's kept partial answer.
+func (s *Store) Draft(ctx context.Context, sessionID string) (string, error) {
+	var text string
+	err := s.r.QueryRowContext(ctx, `SELECT draft FROM sessions WHERE id = ?`, sessionID).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("load the draft of session %s: %w", sessionID, store.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("load the draft of session %s: %w", sessionID, err)
+	}
+	return text, nil
 }
 
 // FindPlatformMessage finds a stored message by its platform message id.

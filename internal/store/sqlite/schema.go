@@ -236,4 +236,16 @@ CREATE TABLE parked (
 );
 CREATE INDEX parked_address ON parked(address_key);
 `,
+	// 9: draft, the partial answer of a model call while it is written
+	// (SetDraft), so a crash keeps what was generated. Every stored
+	// message clears it in the statement that stores it: the trigger that
+	// moves the session on is rewritten to do so.
+	`
+ALTER TABLE sessions ADD COLUMN draft TEXT NOT NULL DEFAULT '';
+DROP TRIGGER messages_session_bump;
+CREATE TRIGGER messages_session_bump AFTER INSERT ON messages BEGIN
+	UPDATE sessions SET next_seq = new.seq + 1, message_count = message_count + 1, updated_at = new.created_at, draft = ''
+	WHERE id = new.session_id;
+END;
+`,
 }

@@ -38,6 +38,28 @@ var messageTests = map[string]func(*testing.T, store.Store){
 		eq(t, "session id", tr[3].SessionID, a.ID)
 		eq(t, "count", must(s.GetSession(ctx(t), a.ID)).MessageCount, 4)
 	},
+	"DraftKeptUntilAnAppendOrReplacement": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		b := newSession(t, s, "u", "")
+		eq(t, "no draft at first", must(s.Draft(ctx(t), a.ID)), "")
+		appendText(t, s, a.ID, store.RoleUser, "tell me a story")
+		noErr(t, s.SetDraft(ctx(t), a.ID, "Once upon"))
+		noErr(t, s.SetDraft(ctx(t), a.ID, "Once upon a time"))
+		noErr(t, s.SetDraft(ctx(t), b.ID, "other"))
+		eq(t, "latest draft", must(s.Draft(ctx(t), a.ID)), "Once upon a time")
+		eq(t, "a draft does not count as a message", must(s.GetSession(ctx(t), a.ID)).MessageCount, 1)
+		appendText(t, s, a.ID, store.RoleAssistant, "Once upon a time, the end.")
+		eq(t, "an append clears the draft", must(s.Draft(ctx(t), a.ID)), "")
+		eq(t, "another session's draft stays", must(s.Draft(ctx(t), b.ID)), "other")
+		noErr(t, s.SetDraft(ctx(t), a.ID, "half"))
+		must(s.ReplaceTranscript(ctx(t), a.ID, nil))
+		eq(t, "a replacement clears the draft", must(s.Draft(ctx(t), a.ID)), "")
+		noErr(t, s.SetDraft(ctx(t), b.ID, ""))
+		eq(t, "cleared", must(s.Draft(ctx(t), b.ID)), "")
+		wantErr(t, s.SetDraft(ctx(t), "missing", "x"), store.ErrNotFound)
+		_, err := s.Draft(ctx(t), "missing")
+		wantErr(t, err, store.ErrNotFound)
+	},
 	"AppendToUnknownSession": func(t *testing.T, s store.Store) {
 		_, err := s.AppendMessages(ctx(t), "missing", store.Message{Role: store.RoleUser, Content: "x"})
 		wantErr(t, err, store.ErrNotFound)

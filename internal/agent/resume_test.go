@@ -1,0 +1,256 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/retry"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+func (e *env) draft(sid string) string {
+	e.t.Helper()
+	d, err := e.st.Draft(context.Background(), sid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// lastRequestMessage is the last message of the latest model request.
+func (e *env) lastRequestMessage() map[string]any {
+	e.t.Helper()
+	reqs := e.srv.Requests()
+	msgs := reqs[len(reqs)-1].Messages()
+	m, _ := msgs[len(msgs)-1].(map[string]any)
+	return m
+}
+
+// The answer being written is in the store while it streams, so a crash
+// keeps it; storing the whole answer clears it.
+func TestAnswerIsKeptWhileWritten(t *testing.T) {
+	e := newEnv(t)
+	e.agent.DraftEvery = 10 * time.Millisecond
+	e.srv.Push(llmtest.Reply{Text: "one two three four five six seven eight", Delay: 40 * time.Millisecond})
+	seen := make(chan string, 1)
+	evs := &events{}
+	evs.on = func(ev agent.Event) {
+		if ev.Kind != agent.EventTextDelta || !strings.Contains(ev.Text, "six") {
+			return
+		}
+		// Mid-stream: what the store holds now is what a crash would leave.
+		var kept string
+		testutil.Eventually(t, 0, func() bool { kept = e.draft(e.sid); return strings.HasPrefix(kept, "one two") }, "the answer kept")
+		seen <- kept
+	}
+	res, err := e.agent.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "count"}, evs.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := testutil.Receive(t, seen, "the answer kept mid-stream")
+	if !strings.HasPrefix(res.Text, kept) || kept == res.Text {
+		t.Errorf("kept %q mid-stream of %q", kept, res.Text)
+	}
+	if d := e.draft(e.sid); d != "" {
+		t.Errorf("the stored answer left the draft %q", d)
+	}
+}
+
+// A turn suspended mid-answer keeps what was written as the draft, not as
+// an answer; the next Run continues it, and the transcript holds the
+// answer once, whole.
+func TestSuspendedAnswerIsContinued(t *testing.T) {
+	e := newEnv(t)
+	e.srv.Push(llmtest.Reply{Text: "one two three four five six seven eight", Delay: 40 * time.Millisecond})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	evs := &events{}
+	evs.on = func(ev agent.Event) {
+		if ev.Kind == agent.EventTextDelta && strings.Contains(ev.Text, "two") {
+			cancel(agent.ErrSuspended)
+		}
+	}
+	_, err := e.agent.Run(ctx, e.sid, store.Message{Role: store.RoleUser, Content: "count"}, evs.emit)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	kept := e.draft(e.sid)
+	if !strings.HasPrefix(kept, "one two") || kept != evs.text() {
+		t.Fatalf("kept %q; streamed %q", kept, evs.text())
+	}
+	sameRows(t, e.transcript(e.sid), []row{{Role: store.RoleUser, Content: "count"}})
+
+	e.srv.Push(llmtest.Reply{Text: " nine."})
+	resumed := &events{}
+	res, err := e.agent.Run(context.Background(), e.sid, store.Message{}, resumed.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := strings.TrimRight(kept, " ") + " nine."
+	if res.Text != whole || resumed.text() != kept+" nine." {
+		t.Errorf("answer %q, shown %q; want %q", res.Text, resumed.text(), whole)
+	}
+	sameRows(t, e.transcript(e.sid), []row{{Role: store.RoleUser, Content: "count"}, {Role: store.RoleAssistant, Content: whole}})
+	if last := e.lastRequestMessage(); last["role"] != "assistant" || last["content"] != strings.TrimRight(kept, " ") {
+		t.Errorf("the model was not asked to continue: last message %v", last)
+	}
+	reqs := e.srv.Requests()
+	if !strings.Contains(string(reqs[len(reqs)-1].Raw), "cut off") {
+		t.Errorf("the model was not told to continue the cut-off answer")
+	}
+	if d := e.draft(e.sid); d != "" {
+		t.Errorf("draft %q left after the answer", d)
+	}
+}
+
+// When the person says something new after a crash mid-answer, the kept
+// part is stored as a cut-off answer before it, not lost.
+func TestNewInputAfterACrashKeepsTheCutOffAnswer(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.st.AppendMessages(ctx, e.sid, store.Message{Role: store.RoleUser, Content: "count"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.SetDraft(ctx, e.sid, "one two "); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Push(llmtest.Reply{Text: "ok"})
+	e.mustRun(e.sid, "never mind")
+	sameRows(t, e.transcript(e.sid), []row{
+		{Role: store.RoleUser, Content: "count"},
+		{Role: store.RoleAssistant, Content: "one two " + agent.InterruptedMarker},
+		{Role: store.RoleUser, Content: "never mind"},
+		{Role: store.RoleAssistant, Content: "ok"},
+	})
+}
+
+// A tool call stored without a result (a crash while it ran) is recorded
+// as interrupted at the next Run and not run again; the model is told.
+func TestCallWithoutResultIsNotRunAgain(t *testing.T) {
+	e := newEnv(t)
+	e.agent.Allow = []string{"write_file"}
+	ctx := context.Background()
+	calls, err := agent.EncodeToolCalls([]llm.ToolCall{{ID: "c1", Name: "write_file", Arguments: json.RawMessage(`{"path":"out.txt","content":"x"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AppendMessages(ctx, e.sid,
+		store.Message{Role: store.RoleUser, Content: "write it"},
+		store.Message{Role: store.RoleAssistant, ToolCalls: calls}); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Push(llmtest.Reply{Text: "It may not have been written; I will check."})
+	res, err := e.agent.Run(ctx, e.sid, store.Message{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "out.txt")); !os.IsNotExist(err) {
+		t.Errorf("the cut-off call was run again: %v", err)
+	}
+	sameRows(t, e.transcript(e.sid), []row{
+		{Role: store.RoleUser, Content: "write it"},
+		{Role: store.RoleAssistant, Calls: "write_file"},
+		{Role: store.RoleTool, Content: agent.InterruptedResult, CallID: "c1"},
+		{Role: store.RoleAssistant, Content: res.Text},
+	})
+	if last := e.lastRequestMessage(); last["role"] != "tool" || last["content"] != agent.InterruptedResult {
+		t.Errorf("the model was not told: %v", last)
+	}
+}
+
+// A tool running when its turn is suspended is recorded as interrupted:
+// it may have done part of its work.
+func TestSuspendedToolIsInterrupted(t *testing.T) {
+	e := newEnv(t)
+	e.agent.Allow = []string{"shell"}
+	e.srv.Push(llmtest.Reply{ToolCalls: []llmtest.Call{{ID: "c1", Name: "shell", Args: `{"command":"echo begun; sleep 30"}`}}})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	evs := &events{}
+	evs.on = func(ev agent.Event) {
+		if ev.Kind == agent.EventToolStarted {
+			time.AfterFunc(200*time.Millisecond, func() { cancel(agent.ErrSuspended) })
+		}
+	}
+	if _, err := e.agent.Run(ctx, e.sid, store.Message{Role: store.RoleUser, Content: "wait"}, evs.emit); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	sameRows(t, e.transcript(e.sid), []row{
+		{Role: store.RoleUser, Content: "wait"},
+		{Role: store.RoleAssistant, Calls: "shell"},
+		{Role: store.RoleTool, Content: agent.InterruptedResult + "; output so far:\nbegun\n", CallID: "c1"},
+	})
+}
+
+// troubled is the real store whose appends of the model's messages fail,
+// as on a full disk, while full is set.
+type troubled struct {
+	*sqlite.Store
+	full     atomic.Bool
+	refusals atomic.Int32
+}
+
+func (s *troubled) AppendMessages(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
+	if s.full.Load() && msgs[0].Role == store.RoleAssistant {
+		s.refusals.Add(1)
+		return nil, fmt.Errorf("append to session %s: %w", sessionID, errors.New("database or disk is full (13)"))
+	}
+	return s.Store.AppendMessages(ctx, sessionID, msgs...)
+}
+
+// An answer the store refuses is kept and its write tried again until the
+// store takes it; the trouble is reported at once, and the model is not
+// asked again. With a bounded policy the turn ends with ErrStore.
+func TestRefusedAnswerIsKeptAndWrittenLater(t *testing.T) {
+	e := newEnv(t)
+	st := &troubled{Store: e.st}
+	st.full.Store(true)
+	e.agent.Store = st
+	e.agent.StoreRetry = retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond}
+	troubleSeen := make(chan error, 1)
+	evs := &events{on: func(ev agent.Event) {
+		if ev.Kind == agent.EventStoreTrouble {
+			troubleSeen <- ev.Err
+		}
+	}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.agent.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "hello"}, evs.emit)
+		done <- err
+	}()
+	if err := testutil.Receive(t, troubleSeen, "the trouble reported"); !strings.Contains(err.Error(), "disk is full") {
+		t.Errorf("trouble %v", err)
+	}
+	testutil.Eventually(t, 0, func() bool { return st.refusals.Load() >= 5 }, "the answer's write tried again")
+	st.full.Store(false)
+	if err := testutil.Receive(t, done, "the turn to end"); err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, e.transcript(e.sid), []row{{Role: store.RoleUser, Content: "hello"}, {Role: store.RoleAssistant, Content: "echo: hello"}})
+	if n := len(e.srv.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want 1", n)
+	}
+	if n := len(evs.of(agent.EventStoreTrouble)); n != 1 {
+		t.Errorf("the trouble was reported %d times, want once", n)
+	}
+
+	st.full.Store(true)
+	e.agent.StoreRetry = retry.Policy{First: time.Millisecond, Tries: 3}
+	_, _, err := e.run(context.Background(), e.sid, "again")
+	if !errors.Is(err, agent.ErrStore) {
+		t.Errorf("a bounded policy spent: %v, want ErrStore", err)
+	}
+}
