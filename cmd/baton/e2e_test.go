@@ -207,7 +207,7 @@ func TestFreshMachineOffline(t *testing.T) {
 	tm.line("hi")
 	tm.expect(`You said: "hi"`)
 	tm.line("/sessions")
-	tm.expect("cli")
+	tm.expect("the terminal since")
 	tm.expect("› ")
 	tm.waitFor("prompt drawn", func(raw string) bool {
 		return strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
@@ -289,7 +289,7 @@ func TestSessionsCommands(t *testing.T) {
 		t.Fatalf("sessions %+v, %v", ss, err)
 	}
 	id := ss[0].ID[:8]
-	if out := run("sessions", "list"); !strings.Contains(out, id) || !strings.Contains(out, "cli") {
+	if out := run("sessions", "list"); !strings.Contains(out, id) || !strings.Contains(out, "the terminal since") {
 		t.Errorf("list:\n%s", out)
 	}
 	if out := run("sessions", "rename", id, "Walrus", "notes"); !strings.Contains(out, `Renamed "Walrus notes"`) {
