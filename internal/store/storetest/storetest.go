@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Homes", homeTests},
 		{"Pairings", pairingTests},
 		{"PlatformStates", platformStateTests},
+		{"Notes", noteTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
