@@ -32,9 +32,10 @@ const toolResultBytes = 1500
 
 // Fallback reasons, shown at the end of a note baton built itself.
 const (
-	ReasonInvalid = "the model's note was not valid"
-	ReasonNoModel = "the model did not answer"
-	ReasonEmpty   = "there was no conversation yet"
+	ReasonInvalid   = "the model's note was not valid"
+	ReasonNoModel   = "the model did not answer"
+	ReasonUnplugged = "no model is configured"
+	ReasonEmpty     = "there was no conversation yet"
 )
 
 // ErrEmpty is a session with nothing to write a note about.
@@ -77,8 +78,8 @@ var _ Store = store.Store(nil)
 // Writer writes and stores notes. Set the fields before the first call;
 // one Writer may serve many sessions at once.
 type Writer struct {
-	Provider  llm.Provider
-	Model     string // used when the session names no model
+	Provider  llm.Provider // nil: no model is configured, every note is baton's
+	Model     string       // used when the session names no model
 	Store     Store
 	Tools     *agent.Registry // names what tool calls acted on, in a fallback note; nil: by argument names
 	MaxTokens int             // for the answer; 0: the provider's default
@@ -145,6 +146,9 @@ func (w *Writer) compose(ctx context.Context, sessionID string) (Note, error) {
 	}
 	if len(personTurns(msgs)) == 0 {
 		return Note{}, ErrEmpty
+	}
+	if w.Provider == nil {
+		return Fallback(msgs, ReasonUnplugged, w.Tools), nil
 	}
 	model := sess.Model
 	if model == "" {
