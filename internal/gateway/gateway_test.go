@@ -343,7 +343,7 @@ func TestHandoffToWebAndBack(t *testing.T) {
 		texts = append(texts, l.(map[string]any)["role"].(string)+": "+l.(map[string]any)["text"].(string))
 	}
 	joined := strings.Join(texts, "\n")
-	for _, want := range []string{"user: plan a trip to Lisbon", "assistant: Noted: the 9:40 train.", "assistant: Hello from the web",
+	for _, want := range []string{"user: plan a trip to Lisbon", "assistant: Noted: the 9:40 train.", "assistant: **Handoff note**", "\n\nHello from the web",
 		"note: ↪ This conversation was just handed off from the terminal to the web chat\n"} {
 		if !strings.Contains(joined+"\n", want) {
 			t.Errorf("history lacks %q:\n%s", want, joined)

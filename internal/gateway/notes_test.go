@@ -66,6 +66,18 @@ func TestHandoffNoteComesFirst(t *testing.T) {
 	if noteAt < 0 || turnAt < 0 || noteAt > turnAt {
 		t.Errorf("note asked at %d, first message at %d; want the note first", noteAt, turnAt)
 	}
+	// Reopened, the conversation shows the note where it was first shown.
+	pg.send(map[string]any{"type": "open", "key": final.Destination})
+	hist := pg.await("history", typ("history"))
+	var greeting string
+	for _, l := range hist["lines"].([]any) {
+		if line := l.(map[string]any); line["role"] == "assistant" && strings.Contains(line["text"].(string), "Hello from the web!") {
+			greeting = line["text"].(string)
+		}
+	}
+	if greeting != text {
+		t.Errorf("the history shows the first message as\n%s\nit was shown as\n%s", greeting, text)
+	}
 	// The note is not a message of the conversation: the model's words
 	// about it stay out of the transcript.
 	msgs, _ := r.st.Transcript(ctx, sess.ID)
