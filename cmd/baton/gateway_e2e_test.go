@@ -20,6 +20,7 @@ import (
 	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
 	browsertest "github.com/baton-agent/baton/internal/testutil/browser"
@@ -148,10 +149,16 @@ func pageText(ctx context.Context, t *testing.T, want string) string {
 
 func jsString(s string) string { return browsertest.JSString(s) }
 
-// handoffModel answers the synthetic handoff turn with a greeting and
-// everything else from the queue, then by echo.
+// e2eNote is the handoff note handoffModel writes.
+const e2eNote = `{"task": "Check that the machine works", "progress": "The check printed baton-tool-ok.", "context": {"files": ["proof.txt"], "commands": [], "values": []}, "next_steps": ["Book it"], "open_questions": []}`
+
+// handoffModel answers the synthetic handoff turn with a greeting, a
+// handoff note's request with e2eNote, and everything else from the
+// queue, then by echo.
 func handoffModel(t *testing.T, greeting string) *llmtest.Server {
 	srv := llmtest.Start(t)
+	srv.Aside(func(r llmtest.Request) bool { return strings.HasPrefix(r.LastUserText(), note.Lead) },
+		func(llmtest.Request) llmtest.Step { return llmtest.Reply{Text: e2eNote} })
 	srv.SetDefault(func(r llmtest.Request) llmtest.Step {
 		if strings.HasPrefix(r.LastUserText(), gateway.HandoffLead) {
 			return llmtest.Reply{Text: greeting}
@@ -159,6 +166,28 @@ func handoffModel(t *testing.T, greeting string) *llmtest.Server {
 		return llmtest.EchoReply(r)
 	})
 	return srv
+}
+
+// assertNotes checks that every handoff of the session has its note
+// stored, the model's, each handoff one, and returns them oldest first.
+func assertNotes(t *testing.T, st store.Store, sessionID string, handoffs int) []store.Note {
+	t.Helper()
+	notes, err := st.SessionNotes(t.Context(), sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for _, n := range notes {
+		h, err := st.GetHandoff(t.Context(), n.HandoffID)
+		if err != nil || h.SessionID != sessionID || seen[n.HandoffID] || n.Fallback != "" || !strings.Contains(n.Body, "Check that the machine works") {
+			t.Errorf("note %+v of handoff %+v (%v)", n, h, err)
+		}
+		seen[n.HandoffID] = true
+	}
+	if len(notes) != handoffs {
+		t.Fatalf("%d notes stored for %d handoffs: %+v", len(notes), handoffs, notes)
+	}
+	return notes
 }
 
 func writeConfig(t *testing.T, batonHome, yaml string) {
@@ -230,12 +259,17 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	text := pageText(ctx, t, "Hello from the web chat!")
 	assertInOrder(t, text, "hello there", "Hi! How can I help?", "please run the check",
 		"shell", "echo baton-tool-ok > proof.txt && cat proof.txt", "baton-tool-ok",
-		"The check printed baton-tool-ok.", "thanks", "You are welcome.", "Hello from the web chat!")
+		"The check printed baton-tool-ok.", "thanks", "You are welcome.",
+		"Handoff note", "Check that the machine works", "Hello from the web chat!")
 	if card, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages li.tool .tool-name")].map(e => e.textContent).join("|")`)); card != "shell" {
 		t.Errorf("the tool call is not one card: %q", card)
 	}
-	if bold, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages strong")].map(e => e.textContent).join("|")`)); bold != "baton-tool-ok" {
+	if bold, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#messages strong")].map(e => e.textContent).join("|")`)); !strings.HasPrefix(bold, "baton-tool-ok|Handoff note|") {
 		t.Errorf("markdown bold not shown as bold: %q", bold)
+	}
+	first := assertNotes(t, st, sessionID, 1)[0]
+	if h, _ := st.GetHandoff(t.Context(), first.HandoffID); h.Platform != "web" {
+		t.Errorf("the note is of handoff %+v", h)
 	}
 	url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
 	if strings.Contains(url, "token") {
@@ -276,7 +310,8 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	tm.expect("Continuing")
 	for _, want := range []string{"hello there", "Hi! How can I help?", "please run the check", "The check printed baton-tool-ok.",
 		"thanks", "You are welcome.", "↪ This conversation was just handed off from the terminal to the web chat",
-		"Hello from the web chat!", "great, book it", "echo: great, book it"} {
+		"Hello from the web chat!", "great, book it", "echo: great, book it",
+		"Handoff note", "Check that the machine works"} { // the note of the move here, after the transcript
 		tm.expect(want)
 	}
 	tm.line("back at the desk")
@@ -300,9 +335,22 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	if got := strings.Join(users, "|"); got != want && got != strings.Replace(want, "web:/handoff cli|", "", 1) {
 		t.Errorf("user turns %q", got)
 	}
-	if h, _ := st.HandoffState(t.Context(), sessionID); h.State != store.HandoffCompleted || h.Platform != "cli" {
-		t.Errorf("last handoff %+v", h)
+	last, _ := st.HandoffState(t.Context(), sessionID)
+	if last.State != store.HandoffCompleted || last.Platform != "cli" {
+		t.Errorf("last handoff %+v", last)
 	}
+	// Each move's note is stored with it.
+	if notes := assertNotes(t, st, sessionID, 2); notes[1].HandoffID != last.ID {
+		t.Errorf("the move back has no note of its own: %+v", notes)
+	}
+	// `baton sessions show` puts the latest note on top.
+	show := exec.Command(batonBin, "sessions", "show", sessionID)
+	show.Env = env
+	out, err = show.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sessions show: %v\n%s", err, out)
+	}
+	assertInOrder(t, string(out), "Written at the handoff from web to the terminal", "**Task:** Check that the machine works", "hello there")
 }
 
 func assertInOrder(t *testing.T, text string, wants ...string) {

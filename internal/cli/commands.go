@@ -51,6 +51,8 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		r.model(ctx, inv.Args)
 	case "compress":
 		r.compress(ctx, interrupts)
+	case "save":
+		r.save(ctx, interrupts)
 	case "retry":
 		r.retry(ctx, interrupts)
 	case "undo":

@@ -242,8 +242,8 @@ func (h *Handoffs) Waiting(ctx context.Context) ([]store.Handoff, error) {
 	return out, nil
 }
 
-// PickUp takes a handoff to the terminal: claimed and completed here, so it
-// is no longer waiting, and returns its session.
+// PickUp takes a handoff to the terminal: claimed, its note written, and
+// completed here, so it is no longer waiting; it returns its session.
 func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session, error) {
 	claimer := fmt.Sprintf("cli:%d", os.Getpid())
 	_, ok, err := h.App.Store.ClaimHandoff(ctx, hf.ID, claimer, time.Minute)
@@ -252,6 +252,11 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	}
 	if !ok {
 		return store.Session{}, fmt.Errorf("handoff %d was picked up elsewhere", hf.ID)
+	}
+	// The note is stored before the handoff completes, as the gateway's
+	// worker does; the REPL shows it once the session is entered.
+	if _, err := notes(h.App, nil).ForHandoff(ctx, hf); err != nil {
+		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
 	}
 	ok, err = h.App.Store.SetHandoffDestination(ctx, hf.ID, claimer, h.App.TerminalKey())
 	if err == nil && ok {

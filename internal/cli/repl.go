@@ -181,6 +181,7 @@ func (r *REPL) start(ctx context.Context) error {
 			if err := r.enter(ctx, s); err != nil {
 				return err
 			}
+			r.showNote(ctx) // the note of the handoff that brought it here
 		}
 	}
 	return nil

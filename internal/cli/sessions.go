@@ -136,7 +136,8 @@ func ListSessions(ctx context.Context, a *app.App, w io.Writer, limit int) error
 	return nil
 }
 
-// ShowSession writes a session's header and whole live transcript as text.
+// ShowSession writes a session's header, its latest note, and its whole
+// live transcript as text.
 func ShowSession(ctx context.Context, a *app.App, w io.Writer, ref string) error {
 	s, err := a.Resolve(ctx, ref)
 	if err != nil {
@@ -152,6 +153,9 @@ func ShowSession(ctx context.Context, a *app.App, w io.Writer, ref string) error
 	}
 	fmt.Fprintf(w, "%s · %s\nid: %s\nstarted: %s on %s · %d messages · %d in / %d out tokens\nheld by: %s\n\n",
 		describe(s), state, s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Platform, s.MessageCount, s.InputTokens, s.OutputTokens, heldWhere(s, time.Now()))
+	if err := writeLatestNote(ctx, a, w, s.ID); err != nil {
+		return fmt.Errorf("show session: %w", err)
+	}
 	out := newRenderer(w, false, nil)
 	printTranscript(out, msgs, 0)
 	return nil

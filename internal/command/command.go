@@ -143,6 +143,8 @@ func builtin() []Command {
 			Description: "switch to an earlier session"},
 		{Name: "title", Category: CategorySession, Scope: Both, Arity: OptionalArgs, Args: "[title]",
 			Description: "show or set the session's title"},
+		{Name: "save", Category: CategorySession, Scope: Both, Arity: NoArgs,
+			Description: "write a note of where this session stands (task, progress, next steps), without moving it"},
 		{Name: "search", Category: CategorySession, Scope: Both, Arity: RequiredArgs, Args: "<words>",
 			Description: "search every session's messages"},
 		{Name: "retry", Category: CategoryTurn, Scope: Both, Arity: NoArgs,

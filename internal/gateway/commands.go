@@ -115,6 +115,8 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		return fmt.Sprintf("Compressed the earlier conversation: about %d → %d tokens. The full history stays stored.", before, after)
 	case "model":
 		return g.model(ctx, addr, args)
+	case "save":
+		return g.save(ctx, addr)
 	}
 	return fmt.Sprintf("/%s does not work in a chat yet.", inv.Command.Name)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/llm/provider"
+	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/retry"
@@ -73,6 +74,12 @@ type rigOpts struct {
 	again *rig
 }
 
+// rigNote is the handoff note the rig's model writes; the script is left
+// to the conversation.
+const rigNote = `{"task": "Plan the trip", "progress": "Train picked.", "context": {"files": [], "commands": [], "values": ["train: 9:40"]}, "next_steps": ["Book it"], "open_questions": []}`
+
+func isNoteRequest(r llmtest.Request) bool { return strings.HasPrefix(r.LastUserText(), note.Lead) }
+
 func newRig(t testing.TB, o rigOpts) *rig {
 	t.Helper()
 	home := t.TempDir()
@@ -86,6 +93,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	t.Cleanup(func() { st.Close() })
 	model := llmtest.Start(t)
 	model.SetDefault(o.answer)
+	model.Aside(isNoteRequest, func(llmtest.Request) llmtest.Step { return llmtest.Reply{Text: rigNote} })
 	model.Push(o.script...)
 	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: model.URL, APIKey: "k", Name: "m"}, provider.Options{NoRetry: true})
 	if err != nil {
@@ -337,7 +345,7 @@ func TestHandoffToWebAndBack(t *testing.T) {
 		texts = append(texts, l.(map[string]any)["role"].(string)+": "+l.(map[string]any)["text"].(string))
 	}
 	joined := strings.Join(texts, "\n")
-	for _, want := range []string{"user: plan a trip to Lisbon", "assistant: Noted: the 9:40 train.", "assistant: Hello from the web",
+	for _, want := range []string{"user: plan a trip to Lisbon", "assistant: Noted: the 9:40 train.", "assistant: **Handoff note**", "\n\nHello from the web",
 		"note: ↪ This conversation was just handed off from the terminal to the web chat\n"} {
 		if !strings.Contains(joined+"\n", want) {
 			t.Errorf("history lacks %q:\n%s", want, joined)
@@ -524,6 +532,10 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 	if _, err := r.st.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleUser, Kind: store.KindHandoff, Content: gateway.HandoffLead + " handed off", Platform: "web", PlatformMsgID: "handoff:" + itoa(h.ID)}); err != nil {
 		t.Fatal(err)
 	}
+	// And its note: the retry shows it instead of writing another.
+	if _, _, err := r.st.AddNote(ctx, store.Note{SessionID: sess.ID, HandoffID: h.ID, Body: `{"task": "Noted by the first attempt", "progress": "p"}`}); err != nil {
+		t.Fatal(err)
+	}
 	r.model.Push(llmtest.Reply{Text: "Back on track after a restart."})
 	final, err := r.client.Watch(ctx, h.ID, nil)
 	if err != nil {
@@ -537,8 +549,13 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 		t.Errorf("handoff after retry: attempts %d, claimed by %q", got.Attempts, got.ClaimedBy)
 	}
 	pg.await("reply", func(f map[string]any) bool {
-		return f["type"] == "message" && f["text"] == "Back on track after a restart."
+		text, _ := f["text"].(string)
+		return f["type"] == "message" && strings.HasPrefix(text, "**Handoff note**\n**Task:** Noted by the first attempt\n") &&
+			strings.HasSuffix(text, "\n\nBack on track after a restart.")
 	})
+	if notes, err := r.st.SessionNotes(ctx, sess.ID); err != nil || len(notes) != 1 {
+		t.Errorf("notes after the retry: %+v, %v; want the first attempt's alone", notes, err)
+	}
 	msgs, _ := r.st.Transcript(ctx, sess.ID)
 	n := 0
 	for _, m := range msgs {

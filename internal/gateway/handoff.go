@@ -217,8 +217,9 @@ func (g *Gateway) step(h store.Handoff, state, step, dest string) {
 }
 
 // carry does the work of a handoff: pick the destination (a new thread
-// under the home, or the home itself), bind it to the session, run the
-// synthetic "you were just handed off" turn and deliver its answer. Each
+// under the home, or the home itself), bind it to the session, write the
+// handoff note, run the synthetic "you were just handed off" turn and
+// deliver the note with its answer. Each
 // step is idempotent, so a retried handoff picks up where one stopped.
 //
 // undo, once the destination is bound, takes the binding back (to the
@@ -240,18 +241,29 @@ func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Add
 	return dest, undo, g.greet(ctx, h, sess, dest)
 }
 
-// greet posts what is queued at dest (a notice, if any) and the agent's
-// first message there.
+// greet posts what is queued at dest (a notice, if any) and the first
+// message there: the handoff note, then the agent's greeting.
 func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) error {
 	g.step(h, "running", "conversation ready at "+dest.Key(), dest.Key())
 	if err := g.flush(ctx, dest); err != nil {
 		return fmt.Errorf("send what waits at %s: %w", dest.Key(), err)
 	}
+	// The note is stored before the first message is asked for, once per
+	// handoff: a retry shows the note the first attempt stored.
+	n, err := g.notes().ForHandoff(ctx, h)
+	if err != nil {
+		return fmt.Errorf("write the handoff note: %w", err)
+	}
+	if n.Fallback != "" {
+		g.step(h, "running", "note written by baton from the last turns ("+n.Fallback+")", dest.Key())
+	} else {
+		g.step(h, "running", "note written", dest.Key())
+	}
 	reply, err := g.handoffTurn(ctx, h, sess, dest)
 	if err != nil {
 		return err
 	}
-	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), reply); err != nil {
+	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), withNote(n, reply)); err != nil {
 		return fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
 	}
 	g.step(h, "running", "first message delivered", dest.Key())

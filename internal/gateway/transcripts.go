@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/transcript"
@@ -71,7 +74,59 @@ func (t Transcripts) View(ctx context.Context, key string) ([]platform.Line, err
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", key, err)
 	}
-	return TranscriptLines(msgs), nil
+	lines := TranscriptLines(msgs)
+	if ns, ok := t.Store.(noteStore); ok {
+		lines = withNotes(ctx, ns, msgs, lines)
+	}
+	return lines, nil
+}
+
+// noteStore is the store's handoff notes, for a history that shows them
+// where they were first shown.
+type noteStore interface {
+	HandoffNote(ctx context.Context, handoffID int64) (store.Note, error)
+}
+
+// withNotes puts each handoff's note at the top of the first answer after
+// its handoff line, as the first message at the destination showed it.
+// Each handoff message is one handoff line, in the same order.
+func withNotes(ctx context.Context, ns noteStore, msgs []store.Message, lines []platform.Line) []platform.Line {
+	var handoffs []int64
+	for _, m := range msgs {
+		if m.Kind == store.KindHandoff {
+			id, _ := strconv.ParseInt(strings.TrimPrefix(m.PlatformMsgID, "handoff:"), 10, 64)
+			handoffs = append(handoffs, id)
+		}
+	}
+	k := 0
+	for i := 0; i < len(lines); i++ {
+		if lines[i].Role != string(transcript.Note) || !strings.HasPrefix(lines[i].Text, "↪ ") || k >= len(handoffs) {
+			continue
+		}
+		id := handoffs[k]
+		k++
+		if id <= 0 {
+			continue
+		}
+		row, err := ns.HandoffNote(ctx, id)
+		if err != nil {
+			continue // none (an older handoff), or unreadable: the history stands without it
+		}
+		n, err := note.FromStored(row)
+		if err != nil {
+			continue
+		}
+		at := i + 1
+		for at < len(lines) && lines[at].Role != string(transcript.Assistant) && lines[at].Role != string(transcript.User) {
+			at++
+		}
+		if at < len(lines) && lines[at].Role == string(transcript.Assistant) {
+			lines[at].Text = withNote(n, lines[at].Text)
+			continue
+		}
+		lines = slices.Insert(lines, i+1, platform.Line{Role: string(transcript.Assistant), Text: n.Markdown(), Time: row.CreatedAt})
+	}
+	return lines
 }
 
 // TranscriptLines turns a stored transcript into what a page shows:

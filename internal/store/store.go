@@ -1,7 +1,7 @@
 // Package store defines baton's single source of truth: users and their
 // identities, sessions and their transcripts, bindings of conversation
 // addresses to sessions, the per-session handoff state machine, and the
-// gateway's inbox, outbox and home channels.
+// gateway's inbox, outbox and home channels, and handoff notes.
 //
 // Implementations live in subpackages (sqlite, postgres); storetest holds
 // the conformance suite every implementation must pass.
@@ -331,6 +331,7 @@ type Store interface {
 	Homes
 	Pairings
 	PlatformStates
+	Notes
 	Close() error
 }
 

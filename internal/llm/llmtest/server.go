@@ -33,7 +33,14 @@ type Server struct {
 	queue []Step
 	reqs  []Request
 	def   func(Request) Step
+	aside []aside
 	seq   int
+}
+
+// aside answers requests a test does not script (see Server.Aside).
+type aside struct {
+	match  func(Request) bool
+	answer func(Request) Step
 }
 
 // TB is the part of testing.TB that Start needs.
@@ -97,6 +104,17 @@ func (s *Server) SetDefault(f func(Request) Step) {
 	s.def = f
 }
 
+// Aside answers the requests match picks with answer, before and apart
+// from the script: such a request takes no scripted step. It is for side
+// calls (a handoff note) that tests scripting the conversation leave
+// alone. The newest aside that picks a request answers it. Aside requests
+// are recorded like the others.
+func (s *Server) Aside(match func(Request) bool, answer func(Request) Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aside = append(s.aside, aside{match: match, answer: answer})
+}
+
 // EchoReply is the default answer: "echo: <last user text>".
 func EchoReply(r Request) Step { return Reply{Text: "echo: " + r.LastUserText()} }
 
@@ -117,6 +135,11 @@ func (s *Server) next(req Request) (Step, int) {
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, req.clone())
 	s.seq++
+	for i := len(s.aside) - 1; i >= 0; i-- { // the newest first
+		if a := s.aside[i]; a.match(req.clone()) {
+			return a.answer(req.clone()), s.seq
+		}
+	}
 	if len(s.queue) > 0 {
 		st := s.queue[0]
 		s.queue = s.queue[1:]

@@ -247,3 +247,27 @@ func TestParseScript(t *testing.T) {
 		t.Error("bad args accepted")
 	}
 }
+
+// An aside answers what it picks without taking a scripted step.
+func TestAsideTakesNoScriptedStep(t *testing.T) {
+	srv := llmtest.Start(t)
+	srv.Aside(func(r llmtest.Request) bool { return strings.HasPrefix(r.LastUserText(), "[side]") },
+		func(llmtest.Request) llmtest.Step { return llmtest.Reply{Text: "side answer"} })
+	srv.Push(llmtest.Reply{Text: "scripted"})
+	ask := func(text string) string {
+		_, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"`+text+`"}]}`)
+		return body
+	}
+	if body := ask("[side] a note please"); !strings.Contains(body, "side") || strings.Contains(body, "scripted") {
+		t.Fatalf("the aside request got:\n%s", body)
+	}
+	if srv.Pending() != 1 {
+		t.Fatalf("the aside took a scripted step: %d left", srv.Pending())
+	}
+	if body := ask("hello"); !strings.Contains(body, "scripted") {
+		t.Fatalf("the next request got:\n%s", body)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Fatalf("%d requests recorded, want 2", n)
+	}
+}

@@ -248,4 +248,19 @@ CREATE TRIGGER messages_session_bump AFTER INSERT ON messages BEGIN
 	WHERE id = new.session_id;
 END;
 `,
+	// 10: notes, the handoff notes: one per handoff at most (a retried
+	// handoff keeps its first), and any number written by /save
+	// (handoff_id NULL).
+	`
+CREATE TABLE notes (
+	id         INTEGER PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	handoff_id INTEGER REFERENCES handoffs(id) ON DELETE CASCADE,
+	body       TEXT NOT NULL,
+	fallback   TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX notes_handoff ON notes(handoff_id) WHERE handoff_id IS NOT NULL;
+CREATE INDEX notes_session ON notes(session_id, id);
+`,
 }

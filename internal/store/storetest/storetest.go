@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Pairings", pairingTests},
 		{"PlatformStates", platformStateTests},
 		{"Holders", holderTests},
+		{"Notes", noteTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
