@@ -116,7 +116,7 @@ func TestShowSessionPutsTheNoteOnTop(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	at := strings.Index(out, "Written at the handoff from the terminal to telegram, ")
+	at := strings.Index(out, "Written at the handoff from the terminal to Telegram, ")
 	taskAt, transcriptAt := strings.Index(out, "**Task:** Tidy the notes folder"), strings.Index(out, prompt+"tidy my notes")
 	if at < 0 || taskAt < at || transcriptAt < taskAt {
 		t.Fatalf("the latest note is not on top:\n%s", out)
