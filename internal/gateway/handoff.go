@@ -244,7 +244,7 @@ func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Add
 // greet posts what is queued at dest (a notice, if any) and the first
 // message there: the handoff note, then the agent's greeting.
 func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) error {
-	g.step(h, "running", "conversation ready at "+dest.Key(), dest.Key())
+	g.step(h, "running", "conversation ready in "+g.placeName(dest.Platform), dest.Key())
 	if err := g.flush(ctx, dest); err != nil {
 		return fmt.Errorf("send what waits at %s: %w", dest.Key(), err)
 	}

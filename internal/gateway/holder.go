@@ -22,6 +22,14 @@ func heldElsewhere(sess store.Session, addr platform.Address) bool {
 	return sess.Holder != "" && sess.Holder != addr.Key()
 }
 
+// arriving reports whether sess is on its way to addr: a handoff there
+// is under way, so addr is about to hold it and what is said there waits
+// for its turn rather than being parked.
+func (g *Gateway) arriving(ctx context.Context, sess store.Session, addr platform.Address) bool {
+	h, err := g.st.HandoffState(ctx, sess.ID)
+	return err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning) && h.Destination == addr.Key()
+}
+
 // whereLine is the one line a place not holding sess answers with.
 func (g *Gateway) whereLine(sess store.Session) string {
 	return fmt.Sprintf("This conversation is in %s now, since %s. /continue to bring it here.",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/offline"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -147,7 +148,7 @@ func (w *Writer) compose(ctx context.Context, sessionID string) (Note, error) {
 	if len(personTurns(msgs)) == 0 {
 		return Note{}, ErrEmpty
 	}
-	if w.Provider == nil {
+	if w.Provider == nil || w.Provider.Name() == offline.Name {
 		return Fallback(msgs, ReasonUnplugged, w.Tools), nil
 	}
 	model := sess.Model
