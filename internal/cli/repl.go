@@ -238,6 +238,14 @@ func (r *REPL) leave(ctx context.Context) error {
 	if r.session.ID == "" {
 		return nil
 	}
+	if r.refresh(ctx); heldElsewhere(r.app, r.session) {
+		// Not this terminal's to end: it goes on where it is held.
+		r.out.Printf("It stays in %s (`baton -c` brings it here).\n", placeOf(r.session.Holder))
+		if n := len(r.parked); n > 0 {
+			r.out.Printf("%d message(s) typed here while it was there were not sent.\n", n)
+		}
+		return nil
+	}
 	if err := r.app.Store.EndSession(ctx, r.session.ID, "quit"); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
