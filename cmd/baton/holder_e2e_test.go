@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
@@ -216,5 +217,64 @@ func pageSay(ctx context.Context, t *testing.T, text string) {
 	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", text), chromedp.Click("#send")); err != nil {
 		t.Fatalf("type %q into the page: %v", text, err)
+	}
+}
+
+// TestTwoTerminalsOneSession: a second real terminal on a session the
+// first has open is told so (with the first's pid), runs no turn and
+// ends nothing; after the first leaves, `baton -c` types into it again.
+// A first terminal killed outright frees the session too.
+func TestTwoTerminalsOneSession(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+
+	first := startTerm(t, env, work)
+	first.line("hello from the first")
+	first.expect("echo: hello from the first")
+	calls := len(srv.Requests())
+
+	second := startTerm(t, env, work, "-c")
+	second.expect(fmt.Sprintf("This conversation is open in another terminal (pid %d); here it is read-only until that terminal leaves it.", first.cmd.Process.Pid))
+	second.line("typed in the second")
+	second.expect("open in another terminal")
+	second.line("/quit")
+	second.expect("It stays open in the other terminal.")
+	if err := second.wait(); err != nil {
+		t.Fatalf("second terminal: %v\n%s", err, second.Screen())
+	}
+	if n := len(srv.Requests()); n != calls {
+		t.Errorf("the second terminal ran %d model calls", n-calls)
+	}
+
+	first.line("still mine")
+	first.expect("echo: still mine")
+	_ = first.cmd.Process.Kill() // no goodbye: the kernel frees the lock
+	_ = first.wait()
+
+	third := startTerm(t, env, work, "-c")
+	third.line("my turn now")
+	third.expect("echo: my turn now")
+	third.line("/quit")
+	if err := third.wait(); err != nil {
+		t.Fatalf("third terminal: %v\n%s", err, third.Screen())
+	}
+	if strings.Contains(third.Screen(), "open in another terminal") {
+		t.Errorf("a killed terminal kept the session locked:\n%s", third.Screen())
+	}
+	st := openStore(t, home)
+	ss, _ := st.ListSessions(t.Context(), store.SessionFilter{})
+	if len(ss) != 1 {
+		t.Fatalf("sessions %+v", ss)
+	}
+	msgs, _ := st.Transcript(t.Context(), ss[0].ID)
+	var said []string
+	for _, m := range msgs {
+		if m.Role == store.RoleUser {
+			said = append(said, m.Content)
+		}
+	}
+	if got := strings.Join(said, "|"); got != "hello from the first|still mine|my turn now" {
+		t.Errorf("user messages %q", got)
 	}
 }
