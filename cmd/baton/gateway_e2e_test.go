@@ -350,7 +350,7 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sessions show: %v\n%s", err, out)
 	}
-	assertInOrder(t, string(out), "Written at the handoff from web to the terminal", "**Task:** Check that the machine works", "hello there")
+	assertInOrder(t, string(out), "Written at the handoff from the web chat to the terminal", "**Task:** Check that the machine works", "hello there")
 }
 
 func assertInOrder(t *testing.T, text string, wants ...string) {
