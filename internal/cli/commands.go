@@ -25,6 +25,13 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		r.out.Printf("%v\n", err)
 		return false, false
 	}
+	if changesSession(inv.Command) {
+		// Only one terminal at a time changes a conversation.
+		if err := r.hold(); err != nil {
+			r.out.Printf("%s\n", openElsewhereLine(err))
+			return false, false
+		}
+	}
 	if inv.Command.Category == command.CategoryTurn {
 		// Only the holder changes the conversation.
 		if r.refresh(ctx); heldElsewhere(r.app, r.session) {
@@ -88,8 +95,20 @@ func (r *REPL) help(arg string) {
 	r.out.Printf("%s\nAnything else you type goes to baton. Enter sends; %s starts a new line (a pasted block stays one message).\nTab lists commands, and the platforms and sessions /handoff and /resume take. Ctrl-C stops a running answer; Ctrl-D leaves.\n", r.reg.Help(command.Terminal), NewlineKeys)
 }
 
+// changesSession reports whether c changes the current conversation or
+// where it is, which only the terminal that has it open may do.
+func changesSession(c command.Command) bool {
+	switch c.Name {
+	case "handoff", "continue", "save":
+		return true
+	}
+	return c.Category == command.CategoryTurn
+}
+
 func (r *REPL) newSession(ctx context.Context) {
-	if r.session.ID != "" {
+	if r.session.ID != "" && !r.mayEnd(ctx) {
+		r.out.Printf("New session. The previous one, %s, stays where it is.\n", describe(r.session))
+	} else if r.session.ID != "" {
 		if err := r.app.Store.EndSession(ctx, r.session.ID, "new"); err != nil {
 			r.out.Printf("error: %v\n", err)
 			return
@@ -99,6 +118,7 @@ func (r *REPL) newSession(ctx context.Context) {
 	} else {
 		r.out.Printf("New session.\n")
 	}
+	r.releaseLock()
 	r.session = store.Session{}
 }
 
@@ -135,7 +155,7 @@ func (r *REPL) resume(ctx context.Context, ref string) {
 		r.out.Printf("Already in %s.\n", describe(s))
 		return
 	}
-	if r.session.ID != "" {
+	if r.session.ID != "" && r.mayEnd(ctx) {
 		if err := r.app.Store.EndSession(ctx, r.session.ID, "switched"); err != nil {
 			r.out.Printf("error: %v\n", err)
 			return

@@ -59,6 +59,14 @@ func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut i
 			return fmt.Errorf("reopen session: %w", err)
 		}
 	}
+	if a.Home != "" {
+		// Not while a terminal is typing into the same session.
+		l, err := lockSession(a.Home, sessionID)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", short(sessionID), err)
+		}
+		defer l.release()
+	}
 	lastNL := true
 	emit := func(e agent.Event) {
 		switch e.Kind {

@@ -71,6 +71,7 @@ type REPL struct {
 
 	session store.Session // ID "" until the first message or command needs one
 	parked  []string      // typed while another place held the session; answered after /continue
+	lock    *sessionLock  // this terminal's hold on session against other terminals (lock.go)
 
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc // cancels the running turn; nil between turns
@@ -108,6 +109,7 @@ const prompt = "› "
 // the end of ctx.
 func (r *REPL) Run(ctx context.Context) error {
 	defer r.out.Close()
+	defer r.releaseLock()
 	interrupts := r.cfg.Interrupts
 	if interrupts == nil {
 		ch := make(chan os.Signal, 1)
@@ -214,6 +216,10 @@ func (r *REPL) enter(ctx context.Context, s store.Session) error {
 		printTranscript(r.out, msgs, replayLimit)
 		r.out.Printf("%s\n", rule(replayedRule, r.out.width()))
 	}
+	if err := r.hold(); err != nil {
+		r.out.Printf("%s\n", openElsewhereLine(err))
+		return nil
+	}
 	r.offerToTake(ctx)
 	return nil
 }
@@ -238,6 +244,18 @@ func (r *REPL) leave(ctx context.Context) error {
 	if r.session.ID == "" {
 		return nil
 	}
+	if err := r.hold(); err != nil {
+		r.out.Printf("It stays open in the other terminal.\n")
+		return nil
+	}
+	if r.refresh(ctx); heldElsewhere(r.app, r.session) {
+		// Not this terminal's to end: it goes on where it is held.
+		r.out.Printf("It stays in %s (`baton -c` brings it here).\n", placeOf(r.session.Holder))
+		if n := len(r.parked); n > 0 {
+			r.out.Printf("%d message(s) typed here while it was there were not sent.\n", n)
+		}
+		return nil
+	}
 	if err := r.app.Store.EndSession(ctx, r.session.ID, "quit"); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
@@ -255,13 +273,18 @@ func (r *REPL) ensureSession(ctx context.Context) error {
 		return err
 	}
 	r.session = s
-	return nil
+	return r.hold()
 }
 
 // say runs one turn with what the person typed.
 func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal) {
 	if err := r.ensureSession(ctx); err != nil {
 		r.out.Printf("error: %v\n", err)
+		return
+	}
+	if err := r.hold(); err != nil {
+		// Another terminal is typing into it: nothing is sent from here.
+		r.out.Printf("%s\n", openElsewhereLine(err))
 		return
 	}
 	if r.refresh(ctx); heldElsewhere(r.app, r.session) {

@@ -96,6 +96,10 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		}
 		return res
 	case "approve", "always", "deny":
+		// A question is asked where the session is held: say where.
+		if sess, err := g.boundSession(ctx, addr); err == nil && heldElsewhere(sess, addr) {
+			return "Nothing is waiting for approval here. " + g.whereLine(sess)
+		}
 		return "Nothing is waiting for approval."
 	case "search":
 		return g.search(ctx, args)

@@ -2,11 +2,18 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/owner"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
@@ -196,4 +203,93 @@ func TestContinueOfferOnANewPlace(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("the stranger was offered the owner's session")
 	}
+}
+
+// Approvals follow the holder: once the session moved from the page to a
+// Telegram topic, a tool approval is asked in the topic, never on the
+// page; an /approve typed on the page answers nothing and says where
+// the conversation is; /approve in the topic lets the call run once. The
+// question is stored as a delivery, sent once, and nothing of it is left
+// pending after the answer.
+func TestApprovalAskedWhereTheSessionIsHeld(t *testing.T) {
+	var runs atomic.Int32
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		extra:  []platform.Adapter{tg},
+		owners: map[string][]string{"telegram": {"42"}},
+		homes:  map[string]string{"web": web.Home.Key(), "telegram": "telegram:group:-100777"},
+		tools:  touchTool(t, &runs),
+	})
+	r.waitLive(t, "telegram")
+	pg := r.openPage(t)
+	ctx := context.Background()
+	key := web.Home.Key()
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."}, llmtest.Reply{Text: "Hi on Telegram."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "p1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "p2"})
+	pg.await("the outcome", isMsg("now continues in Telegram"))
+	topics := fake.Topics()
+	if len(topics) != 1 {
+		t.Fatalf("topics %+v", topics)
+	}
+	topic := topics[0].ThreadID
+	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
+		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
+	}
+	sentWhere(t, fake, "the greeting", inTopic("Hi on Telegram."))
+	b, _ := r.st.LookupBinding(ctx, key)
+	topicKey := fmt.Sprintf("telegram:thread:%d:%d", forum, topic)
+	if s, _ := r.st.GetSession(ctx, b.SessionID); s.Holder != topicKey {
+		t.Fatalf("holder %q, want the topic", s.Holder)
+	}
+
+	// A turn in the topic needs approval: asked there.
+	r.model.Push(llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "touch", Args: `{}`}}}, llmtest.Reply{Text: "Touched it."})
+	fake.PushMessage(forum, topic, ownerUser, "touch the notes")
+	sentWhere(t, fake, "the question in the topic", inTopic("May I run"))
+
+	// The page, not holding the session, cannot answer it.
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/approve", "id": "p3"})
+	pg.await("where it is", func(f map[string]any) bool {
+		if isMsg("May I run")(f) {
+			t.Errorf("the question was asked on the page: %v", f["text"])
+		}
+		return isMsg("Nothing is waiting for approval here. This conversation is in Telegram now")(f)
+	})
+	if runs.Load() != 0 {
+		t.Fatalf("an /approve from the page ran the tool")
+	}
+
+	fake.PushMessage(forum, topic, ownerUser, "/approve")
+	sentWhere(t, fake, "the answer in the topic", inTopic("Touched it."))
+	if runs.Load() != 1 {
+		t.Fatalf("tool ran %d times after /approve", runs.Load())
+	}
+	questions := 0
+	for _, m := range fake.Shown() {
+		if strings.Contains(m.Plain, "May I run") {
+			questions++
+			if m.ThreadID != topic {
+				t.Errorf("a question outside the topic: %+v", m)
+			}
+		}
+	}
+	if questions != 1 {
+		t.Errorf("the question was sent %d times", questions)
+	}
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		pending, err := r.st.PendingDeliveries(ctx, topicKey, 0)
+		return err == nil && len(pending) == 0
+	}, "nothing left pending in the topic")
+	// A later /approve in the topic finds nothing waiting.
+	fake.PushMessage(forum, topic, ownerUser, "/approve")
+	sentWhere(t, fake, "nothing waiting", inTopic("Nothing is waiting for approval."))
 }
