@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -43,22 +44,9 @@ func placeOf(key string) string {
 	return strings.ToUpper(p[:1]) + p[1:]
 }
 
-// clock is a moment as a person reads it: the time today, the date too
-// before today.
-func clock(t, now time.Time) string {
-	if t.IsZero() {
-		return "a while"
-	}
-	t = t.Local()
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
-		return t.Format("15:04")
-	}
-	return t.Format("Jan 2 15:04")
-}
-
 // whereLine says where s is held.
 func whereLine(s store.Session) string {
-	return fmt.Sprintf("This conversation is in %s now, since %s. /continue to bring it here.", placeOf(s.Holder), clock(s.HeldSince, time.Now()))
+	return place.Elsewhere(placeOf(s.Holder), s.HeldSince, time.Now())
 }
 
 // refresh reloads the current session (another place may have taken it).
@@ -135,7 +123,7 @@ func tellLeft(ctx context.Context, a *app.App, handoffID int64, before string) {
 	_, err := a.Store.EnqueueDeliveries(ctx, store.Delivery{
 		Key:        fmt.Sprintf("handoff:%d:left:part:0", handoffID),
 		AddressKey: before,
-		Text:       "This conversation continues in the terminal now. /continue to bring it back here.",
+		Text:       place.Left(placeOf(Platform)),
 	})
 	if err != nil {
 		return // the chat hears where it is at its next message
@@ -152,6 +140,6 @@ func (r *REPL) where(ctx context.Context) {
 	case heldElsewhere(r.app, r.session):
 		r.out.Printf("%s\n", whereLine(r.session))
 	default:
-		r.out.Printf("%s is here, since %s.\n", strings.ToUpper(describe(r.session)[:1])+describe(r.session)[1:], clock(r.session.HeldSince, time.Now()))
+		r.out.Printf("%s\n", place.Here(describe(r.session), r.session.HeldSince, time.Now()))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/app"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -100,7 +101,7 @@ func heldWhere(s store.Session, now time.Time) string {
 	if s.Holder == "" {
 		return placeOf(s.Platform + ":")
 	}
-	return placeOf(s.Holder) + " since " + clock(s.HeldSince, now)
+	return placeOf(s.Holder) + " since " + place.Moment(s.HeldSince, now)
 }
 
 // writeHits lists search results.

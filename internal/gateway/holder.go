@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/owner"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -32,27 +33,13 @@ func (g *Gateway) arriving(ctx context.Context, sess store.Session, addr platfor
 
 // whereLine is the one line a place not holding sess answers with.
 func (g *Gateway) whereLine(sess store.Session) string {
-	return fmt.Sprintf("This conversation is in %s now, since %s. /continue to bring it here.",
-		g.holderName(sess.Holder), clock(sess.HeldSince, time.Now()))
+	return place.Elsewhere(g.holderName(sess.Holder), sess.HeldSince, time.Now())
 }
 
 // holderName names the place an address key is, for people.
 func (g *Gateway) holderName(key string) string {
 	p, _, _ := strings.Cut(key, ":")
 	return g.placeName(p)
-}
-
-// clock is a moment as a person reads it: the time today, the date too
-// before today.
-func clock(t, now time.Time) string {
-	if t.IsZero() {
-		return "a while"
-	}
-	t = t.Local()
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
-		return t.Format("15:04")
-	}
-	return t.Format("Jan 2 15:04")
 }
 
 // park keeps a message that reached sess from a place not holding it and
@@ -173,7 +160,7 @@ func (g *Gateway) moved(ctx context.Context, h store.Handoff, before string, des
 	if before != "" && before != dest.Key() {
 		// A chat that asked to move is told by tellOutcome already.
 		if old, err := platform.ParseKey(before); err == nil && g.adapters[old.Platform] != nil && old.Platform != h.FromPlatform {
-			text := fmt.Sprintf("This conversation continues in %s now. /continue to bring it back here.", g.placeName(dest.Platform))
+			text := place.Left(g.placeName(dest.Platform))
 			if err := g.deliver(ctx, old, fmt.Sprintf("handoff:%d:left", h.ID), text); err != nil {
 				g.log.Warn("tell the place a session left", "at", before, "err", err)
 			}
@@ -227,7 +214,7 @@ func (g *Gateway) heldAt(s store.Session) string {
 	if s.Holder == "" {
 		return ""
 	}
-	return fmt.Sprintf(", in %s since %s", g.holderName(s.Holder), clock(s.HeldSince, time.Now()))
+	return fmt.Sprintf(", in %s since %s", g.holderName(s.Holder), place.Moment(s.HeldSince, time.Now()))
 }
 
 // where is /where typed in a chat.
@@ -239,7 +226,7 @@ func (g *Gateway) where(ctx context.Context, addr platform.Address) string {
 	if heldElsewhere(sess, addr) {
 		return g.whereLine(sess)
 	}
-	return fmt.Sprintf("%s is here, since %s.", strings.ToUpper(describe(sess)[:1])+describe(sess)[1:], clock(sess.HeldSince, time.Now()))
+	return place.Here(describe(sess), sess.HeldSince, time.Now())
 }
 
 // linkFor is an address people can open for the place key names, where

@@ -1,0 +1,41 @@
+// Package place words where a conversation is, the same way in every
+// place that says it: the terminal, the web chat and each chat service.
+package place
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Moment is a moment as a person reads it: the time today, the date too
+// before today; "a while" for none recorded.
+func Moment(t, now time.Time) string {
+	if t.IsZero() {
+		return "a while"
+	}
+	t = t.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("Jan 2 15:04")
+}
+
+// Elsewhere is the one line a place not holding a conversation answers
+// with: where it is and since when, and how to bring it.
+func Elsewhere(holder string, since, now time.Time) string {
+	return fmt.Sprintf("This conversation is in %s now, since %s. /continue to bring it here.", holder, Moment(since, now))
+}
+
+// Left tells the place a conversation left where it went.
+func Left(to string) string {
+	return fmt.Sprintf("This conversation continues in %s now. /continue to bring it back here.", to)
+}
+
+// Here says that what (a session, described) is here, and since when.
+func Here(what string, since, now time.Time) string {
+	if what != "" {
+		what = strings.ToUpper(what[:1]) + what[1:]
+	}
+	return fmt.Sprintf("%s is here, since %s.", what, Moment(since, now))
+}

@@ -1,0 +1,26 @@
+package place_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/place"
+)
+
+func TestWording(t *testing.T) {
+	now := time.Date(2026, 11, 23, 18, 40, 0, 0, time.Local)
+	cases := []struct{ got, want string }{
+		{place.Moment(now.Add(-time.Hour), now), "17:40"},
+		{place.Moment(now.Add(-48*time.Hour), now), "Nov 21 18:40"},
+		{place.Moment(time.Time{}, now), "a while"},
+		{place.Elsewhere("Telegram", now.Add(-time.Minute), now), "This conversation is in Telegram now, since 18:39. /continue to bring it here."},
+		{place.Left("the terminal"), "This conversation continues in the terminal now. /continue to bring it back here."},
+		{place.Here("session ab12", now, now), "Session ab12 is here, since 18:40."},
+		{place.Here(`"Trip" (ab12)`, now, now), `"Trip" (ab12) is here, since 18:40.`},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
