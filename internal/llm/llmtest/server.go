@@ -34,6 +34,7 @@ type Server struct {
 	reqs  []Request
 	def   func(Request) Step
 	seq   int
+	conns int // TCP connections accepted
 }
 
 // TB is the part of testing.TB that Start needs.
@@ -64,9 +65,24 @@ func Listen(addr string) (*Server, error) {
 	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	_ = s.hs.Listener.Close() // replaced by ours, bound where asked
 	s.hs.Listener = ln
+	s.hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
 	s.hs.Start()
 	s.URL = s.hs.URL
 	return s, nil
+}
+
+// Connections is how many TCP connections the server has accepted: a
+// client that keeps its connections alive opens few.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // Close stops the server and waits for in-flight requests.
