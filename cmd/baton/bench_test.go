@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
@@ -47,4 +48,25 @@ func BenchmarkPrintOnce(b *testing.B) {
 			b.Fatalf("baton -p: %q, %v", out, err)
 		}
 	}
+}
+
+// BenchmarkVersion is `baton version` as a whole process: start-up (every
+// package's initialization) and exit. It reports the largest peak
+// resident memory of the runs.
+func BenchmarkVersion(b *testing.B) {
+	home := b.TempDir()
+	env := cleanEnv(home)
+	var peak int64
+	for b.Loop() {
+		cmd := exec.Command(batonBin, "version")
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(string(out), "baton ") {
+			b.Fatalf("baton version: %q, %v", out, err)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			peak = max(peak, ru.Maxrss) // KiB on Linux
+		}
+	}
+	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
 }

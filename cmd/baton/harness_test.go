@@ -20,6 +20,12 @@ import (
 var batonBin string
 
 func TestMain(m *testing.M) {
+	// BATON_BIN runs the tests and benchmarks against a binary built
+	// beforehand (scripts/bench measures the release build this way).
+	if bin := os.Getenv("BATON_BIN"); bin != "" {
+		batonBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "baton-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

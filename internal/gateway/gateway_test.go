@@ -72,6 +72,9 @@ type rigOpts struct {
 	// again runs the new gateway on an earlier rig's BATON_HOME, store and
 	// owner: a restart.
 	again *rig
+	// quiet logs warnings and errors only (benchmarks: a debug line per
+	// message would be what is measured).
+	quiet bool
 }
 
 // rigNote is the handoff note the rig's model writes; the script is left
@@ -141,7 +144,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Lease:             o.lease,
 		PollEvery:         100 * time.Millisecond,
 		ShutdownGrace:     cmp.Or(o.grace, 2*time.Second),
-		Log:               slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Log:               slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logLevel(o.quiet)})),
 		// The retry policies keep their shape, made quick.
 		Restart:  retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 		Send:     retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 4},
@@ -171,6 +174,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	})
 	r.waitLive(t, "web")
 	return r
+}
+
+func logLevel(quiet bool) slog.Level {
+	if quiet {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
 }
 
 func with(build func(store.Store) []platform.Adapter, st store.Store) []platform.Adapter {

@@ -35,6 +35,7 @@ type Server struct {
 	def   func(Request) Step
 	aside []aside
 	seq   int
+	conns int // TCP connections accepted
 }
 
 // aside answers requests a test does not script (see Server.Aside).
@@ -71,9 +72,24 @@ func Listen(addr string) (*Server, error) {
 	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	_ = s.hs.Listener.Close() // replaced by ours, bound where asked
 	s.hs.Listener = ln
+	s.hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
 	s.hs.Start()
 	s.URL = s.hs.URL
 	return s, nil
+}
+
+// Connections is how many TCP connections the server has accepted: a
+// client that keeps its connections alive opens few.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // Close stops the server and waits for in-flight requests.

@@ -16,7 +16,7 @@ import (
 
 // Options tune construction; the zero value is what baton uses.
 type Options struct {
-	HTTPClient *http.Client    // nil: the SDK's default client
+	HTTPClient *http.Client    // nil: a client that keeps connections to the model's host alive
 	Retry      llm.RetryPolicy // zero: llm.WithRetry's defaults
 	NoRetry    bool            // tests that script failures may want every error raw
 }
@@ -29,9 +29,13 @@ func New(m config.ModelConfig, o Options) (llm.Provider, error) {
 		p   llm.Provider
 		err error
 	)
-	switch m.Provider {
-	case config.ProviderOffline, "":
+	if m.Provider == config.ProviderOffline || m.Provider == "" {
 		return offline.New(), nil
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = modelClient()
+	}
+	switch m.Provider {
 	case config.ProviderAnthropic:
 		p, err = anthropic.New(anthropic.Config{BaseURL: m.BaseURL, APIKey: m.APIKey, Model: m.Name, HTTPClient: o.HTTPClient})
 	case config.ProviderOpenAI, config.ProviderOpenRouter, config.ProviderOllama:
@@ -46,6 +50,18 @@ func New(m config.ModelConfig, o Options) (llm.Provider, error) {
 		return p, nil
 	}
 	return llm.WithRetry(p, o.Retry), nil
+}
+
+// maxModelConns is how many idle connections to the model's host are
+// kept. The gateway runs a turn per conversation at once; with the
+// standard library's default of two, most calls would open (and over
+// HTTPS, handshake) a new connection.
+const maxModelConns = 64
+
+func modelClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxModelConns
+	return &http.Client{Transport: t}
 }
 
 // IsOffline reports whether p is the offline responder, which the

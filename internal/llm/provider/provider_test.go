@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,5 +88,38 @@ func TestOfflineAndUnknown(t *testing.T) {
 	}
 	if _, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: "not a url"}, provider.Options{}); err == nil {
 		t.Fatal("bad base URL accepted")
+	}
+}
+
+// Many turns at once, then as many again: the second round finds the
+// first round's connections kept alive instead of opening new ones.
+func TestConcurrentCallsReuseConnections(t *testing.T) {
+	srv := llmtest.Start(t)
+	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: srv.URL, APIKey: "k", Name: "x"}, provider.Options{NoRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 16
+	round := func() {
+		errs := make(chan error, calls)
+		for i := range calls {
+			go func() {
+				_, err := p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprint("call ", i)}}}, nil)
+				errs <- err
+			}()
+		}
+		for range calls {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	round()
+	first := srv.Connections()
+	round()
+	// The default transport keeps two idle connections per host, so a
+	// second round of 16 would open at least 14 more.
+	if opened := srv.Connections() - first; opened > calls/2 {
+		t.Errorf("the second round of %d calls opened %d new connections (the first opened %d)", calls, opened, first)
 	}
 }

@@ -44,7 +44,7 @@ func (s *Store) Unbind(ctx context.Context, key string) error {
 func (s *Store) LookupBinding(ctx context.Context, key string) (store.Binding, error) {
 	b := store.Binding{Key: key}
 	var t int64
-	err := s.r.QueryRowContext(ctx, `SELECT session_id, updated_at FROM bindings WHERE key = ?`, key).Scan(&b.SessionID, &t)
+	err := s.readRow(ctx, `SELECT session_id, updated_at FROM bindings WHERE key = ?`, key).Scan(&b.SessionID, &t)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Binding{}, fmt.Errorf("binding %s: %w", key, store.ErrNotFound)
 	}
@@ -57,7 +57,7 @@ func (s *Store) LookupBinding(ctx context.Context, key string) (store.Binding, e
 
 // BindingsForSession lists the addresses bound to a session, newest first.
 func (s *Store) BindingsForSession(ctx context.Context, sessionID string) ([]store.Binding, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT key, session_id, updated_at FROM bindings WHERE session_id = ?
+	rows, err := s.read(ctx, `SELECT key, session_id, updated_at FROM bindings WHERE session_id = ?
 		ORDER BY updated_at DESC, key`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("bindings of session %s: %w", sessionID, err)

@@ -56,7 +56,7 @@ func (s *Store) RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, t
 
 // HandoffState is the session's newest handoff, or State none.
 func (s *Store) HandoffState(ctx context.Context, sessionID string) (store.Handoff, error) {
-	h, err := scanHandoff(s.r.QueryRowContext(ctx, `SELECT `+handoffCols+` FROM handoffs
+	h, err := scanHandoff(s.readRow(ctx, `SELECT `+handoffCols+` FROM handoffs
 		WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Handoff{SessionID: sessionID, State: store.HandoffNone}, nil
@@ -69,7 +69,7 @@ func (s *Store) HandoffState(ctx context.Context, sessionID string) (store.Hando
 
 // GetHandoff loads one handoff by id.
 func (s *Store) GetHandoff(ctx context.Context, id int64) (store.Handoff, error) {
-	h, err := scanHandoff(s.r.QueryRowContext(ctx, `SELECT `+handoffCols+` FROM handoffs WHERE id = ?`, id))
+	h, err := scanHandoff(s.readRow(ctx, `SELECT `+handoffCols+` FROM handoffs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Handoff{}, fmt.Errorf("handoff %d: %w", id, store.ErrNotFound)
 	}
@@ -90,7 +90,7 @@ func (s *Store) PendingHandoffs(ctx context.Context, platforms ...string) ([]sto
 		}
 	}
 	q += ` ORDER BY requested_at, id`
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list pending handoffs: %w", err)
 	}

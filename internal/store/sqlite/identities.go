@@ -24,7 +24,7 @@ func (s *Store) CreateUser(ctx context.Context, name string) (store.User, error)
 func (s *Store) GetUser(ctx context.Context, id string) (store.User, error) {
 	u := store.User{ID: id}
 	var t int64
-	err := s.r.QueryRowContext(ctx, `SELECT name, created_at FROM users WHERE id = ?`, id).Scan(&u.Name, &t)
+	err := s.readRow(ctx, `SELECT name, created_at FROM users WHERE id = ?`, id).Scan(&u.Name, &t)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.User{}, fmt.Errorf("user %s: %w", id, store.ErrNotFound)
 	}
@@ -57,7 +57,7 @@ func (s *Store) LinkIdentity(ctx context.Context, id store.Identity) error {
 func (s *Store) LookupIdentity(ctx context.Context, platform, platformUserID string) (store.Identity, error) {
 	id := store.Identity{Platform: platform, PlatformUserID: platformUserID}
 	var t int64
-	err := s.r.QueryRowContext(ctx, `SELECT user_id, display_name, created_at FROM identities
+	err := s.readRow(ctx, `SELECT user_id, display_name, created_at FROM identities
 		WHERE platform = ? AND platform_user_id = ?`, platform, platformUserID).Scan(&id.UserID, &id.DisplayName, &t)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Identity{}, fmt.Errorf("identity %s:%s: %w", platform, platformUserID, store.ErrNotFound)
@@ -71,7 +71,7 @@ func (s *Store) LookupIdentity(ctx context.Context, platform, platformUserID str
 
 // IdentitiesForUser lists a user's platform accounts.
 func (s *Store) IdentitiesForUser(ctx context.Context, userID string) ([]store.Identity, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT platform, platform_user_id, user_id, display_name, created_at
+	rows, err := s.read(ctx, `SELECT platform, platform_user_id, user_id, display_name, created_at
 		FROM identities WHERE user_id = ? ORDER BY platform, platform_user_id`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("identities of user %s: %w", userID, err)

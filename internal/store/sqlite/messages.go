@@ -154,13 +154,13 @@ func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Messa
 // History loads every message ever stored for the session.
 func (s *Store) History(ctx context.Context, sessionID string) ([]store.Message, error) {
 	var exists int
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, sessionID).Scan(&exists); err != nil {
+	if err := s.readRow(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, sessionID).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("load history %s: %w", sessionID, err)
 	}
 	if exists == 0 {
 		return nil, fmt.Errorf("load history %s: %w", sessionID, store.ErrNotFound)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE session_id = ? ORDER BY seq`, sessionID)
+	rows, err := s.read(ctx, `SELECT `+messageCols+` FROM messages WHERE session_id = ? ORDER BY seq`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("load history %s: %w", sessionID, err)
 	}
@@ -224,7 +224,7 @@ func (s *Store) Draft(ctx context.Context, sessionID string) (string, error) {
 
 // FindPlatformMessage finds a stored message by its platform message id.
 func (s *Store) FindPlatformMessage(ctx context.Context, platform, platformMsgID string) (store.Message, error) {
-	m, err := scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages
+	m, err := scanMessage(s.readRow(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE platform = ? AND platform_msg_id = ? AND platform_msg_id <> '' LIMIT 1`, platform, platformMsgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Message{}, fmt.Errorf("message %s/%s: %w", platform, platformMsgID, store.ErrNotFound)
@@ -259,7 +259,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 		limit = 20
 	}
 	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+prefixed("m.", messageCols)+`,
+	rows, err := s.read(ctx, `SELECT `+prefixed("m.", messageCols)+`,
 			snippet(messages_fts, 0, '[', ']', '…', 12), s.title
 		FROM messages_fts
 		JOIN messages m ON m.id = messages_fts.rowid
@@ -320,7 +320,7 @@ func prefixed(p, cols string) string {
 // full-text index, in one transaction.
 func (s *Store) indexPending(ctx context.Context) error {
 	var upto, last int64
-	err := s.r.QueryRowContext(ctx, `SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last)
+	err := s.readRow(ctx, `SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last)
 	if err != nil {
 		return fmt.Errorf("read index state: %w", err)
 	}

@@ -87,7 +87,7 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 // PendingPairings lists unexpired codes and locked-out people.
 func (s *Store) PendingPairings(ctx context.Context, now time.Time) ([]store.Pairing, error) {
 	n := now.UnixNano()
-	rows, err := s.r.QueryContext(ctx, `SELECT `+pairingCols+` FROM pairings WHERE expires_at > ? OR locked_until > ? ORDER BY created_at`, n, n)
+	rows, err := s.read(ctx, `SELECT `+pairingCols+` FROM pairings WHERE expires_at > ? OR locked_until > ? ORDER BY created_at`, n, n)
 	if err != nil {
 		return nil, fmt.Errorf("list pairings: %w", err)
 	}

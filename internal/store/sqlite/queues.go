@@ -49,7 +49,7 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 	}
 	// A redelivery: inbound rows are never deleted, so the earlier one is
 	// there to read.
-	got, err = scanInbound(s.r.QueryRowContext(ctx, `SELECT `+inboundCols+` FROM inbound
+	got, err = scanInbound(s.readRow(ctx, `SELECT `+inboundCols+` FROM inbound
 		WHERE platform = ? AND platform_msg_id = ? AND platform_msg_id <> ''`, in.Platform, in.PlatformMsgID))
 	if err != nil {
 		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: read earlier delivery: %w", in.Platform, in.PlatformMsgID, err)
@@ -63,7 +63,7 @@ func (s *Store) PendingInbound(ctx context.Context, after int64, limit int) ([]s
 	if limit <= 0 {
 		limit = store.DefaultQueueLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 AND id > ? ORDER BY id LIMIT ?`, after, limit)
+	rows, err := s.read(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 AND id > ? ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list pending inbound: %w", err)
 	}
@@ -207,7 +207,7 @@ func (s *Store) PendingDeliveries(ctx context.Context, addressKey string, limit 
 		q, args = `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 AND address_key = ? ORDER BY id LIMIT ?`,
 			[]any{addressKey, limit}
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list pending deliveries: %w", err)
 	}
@@ -276,7 +276,7 @@ func (s *Store) SetHomeChannel(ctx context.Context, platform, addressKey string)
 
 // HomeChannels maps each platform to its home address key.
 func (s *Store) HomeChannels(ctx context.Context) (map[string]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT platform, address_key FROM home_channels`)
+	rows, err := s.read(ctx, `SELECT platform, address_key FROM home_channels`)
 	if err != nil {
 		return nil, fmt.Errorf("list home channels: %w", err)
 	}
@@ -297,7 +297,7 @@ func (s *Store) HomeChannels(ctx context.Context) (map[string]string, error) {
 
 // WaitingDeliveries counts unsent deliveries per address key.
 func (s *Store) WaitingDeliveries(ctx context.Context) (map[string]int, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT address_key, count(*) FROM deliveries WHERE sent_at = 0 GROUP BY address_key`)
+	rows, err := s.read(ctx, `SELECT address_key, count(*) FROM deliveries WHERE sent_at = 0 GROUP BY address_key`)
 	if err != nil {
 		return nil, fmt.Errorf("count waiting deliveries: %w", err)
 	}
@@ -320,7 +320,7 @@ func (s *Store) WaitingDeliveries(ctx context.Context) (map[string]int, error) {
 // PlatformState is the value stored under key for platform, "" if none.
 func (s *Store) PlatformState(ctx context.Context, platform, key string) (string, error) {
 	var v string
-	err := s.r.QueryRowContext(ctx, `SELECT value FROM platform_state WHERE platform = ? AND key = ?`, platform, key).Scan(&v)
+	err := s.readRow(ctx, `SELECT value FROM platform_state WHERE platform = ? AND key = ?`, platform, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -59,7 +59,7 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 
 // GetSession loads one session.
 func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
-	sess, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	sess, err := scanSession(s.readRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 	}
@@ -95,7 +95,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 	}
 	q += " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
 	args = append(args, limit, max(f.Offset, 0))
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -182,7 +182,7 @@ func (s *Store) ResolveSession(ctx context.Context, ownerID, ref string) (store.
 }
 
 func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]store.Session, error) {
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ type Store struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared once on the writer connection
+	rstmts map[string]*sql.Stmt // prepared on the reader pool, each connection once
 
 	transcripts *transcriptCache // nil when disabled
 	sequential  bool             // WithSequentialLoads
@@ -100,7 +101,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{path: path, w: w, r: r, stmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	s := &Store{path: path, w: w, r: r, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -234,7 +235,10 @@ func (s *Store) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
-	s.stmts = map[string]*sql.Stmt{}
+	for _, st := range s.rstmts {
+		st.Close()
+	}
+	s.stmts, s.rstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
 	s.stmtMu.Unlock()
 	var helpers error
 	if s.helpers != nil {
@@ -295,7 +299,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // SchemaVersion is the newest applied migration.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	err := s.readRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, err
 }
 
@@ -341,6 +345,54 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	if err != nil {
 		// Let the error surface from Scan, as database/sql does.
 		return s.w.QueryRowContext(ctx, q, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// maxReadStmts bounds the reader's statement cache: the few queries built
+// from their arguments (a list of platforms) have a handful of shapes, and
+// any beyond the bound run unprepared.
+const maxReadStmts = 128
+
+// readStmt returns the reader pool's prepared statement for q, preparing
+// it once: parsing SQL costs more than running most reads. database/sql
+// prepares it again on each pool connection that runs it, once.
+func (s *Store) readStmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	st, ok := s.rstmts[q]
+	full := len(s.rstmts) >= maxReadStmts
+	s.stmtMu.Unlock()
+	if ok || full {
+		return st, nil
+	}
+	st, err := s.r.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if prev, ok := s.rstmts[q]; ok { // prepared meanwhile by another caller
+		st.Close()
+		return prev, nil
+	}
+	s.rstmts[q] = st
+	return st, nil
+}
+
+// read runs a read on the reader pool through its prepared statement.
+func (s *Store) read(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.readStmt(ctx, q)
+	if err != nil || st == nil {
+		return s.r.QueryContext(ctx, q, args...) // the error surfaces here, as database/sql does
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// readRow is read for one row.
+func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := s.readStmt(ctx, q)
+	if err != nil || st == nil {
+		return s.r.QueryRowContext(ctx, q, args...)
 	}
 	return st.QueryRowContext(ctx, args...)
 }
@@ -427,7 +479,7 @@ func escapeLike(s string) string {
 // Check runs SQLite's quick integrity check over the whole file; a
 // problem found wraps store.ErrDamaged and names the first few.
 func (s *Store) Check(ctx context.Context) error {
-	rows, err := s.r.QueryContext(ctx, "PRAGMA quick_check(10)")
+	rows, err := s.read(ctx, "PRAGMA quick_check(10)")
 	if err != nil {
 		if isDamage(err) {
 			return damaged(s.path, err.Error())

@@ -306,6 +306,18 @@ func (s *Server) WaitSent(ctx context.Context, n int) ([]SentMessage, error) {
 	return s.Sent(), nil
 }
 
+// WaitSentAfter blocks until more than n messages were sent (or edited),
+// then returns those after the first n: a reader that follows a long run
+// of sends takes each once.
+func (s *Server) WaitSentAfter(ctx context.Context, n int) ([]SentMessage, error) {
+	if err := s.wait(ctx, func() bool { return len(s.sent) > n }); err != nil {
+		return nil, fmt.Errorf("waiting for more than %d sent messages: %w", n, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SentMessage(nil), s.sent[n:]...), nil
+}
+
 // Shown returns the messages the bot posted as a person sees them now:
 // one per message, in the order posted, each with its latest edit applied
 // (and the topic it was posted in).

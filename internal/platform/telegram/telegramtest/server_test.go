@@ -1,12 +1,14 @@
 package telegramtest
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/testutil"
 )
@@ -129,5 +131,26 @@ func TestWaitConfirmedWakesWithoutPolling(t *testing.T) {
 	post(t, s, "getUpdates", "application/json", `{"offset":`+strconv.FormatInt(id+1, 10)+`,"timeout":0}`)
 	if err := testutil.Receive(t, done, "WaitConfirmed to return"); err != nil {
 		t.Fatalf("WaitConfirmed = %v", err)
+	}
+}
+
+func TestWaitSentAfterReturnsOnlyNewMessages(t *testing.T) {
+	s := New(t, "1:t")
+	for _, text := range []string{"one", "two", "three"} {
+		if r := post(t, s, "sendMessage", "application/json", `{"chat_id":7,"text":"`+text+`"}`); r["ok"] != true {
+			t.Fatalf("send %s: %v", text, r)
+		}
+	}
+	got, err := s.WaitSentAfter(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Text != "two" || got[1].Text != "three" {
+		t.Fatalf("after the first: %+v", got)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if got, err := s.WaitSentAfter(ctx, 3); err == nil {
+		t.Fatalf("nothing more was sent, yet it returned %+v", got)
 	}
 }

@@ -1,0 +1,292 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/telegram"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// Throughput load: half the conversations in the web chat (one page, a
+// real websocket), half in topics of a Telegram forum (the fake Bot API,
+// long-polled by the real adapter). Every conversation sends all its
+// messages at once, so the gateway holds them queued and must keep their
+// order.
+const (
+	tpConversations = 1000
+	tpMessages      = 10
+	tpForum         = -100900
+	tpFirstTopic    = 1000
+)
+
+// BenchmarkGatewayThroughput sends 1,000 conversations × 10 messages
+// through the gateway (web websockets and the Telegram fake, SQLite file,
+// llmtest answering at once) and waits for every reply. It reports
+// messages per second, the p50 and p99 of the time from a message sent to
+// its reply received, and the resident memory of the process at the end
+// (the gateway, the fakes and the clients together). It fails unless every
+// message got exactly one reply, in its conversation's order.
+func BenchmarkGatewayThroughput(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		fake := telegramtest.New(b, botToken)
+		fake.AddChat(telegramtest.Chat{ID: tpForum, Type: telegramtest.Supergroup, Title: "bench", IsForum: true})
+		tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := newRig(b, rigOpts{
+			extra:  []platform.Adapter{tg},
+			owners: map[string][]string{"telegram": {strconv.Itoa(ownerTG)}},
+			homes:  map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:" + strconv.Itoa(ownerTG)},
+			rate:   gateway.Rate{Burst: 1 << 30, Every: time.Nanosecond},
+			quiet:  true,
+		})
+		r.waitLive(b, "telegram")
+		pg := r.openPage(b)
+
+		ld := newLoad()
+		webKeys := make([]string, tpConversations/2)
+		for i := range webKeys {
+			webKeys[i] = platform.Address{Platform: web.Name, Kind: platform.Thread, Chat: web.HomeChat, Thread: fmt.Sprintf("bench%04d", i)}.Key()
+		}
+		ctx := testutil.Context(b, 2*time.Minute)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); ld.readPage(ctx, pg) }()
+		go func() { defer wg.Done(); ld.readTelegram(ctx, fake) }()
+
+		b.StartTimer()
+		start := time.Now()
+		for m := range tpMessages {
+			for i, key := range webKeys {
+				text := fmt.Sprintf("w%d m%d", i, m)
+				ld.sent(key, text)
+				pg.send(map[string]any{"type": "say", "key": key, "id": strconv.Itoa(m), "text": text})
+			}
+			for i := range tpConversations - len(webKeys) {
+				topic := tpFirstTopic + i
+				text := fmt.Sprintf("t%d m%d", i, m)
+				ld.sent(tgKey(topic), text)
+				fake.PushMessage(tpForum, topic, ownerUser, text)
+			}
+		}
+		total := tpConversations * tpMessages
+		if !ld.waitReplies(ctx, total) {
+			_, err := ld.check()
+			b.Fatalf("%d of %d replies arrived: %v", ld.replyCount(), total, err)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+
+		lat, err := ld.check()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rss, err := selfRSS()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(total)/elapsed.Seconds(), "msg/s")
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		b.ReportMetric(rss, "RSS-MiB")
+		b.ReportMetric(0, "ns/op")
+		ld.stop()
+		wg.Wait()
+		r.stop()
+	}
+}
+
+func tgKey(topic int) string {
+	return platform.Address{Platform: telegram.Name, Kind: platform.Thread, Chat: strconv.Itoa(tpForum), Thread: strconv.Itoa(topic)}.Key()
+}
+
+// load is what was sent and what came back, per conversation.
+type load struct {
+	mu      sync.Mutex
+	sentAt  map[string][]time.Time // per conversation, in sending order
+	texts   map[string][]string
+	replies map[string][]reply
+	n       int
+	more    chan struct{} // signalled on every reply
+	done    chan struct{}
+}
+
+type reply struct {
+	text string
+	at   time.Time
+}
+
+func newLoad() *load {
+	return &load{sentAt: map[string][]time.Time{}, texts: map[string][]string{}, replies: map[string][]reply{},
+		more: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (l *load) sent(key, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sentAt[key] = append(l.sentAt[key], time.Now())
+	l.texts[key] = append(l.texts[key], text)
+}
+
+func (l *load) got(key, text string, at time.Time) {
+	l.mu.Lock()
+	l.replies[key] = append(l.replies[key], reply{text, at})
+	l.n++
+	l.mu.Unlock()
+	select {
+	case l.more <- struct{}{}:
+	default:
+	}
+}
+
+func (l *load) replyCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *load) stop() { close(l.done) }
+
+// waitReplies waits until n replies came, or ctx ends.
+func (l *load) waitReplies(ctx context.Context, n int) bool {
+	for l.replyCount() < n {
+		select {
+		case <-l.more:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// check verifies exactly one reply per message, in order, per
+// conversation, and returns the reply latencies sorted.
+func (l *load) check() ([]time.Duration, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var lat []time.Duration
+	var problems []string
+	for key, texts := range l.texts {
+		got := l.replies[key]
+		if len(got) != len(texts) {
+			problems = append(problems, fmt.Sprintf("%s: %d messages, %d replies", key, len(texts), len(got)))
+			continue
+		}
+		for i, want := range texts {
+			if got[i].text != "echo: "+want {
+				problems = append(problems, fmt.Sprintf("%s: reply %d is %q, want %q", key, i, got[i].text, "echo: "+want))
+				break
+			}
+			lat = append(lat, got[i].at.Sub(l.sentAt[key][i]))
+		}
+	}
+	if len(l.replies) != len(l.texts) {
+		problems = append(problems, fmt.Sprintf("replies in %d conversations, messages in %d", len(l.replies), len(l.texts)))
+	}
+	if len(problems) > 0 {
+		if len(problems) > 10 {
+			problems = append(problems[:10], fmt.Sprintf("… %d more", len(problems)-10))
+		}
+		return nil, fmt.Errorf("lost, duplicated or reordered replies:\n%s", strings.Join(problems, "\n"))
+	}
+	slices.Sort(lat)
+	return lat, nil
+}
+
+// readPage records the page's assistant messages as replies.
+func (l *load) readPage(ctx context.Context, pg *page) {
+	for {
+		select {
+		case f, ok := <-pg.in:
+			if !ok {
+				return
+			}
+			if f["type"] == "message" && f["role"] == "assistant" {
+				key, _ := f["key"].(string)
+				text, _ := f["text"].(string)
+				l.got(key, text, time.Now())
+			}
+		case <-l.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// readTelegram records each message the bot posted as a reply once its
+// text is whole: the gateway may post a draft and edit it as the answer
+// streams, so a message counts once, when its text first reads as a
+// whole reply ("echo: t<conversation> m<digit>").
+func (l *load) readTelegram(ctx context.Context, fake *telegramtest.Server) {
+	type posted struct {
+		thread  int
+		counted bool
+	}
+	msgs := map[string]*posted{} // chat:message id
+	seen := 0
+	for {
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-l.done:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		sent, err := fake.WaitSentAfter(wctx, seen)
+		cancel()
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		for _, m := range sent {
+			id := m.ChatID + ":" + strconv.Itoa(m.MessageID)
+			p, ok := msgs[id]
+			if !ok {
+				p = &posted{thread: m.ThreadID}
+				msgs[id] = p
+			}
+			if !p.counted && wholeReply.MatchString(m.Plain) {
+				p.counted = true
+				l.got(tgKey(p.thread), m.Plain, now)
+			}
+		}
+		seen += len(sent)
+	}
+}
+
+var wholeReply = regexp.MustCompile(`^echo: t\d+ m\d$`)
+
+// selfRSS is this process's resident set size in MiB.
+func selfRSS() (float64, error) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
+}
