@@ -212,7 +212,7 @@ func (s *Store) SetDraft(ctx context.Context, sessionID, text string) error {
 // Draft is the session's kept partial answer.
 func (s *Store) Draft(ctx context.Context, sessionID string) (string, error) {
 	var text string
-	err := s.r.QueryRowContext(ctx, `SELECT draft FROM sessions WHERE id = ?`, sessionID).Scan(&text)
+	err := s.readRow(ctx, `SELECT draft FROM sessions WHERE id = ?`, sessionID).Scan(&text)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("load the draft of session %s: %w", sessionID, store.ErrNotFound)
 	}

@@ -66,7 +66,7 @@ func (s *Store) AddNote(ctx context.Context, n store.Note) (store.Note, bool, er
 
 // HandoffNote is the note written for a handoff.
 func (s *Store) HandoffNote(ctx context.Context, handoffID int64) (store.Note, error) {
-	n, err := scanNote(s.r.QueryRowContext(ctx, `SELECT `+noteCols+` FROM notes WHERE handoff_id = ?`, handoffID))
+	n, err := scanNote(s.readRow(ctx, `SELECT `+noteCols+` FROM notes WHERE handoff_id = ?`, handoffID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Note{}, fmt.Errorf("note of handoff %d: %w", handoffID, store.ErrNotFound)
 	}
@@ -78,7 +78,7 @@ func (s *Store) HandoffNote(ctx context.Context, handoffID int64) (store.Note, e
 
 // LatestNote is the session's newest note.
 func (s *Store) LatestNote(ctx context.Context, sessionID string) (store.Note, error) {
-	n, err := scanNote(s.r.QueryRowContext(ctx, `SELECT `+noteCols+` FROM notes WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID))
+	n, err := scanNote(s.readRow(ctx, `SELECT `+noteCols+` FROM notes WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Note{}, fmt.Errorf("latest note of session %s: %w", sessionID, store.ErrNotFound)
 	}
@@ -90,7 +90,7 @@ func (s *Store) LatestNote(ctx context.Context, sessionID string) (store.Note, e
 
 // SessionNotes lists a session's notes, oldest first.
 func (s *Store) SessionNotes(ctx context.Context, sessionID string) ([]store.Note, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+noteCols+` FROM notes WHERE session_id = ? ORDER BY id`, sessionID)
+	rows, err := s.read(ctx, `SELECT `+noteCols+` FROM notes WHERE session_id = ? ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("notes of session %s: %w", sessionID, err)
 	}

@@ -105,7 +105,7 @@ func (s *Store) ParkInbound(ctx context.Context, id int64, sessionID, addressKey
 
 // Parked lists the events parked at addressKey, first stored first.
 func (s *Store) Parked(ctx context.Context, addressKey string) ([]store.Inbound, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+prefixed("i.", inboundCols)+` FROM parked p JOIN inbound i ON i.id = p.inbound_id
+	rows, err := s.read(ctx, `SELECT `+prefixed("i.", inboundCols)+` FROM parked p JOIN inbound i ON i.id = p.inbound_id
 		WHERE p.address_key = ? ORDER BY i.id`, addressKey)
 	if err != nil {
 		return nil, fmt.Errorf("list parked at %s: %w", addressKey, err)
