@@ -251,9 +251,15 @@ func (r *rig) openPage(t testing.TB) *page {
 				return
 			}
 			var f map[string]any
-			if json.Unmarshal(b, &f) == nil {
-				p.in <- f
+			if json.Unmarshal(b, &f) != nil {
+				continue
 			}
+			if f["type"] == "message" {
+				// As the page does: a message counts as delivered once shown.
+				ack, _ := json.Marshal(map[string]any{"type": "ack", "id": f["id"]})
+				_ = conn.Write(context.Background(), websocket.MessageText, ack)
+			}
+			p.in <- f
 		}
 	}()
 	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
