@@ -75,8 +75,9 @@ const (
 	// finding every page's queue full is not delivered (the gateway tries
 	// it again), and a live update (a delta) is skipped for that page.
 	PageQueue = 256
-	// AckWait is how long a message waits for a page to say it showed it.
-	AckWait = 5 * time.Second
+	// DefaultAckWait is how long a message waits for a page to say it
+	// showed it.
+	DefaultAckWait = 5 * time.Second
 )
 
 // Why a message was not delivered; the gateway tries it again.
@@ -99,6 +100,9 @@ type Config struct {
 	MaxPages int
 	// SignIn is how long a sign-in lasts; 0: DefaultSignIn.
 	SignIn time.Duration
+	// AckWait is how long Send waits for a page to say it showed a
+	// message; 0: DefaultAckWait.
+	AckWait time.Duration
 	// Transcripts gives the page what lives in the store: the
 	// conversations and their transcripts.
 	Transcripts platform.Transcripts
@@ -146,6 +150,9 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.SignIn <= 0 {
 		cfg.SignIn = DefaultSignIn
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = DefaultAckWait
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("web chat: tls_cert and tls_key go together")
@@ -379,7 +386,7 @@ func (a *Adapter) unauthorized(w http.ResponseWriter, why string) {
 // Send shows an assistant message in every open page, and succeeds once a
 // page says it showed it. With no page open it fails as platform.Away (the
 // gateway keeps it until a page connects: see Redeliver); when every page
-// is behind, or none answers within AckWait, it fails to be tried again.
+// is behind, or none answers within Config.AckWait, it fails to be tried again.
 // Each try of a stored delivery carries the same id, so a page shows it
 // once however often it is sent. An approval question comes with what the
 // page needs to offer its answers as buttons.
@@ -419,13 +426,13 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	if taken == 0 {
 		return "", fmt.Errorf("send to %s: %w", to.Key(), errPagesBehind)
 	}
-	wait := time.NewTimer(AckWait)
+	wait := time.NewTimer(a.cfg.AckWait)
 	defer wait.Stop()
 	select {
 	case <-shown:
 		return id, nil
 	case <-wait.C:
-		return "", fmt.Errorf("send to %s: %w within %s", to.Key(), errNotShown, AckWait)
+		return "", fmt.Errorf("send to %s: %w within %s", to.Key(), errNotShown, a.cfg.AckWait)
 	case <-ctx.Done():
 		return "", fmt.Errorf("send to %s: %w", to.Key(), ctx.Err())
 	}
