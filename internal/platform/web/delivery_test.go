@@ -23,7 +23,7 @@ type asker struct {
 }
 
 func (r *asker) Receive(context.Context, platform.Event) error { return nil }
-func (r *asker) Live()                                          {}
+func (r *asker) Live()                                         {}
 func (r *asker) Redeliver(at platform.Address) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
