@@ -409,7 +409,7 @@ func TestHandoffSurvivesGatewayKill(t *testing.T) {
 		t.Fatalf("after the kill the handoff is %+v", h)
 	}
 
-	startGateway(t, env, batonHome)
+	gw = startGateway(t, env, batonHome)
 	tm.expect("This conversation now continues in the web chat")
 	if err := tm.wait(); err != nil {
 		t.Fatalf("terminal exit: %v", err)
@@ -422,7 +422,18 @@ func TestHandoffSurvivesGatewayKill(t *testing.T) {
 	if h.State != store.HandoffCompleted || h.Attempts != 2 || !strings.HasPrefix(h.Destination, "web:") {
 		t.Fatalf("handoff after the restart: %+v", h)
 	}
-	if pending, _ := st.PendingDeliveries(t.Context(), "", 0); len(pending) != 0 {
+	// The first message waits for a page to show it; it is sent once one
+	// is open.
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(gw.webURL)); err != nil {
+		t.Fatal(err)
+	}
+	pageText(ctx, t, "Hello after the restart.")
+	var pending []store.Delivery
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
+		pending, _ = st.PendingDeliveries(t.Context(), "", 0)
+		return len(pending) == 0
+	}) {
 		t.Errorf("deliveries left unsent: %+v", pending)
 	}
 	msgs, _ := st.Transcript(t.Context(), ss[0].ID)

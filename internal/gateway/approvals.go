@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -77,7 +78,12 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	// repeat across turns ("call_1"), so they cannot key it.
 	key := fmt.Sprintf("approval:%s:%s:%d", req.SessionID, req.CallID, time.Now().UnixNano())
 	if err := g.deliver(ctx, addr, key, question); err != nil {
-		return agent.Deny, err
+		if !questionWaits(err) {
+			return agent.Deny, err
+		}
+		// Stored and sent again in the background (a web page shows it
+		// when it opens): the answer may still come.
+		g.log.Warn("approval question not delivered yet; waiting for the answer", "at", addr.Key(), "err", err)
 	}
 	timeout := time.NewTimer(g.cfg.ApprovalTimeout)
 	defer timeout.Stop()
@@ -95,6 +101,14 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	case <-ctx.Done():
 		return agent.Deny, ctx.Err()
 	}
+}
+
+// questionWaits reports whether a question whose delivery failed with err
+// is stored and will still be sent: it was not lost, abandoned, or for a
+// platform this gateway does not run.
+func questionWaits(err error) bool {
+	return !errors.Is(err, errNotRecorded) && !errors.Is(err, ErrNoAdapter) && !errors.Is(err, platform.ErrPermanent) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // answerApproval hands an /approve, /always or /deny to the turn waiting

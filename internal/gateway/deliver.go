@@ -50,7 +50,8 @@ func partKey(key string, i int) string { return key + ":part:" + strconv.Itoa(i)
 
 // flush sends every stored, unsent delivery for addr, oldest first. It
 // stops at the first one that cannot be sent, so order is kept, and leaves
-// what is left to a background resend.
+// what is left to a background resend; or, when nobody is there to
+// receive it (platform.ErrAway), to the adapter's Redeliver.
 func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
 	err := g.flushOnce(ctx, addr)
 	if err != nil && !errors.Is(err, platform.ErrPermanent) && g.work != nil && g.work.Err() == nil {
@@ -87,6 +88,12 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 				continue
 			}
 			id, err := g.sendOne(ctx, a, addr, d)
+			if errors.Is(err, platform.ErrAway) {
+				// Kept, in order, for when someone is there: the adapter
+				// asks for it then (Redeliverer).
+				g.log.Debug("reply waits for someone to receive it", "to", addr.Key(), "err", err)
+				return nil
+			}
 			if errors.Is(err, platform.ErrPermanent) {
 				// It can never arrive; holding it would block every later
 				// message to this place. It stays in the store, abandoned.
@@ -157,6 +164,9 @@ func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform
 		}
 		g.log.Debug("final edit of a streamed reply failed; posting it", "to", addr.Key(), "err", err)
 	}
+	// Every try of a delivery carries its key, so a service that can tell
+	// a repeat (the web page) shows it once.
+	ctx = platform.WithDeliveryKey(ctx, d.Key)
 	id, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (string, error) {
 		id, err := a.Send(ctx, addr, d.Text)
 		if err == nil {
@@ -170,6 +180,8 @@ func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform
 		switch cl, _ := platform.Classify(err); cl {
 		case platform.ClassPermanent, platform.ClassUnsupported, platform.ClassRefused:
 			return "", retry.Stop(platform.Permanent(err))
+		case platform.ClassAway:
+			return "", retry.Stop(err)
 		}
 		return "", retryable(err)
 	}, func(err error, wait time.Duration) {
@@ -215,6 +227,63 @@ func (g *Gateway) resend(addr platform.Address) {
 		})
 		if err != nil && g.work.Err() == nil {
 			g.log.Warn("resend stopped", "to", key, "err", err)
+		}
+	}()
+}
+
+// redeliver sends what waits for at now, in the background: a place its
+// adapter says is reachable again (a web page opened) need not wait for
+// the next background resend. An address with only Platform set stands
+// for every place of that platform with something waiting.
+func (g *Gateway) redeliver(at platform.Address) {
+	if g.work == nil || g.work.Err() != nil {
+		return
+	}
+	if at.Chat != "" {
+		g.redeliverTo(at)
+		return
+	}
+	waiting, err := g.st.WaitingDeliveries(g.work)
+	if err != nil {
+		g.log.Error("load pending deliveries", "err", err)
+		return
+	}
+	for key := range waiting {
+		if addr, err := platform.ParseKey(key); err == nil && addr.Platform == at.Platform {
+			g.redeliverTo(addr)
+		}
+	}
+}
+
+// redeliverTo flushes addr in the background. One runs per address; a
+// request meanwhile makes it flush once more when done, so nothing that
+// arrived during its pass is left to wait.
+func (g *Gateway) redeliverTo(addr platform.Address) {
+	key := addr.Key()
+	g.mu.Lock()
+	if _, running := g.redelivering[key]; running {
+		g.redelivering[key] = true
+		g.mu.Unlock()
+		return
+	}
+	g.redelivering[key] = false
+	g.mu.Unlock()
+	g.background.Add(1)
+	go func() {
+		defer g.background.Done()
+		for {
+			if err := g.flush(g.work, addr); err != nil {
+				g.log.Debug("redeliver", "to", key, "err", err)
+			}
+			g.mu.Lock()
+			again := g.redelivering[key] && g.work.Err() == nil
+			if !again {
+				delete(g.redelivering, key)
+				g.mu.Unlock()
+				return
+			}
+			g.redelivering[key] = false
+			g.mu.Unlock()
 		}
 	}()
 }

@@ -139,6 +139,7 @@ type Gateway struct {
 	unsupported     map[string]bool             // "platform/capability" refused once: not asked again
 	senders         *senderRates                // messages taken per person, for Config.Rate
 	resending       map[string]bool             // address keys with a background resend running
+	redelivering    map[string]bool             // address keys being redelivered → asked again meanwhile
 	streamed        map[string]string           // delivery key → the streamed message it replaces
 	sentNotRecorded map[int64]string            // delivery id → platform message id: sent, its record failed
 	troubleTold     map[string]bool             // turn keys whose person was told of store trouble
@@ -190,6 +191,7 @@ func New(cfg Config) (*Gateway, error) {
 		status:          map[string]platform.Status{},
 		unsupported:     map[string]bool{},
 		resending:       map[string]bool{},
+		redelivering:    map[string]bool{},
 		streamed:        map[string]string{},
 		sentNotRecorded: map[int64]string{},
 		troubleTold:     map[string]bool{},
@@ -344,6 +346,9 @@ type receiver struct{ g *Gateway }
 
 func (r receiver) Receive(ctx context.Context, ev platform.Event) error { return r.g.handle(ctx, ev) }
 func (r receiver) Live()                                                {}
+
+// Redeliver sends at once what waits for a place its adapter can reach again.
+func (r receiver) Redeliver(at platform.Address) { r.g.redeliver(at) }
 
 // publishCommands publishes the chat command menu in the background, so a
 // slow or refusing server never delays the platform's start.

@@ -244,6 +244,17 @@ type page struct {
 
 func (r *rig) openPage(t testing.TB) *page {
 	t.Helper()
+	p := r.dialPage(t)
+	// One round trip: once answered, the gateway has the page among those
+	// it broadcasts to (the handshake alone does not promise that).
+	p.send(map[string]any{"type": "list"})
+	p.await("the conversation list", typ("conversations"))
+	return p
+}
+
+// dialPage connects a page and leaves every frame it gets to read.
+func (r *rig) dialPage(t testing.TB) *page {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h := http.Header{}
@@ -261,16 +272,18 @@ func (r *rig) openPage(t testing.TB) *page {
 				return
 			}
 			var f map[string]any
-			if json.Unmarshal(b, &f) == nil {
-				p.in <- f
+			if json.Unmarshal(b, &f) != nil {
+				continue
 			}
+			if f["type"] == "message" {
+				// As the page does: a message counts as delivered once shown.
+				ack, _ := json.Marshal(map[string]any{"type": "ack", "id": f["id"]})
+				_ = conn.Write(context.Background(), websocket.MessageText, ack)
+			}
+			p.in <- f
 		}
 	}()
 	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
-	// One round trip: once answered, the gateway has the page among those
-	// it broadcasts to (the handshake alone does not promise that).
-	p.send(map[string]any{"type": "list"})
-	p.await("the conversation list", typ("conversations"))
 	return p
 }
 

@@ -119,3 +119,28 @@ type Command struct {
 type Commander interface {
 	SetCommands(ctx context.Context, cmds []Command) error
 }
+
+// Redeliverer is offered by the Receiver an adapter's Run is given (look
+// for it with a type assertion). An adapter whose places can be out of
+// reach while the service is up (the web chat with no page open) says
+// when one is reachable again, and what waits for it is sent at once
+// rather than at the next background retry. An address with only
+// Platform set stands for every place of that platform.
+type Redeliverer interface {
+	Redeliver(at Address)
+}
+
+type deliveryKey struct{}
+
+// WithDeliveryKey marks a Send as one try of the stored delivery key: every
+// try of it carries the same key, in this run and after a restart. The
+// gateway sets it; an adapter whose service can drop repeats uses it.
+func WithDeliveryKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, deliveryKey{}, key)
+}
+
+// DeliveryKey is the key WithDeliveryKey put in ctx, or "".
+func DeliveryKey(ctx context.Context) string {
+	k, _ := ctx.Value(deliveryKey{}).(string)
+	return k
+}

@@ -23,6 +23,12 @@ var ErrPermanent = errors.New("permanent failure")
 // credentials: restarting will not help until the owner fixes them.
 var ErrRefused = errors.New("credentials refused")
 
+// ErrAway is wrapped by a Send that found nobody there to receive the
+// message (the web chat with no page open). The gateway keeps the message
+// stored and unsent without retrying it: the adapter asks for it again
+// (Redeliverer) when someone is there.
+var ErrAway = errors.New("nobody there to receive it now")
+
 // class keeps err's own message while making errors.Is see the class.
 type class struct {
 	err  error
@@ -40,6 +46,9 @@ func Unsupported(err error) error { return mark(err, ErrUnsupported) }
 
 // Refused marks err as the service refusing baton's credentials.
 func Refused(err error) error { return mark(err, ErrRefused) }
+
+// Away marks err as a Send that found nobody there to receive it.
+func Away(err error) error { return mark(err, ErrAway) }
 
 func mark(err, kind error) error {
 	if err == nil {
@@ -76,6 +85,7 @@ const (
 	ClassPermanent                // give up on this message
 	ClassUnsupported              // degrade: do without this optional method
 	ClassRefused                  // the credentials are refused: stop until fixed
+	ClassAway                     // nobody there: keep it until the adapter asks again
 )
 
 func (c Class) String() string {
@@ -88,6 +98,8 @@ func (c Class) String() string {
 		return "unsupported"
 	case ClassRefused:
 		return "refused"
+	case ClassAway:
+		return "away"
 	}
 	return "transient"
 }
@@ -105,6 +117,8 @@ func Classify(err error) (Class, time.Duration) {
 		return ClassUnsupported, 0
 	case errors.Is(err, ErrPermanent):
 		return ClassPermanent, 0
+	case errors.Is(err, ErrAway):
+		return ClassAway, 0
 	case errors.As(err, &ra) && ra.Wait > 0:
 		return ClassRetryAfter, ra.Wait
 	}

@@ -101,6 +101,13 @@ func (l liveReceiver) Live() {
 	l.Receiver.Live()
 }
 
+// Redeliver passes the request on when the receiver takes it.
+func (l liveReceiver) Redeliver(at Address) {
+	if r, ok := l.Receiver.(Redeliverer); ok {
+		r.Redeliver(at)
+	}
+}
+
 var (
 	tagRE   = regexp.MustCompile(`<[^>]*>`)
 	titleRE = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)

@@ -144,7 +144,8 @@ var widths = []size{{"phone", 390, 844}, {"desktop", 1280, 800}}
 
 // TestPage drives the page in one browser at a phone's width and a
 // desktop's: the sign-in page; markdown, tool cards and /help's columns; approval buttons;
-// the layout and its colours; the composer; unread marks.
+// the layout and its colours; the composer; unread marks; a message sent
+// again shown once.
 func TestPage(t *testing.T) {
 	tab := browser.Start(t)
 	for _, w := range widths {
@@ -159,6 +160,7 @@ func TestPage(t *testing.T) {
 				{"layout and colours", layoutAndColours},
 				{"composer", composer},
 				{"unread marks", unreadMarks},
+				{"a message sent again shows once", repeatShownOnce},
 			} {
 				t.Run(part.name, func(t *testing.T) { part.test(t, tab, w) })
 			}
@@ -314,6 +316,26 @@ func approvalButtons(t *testing.T, tab context.Context, w size) {
 		t.Fatal(err)
 	}
 	c.poll(t, "the expired question", `!document.querySelector('li.approval[data-state="pending"]') && !!document.querySelector('li.approval[data-state="expired"]')`)
+}
+
+// repeatShownOnce: a delivery sent again (its page's acknowledgement was
+// lost, the gateway restarted) is shown once, and the page acknowledges
+// it again, so the try counts as delivered.
+func repeatShownOnce(t *testing.T, tab context.Context, w size) {
+	c := openChat(t, tab, &memTranscripts{}, w.width, w.height)
+	ctx := platform.WithDeliveryKey(t.Context(), "in:7:part:0")
+	for try := range 2 {
+		if _, err := c.a.Send(ctx, Home, "Shown once."); err != nil {
+			t.Fatalf("try %d: %v", try+1, err)
+		}
+	}
+	if _, err := c.a.Send(t.Context(), Home, "Then this."); err != nil {
+		t.Fatal(err)
+	}
+	c.poll(t, "the later message", `document.getElementById("messages").innerText.includes("Then this.")`)
+	if n := browser.Eval[int](c.ctx, t, `[...document.querySelectorAll("#messages li")].filter(l => l.innerText.includes("Shown once.")).length`); n != 1 {
+		t.Errorf("a message sent twice is shown %d times", n)
+	}
 }
 
 func layoutAndColours(t *testing.T, tab context.Context, w size) {

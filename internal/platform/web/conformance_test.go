@@ -16,8 +16,9 @@ import (
 )
 
 // page stands in for the browser page: it says things over a websocket,
-// remembers which were acknowledged, and sends again what the gateway
-// answered with an error, as the page does.
+// remembers which were acknowledged, sends again what the gateway
+// answered with an error, and says it showed each message, as the page
+// does.
 type page struct {
 	conn *websocket.Conn
 
@@ -61,6 +62,10 @@ func (p *page) read(ctx context.Context) {
 		if json.Unmarshal(b, &f) != nil {
 			continue
 		}
+		if f.Type == "message" {
+			_ = p.write(ctx, frame{Type: "ack", ID: f.ID})
+			continue
+		}
 		p.mu.Lock()
 		again, resend := p.pending[f.ID]
 		switch {
@@ -98,6 +103,18 @@ func (p *page) isAcked(id string) bool {
 	return p.acked[id]
 }
 
+// watched is the adapter with a page open whenever it sends: a message
+// counts as sent only once a page showed it.
+type watched struct {
+	*Adapter
+	open func()
+}
+
+func (w watched) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	w.open()
+	return w.Adapter.Send(ctx, to, text)
+}
+
 func TestConformance(t *testing.T) {
 	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
 		a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: staticTranscripts{}})
@@ -111,7 +128,7 @@ func TestConformance(t *testing.T) {
 			return pg
 		}
 		return platformtest.Harness{
-			Adapter: a,
+			Adapter: watched{Adapter: a, open: func() { open() }},
 			Home:    Home,
 			Person:  Owner,
 			Say: func(ctx context.Context, at platform.Address, _ string, text string) (string, error) {

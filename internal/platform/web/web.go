@@ -26,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -72,6 +71,20 @@ const (
 	// MaxID and MaxKey bound a message id and a conversation key.
 	MaxID  = 128
 	MaxKey = 256
+	// PageQueue is how many frames wait for one page at most; a message
+	// finding every page's queue full is not delivered (the gateway tries
+	// it again), and a live update (a delta) is skipped for that page.
+	PageQueue = 256
+	// DefaultAckWait is how long a message waits for a page to say it
+	// showed it.
+	DefaultAckWait = 5 * time.Second
+)
+
+// Why a message was not delivered; the gateway tries it again.
+var (
+	errNoPage      = errors.New("no web chat page is open")
+	errPagesBehind = errors.New("every open web chat page is behind (its queue is full)")
+	errNotShown    = errors.New("no web chat page said it showed the message")
 )
 
 // Config sets up the web chat.
@@ -87,6 +100,9 @@ type Config struct {
 	MaxPages int
 	// SignIn is how long a sign-in lasts; 0: DefaultSignIn.
 	SignIn time.Duration
+	// AckWait is how long Send waits for a page to say it showed a
+	// message; 0: DefaultAckWait.
+	AckWait time.Duration
 	// Transcripts gives the page what lives in the store: the
 	// conversations and their transcripts.
 	Transcripts platform.Transcripts
@@ -98,12 +114,14 @@ type Adapter struct {
 	cfg  Config
 	addr string // where the page is served, resolved once
 	log  *slog.Logger
-	next atomic.Int64
 
 	mu      sync.Mutex
 	ln      net.Listener // nil after a failure closed it
 	clients map[*client]bool
 	recv    platform.Receiver
+	// shown holds a channel per message sent and not yet acknowledged,
+	// closed when a page says it showed it.
+	shown map[string]chan struct{}
 	// streams holds the reply being written in each conversation, so each
 	// delta can carry it whole, rendered; Send ends it.
 	streams map[string]*strings.Builder
@@ -133,6 +151,9 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.SignIn <= 0 {
 		cfg.SignIn = DefaultSignIn
 	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = DefaultAckWait
+	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("web chat: tls_cert and tls_key go together")
 	}
@@ -143,7 +164,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web chat: listen on %s: %w (set web.listen in config.yaml to another port)", cfg.Listen, err)
 	}
-	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, clients: map[*client]bool{}, streams: map[string]*strings.Builder{}}, nil
+	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, clients: map[*client]bool{}, shown: map[string]chan struct{}{}, streams: map[string]*strings.Builder{}}, nil
 }
 
 // LoadToken reads the token kept in home, creating it (mode 0600) on first use.
@@ -362,22 +383,92 @@ func (a *Adapter) unauthorized(w http.ResponseWriter, why string) {
 	fmt.Fprintf(w, "401: this is baton's web chat, and %s. Open the address `baton gateway` printed (it carries the access token), or see `baton gateway status`.\n", why)
 }
 
-// Send shows an assistant message in every open page. An approval
-// question comes with what the page needs to offer its answers as
-// buttons.
+// Send shows an assistant message in every open page, and succeeds once a
+// page says it showed it. With no page open it fails as platform.Away (the
+// gateway keeps it until a page connects: see Redeliver); when every page
+// is behind, or none answers within Config.AckWait, it fails to be tried again.
+// Each try of a stored delivery carries the same id, so a page shows it
+// once however often it is sent. An approval question comes with what the
+// page needs to offer its answers as buttons.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
-	id := fmt.Sprintf("w%d", a.next.Add(1))
+	id := messageID(ctx, to)
 	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: text, HTML: renderMarkdown(text), ID: id, At: time.Now().UnixMilli()}
 	if tool, subject, ok := platform.ParseApprovalQuestion(text); ok {
 		f.Approval = &approval{Tool: tool, Subject: subject}
 	} else if tool, ok := platform.ParseApprovalExpired(text); ok {
 		f.Approval = &approval{Tool: tool, Expired: true}
 	}
+	shown := make(chan struct{})
 	a.mu.Lock()
 	delete(a.streams, to.Key())
+	if len(a.clients) == 0 {
+		a.mu.Unlock()
+		return "", platform.Away(fmt.Errorf("send to %s: %w", to.Key(), errNoPage))
+	}
+	if _, dup := a.shown[id]; dup {
+		// Another try of this message already waits for its page.
+		a.mu.Unlock()
+		return "", fmt.Errorf("send to %s: message %s is being sent already", to.Key(), id)
+	}
+	a.shown[id] = shown
+	taken := 0
+	for c := range a.clients {
+		if c.send(f) {
+			taken++
+		}
+	}
 	a.mu.Unlock()
-	a.broadcast(ctx, f)
-	return id, nil
+	defer func() {
+		a.mu.Lock()
+		delete(a.shown, id)
+		a.mu.Unlock()
+	}()
+	if taken == 0 {
+		return "", fmt.Errorf("send to %s: %w", to.Key(), errPagesBehind)
+	}
+	wait := time.NewTimer(a.cfg.AckWait)
+	defer wait.Stop()
+	select {
+	case <-shown:
+		return id, nil
+	case <-wait.C:
+		return "", fmt.Errorf("send to %s: %w within %s", to.Key(), errNotShown, a.cfg.AckWait)
+	case <-ctx.Done():
+		return "", fmt.Errorf("send to %s: %w", to.Key(), ctx.Err())
+	}
+}
+
+// messageID is the id a message carries to the page: derived from the
+// gateway's delivery key, so every try of one delivery has the same id
+// (the page drops a repeat), or random for a message not stored.
+func messageID(ctx context.Context, to platform.Address) string {
+	key := platform.DeliveryKey(ctx)
+	if key == "" {
+		return "w" + newID()
+	}
+	sum := sha256.Sum256([]byte(to.Key() + "\x00" + key))
+	return "d" + hex.EncodeToString(sum[:12])
+}
+
+// acknowledge is a page saying it showed message id.
+func (a *Adapter) acknowledge(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ch, ok := a.shown[id]; ok {
+		close(ch)
+		delete(a.shown, id)
+	}
+}
+
+// redeliver asks the gateway to send at once what waits for at (a page
+// connected, or opened a conversation).
+func (a *Adapter) redeliver(at platform.Address) {
+	a.mu.Lock()
+	r, ok := a.recv.(platform.Redeliverer)
+	a.mu.Unlock()
+	if ok {
+		r.Redeliver(at)
+	}
 }
 
 // maxStreamRendered bounds the reply a delta carries rendered whole;
@@ -469,7 +560,7 @@ type client struct {
 func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Hold a place before accepting, so a flood of pages is refused with
 	// a reason instead of taking memory.
-	c := &client{out: make(chan frame, 256), closing: make(chan struct{}), done: make(chan struct{})}
+	c := &client{out: make(chan frame, PageQueue), closing: make(chan struct{}), done: make(chan struct{})}
 	a.mu.Lock()
 	if len(a.clients) >= a.cfg.MaxPages {
 		a.mu.Unlock()
@@ -504,6 +595,8 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		c.write(ctx)
 	}()
+	// What was sent while no page was open (or none showed it) comes now.
+	a.redeliver(platform.Address{Platform: Name})
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
@@ -553,10 +646,15 @@ func (c *client) writeFrame(ctx context.Context, f frame) error {
 	return c.conn.Write(wctx, websocket.MessageText, b)
 }
 
-func (c *client) send(f frame) {
+// send queues f for the page, unless its queue is full: it reports
+// whether f was queued. A page that does not read misses live updates
+// (history has them all); a message it missed is sent again.
+func (c *client) send(f frame) bool {
 	select {
 	case c.out <- f:
-	default: // a page that does not read loses live updates; history has it all
+		return true
+	default:
+		return false
 	}
 }
 
@@ -584,6 +682,14 @@ func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 			return
 		}
 		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(lines)})
+		if addr, err := platform.ParseKey(f.Key); err == nil {
+			a.redeliver(addr)
+		}
+	case "ack":
+		// The page showed a message (or had shown it before).
+		if f.ID != "" && len(f.ID) <= MaxID {
+			a.acknowledge(f.ID)
+		}
 	case "new":
 		addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: HomeChat, Thread: newID()}
 		c.send(frame{Type: "conversation", Key: addr.Key(), Title: "New conversation", Focus: true})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,6 +147,38 @@ func readFrame(t *testing.T, conn *websocket.Conn) frame {
 	return f
 }
 
+// sendShown sends text to at as the gateway does and reads it as a page
+// that shows it and says so; Send must then succeed.
+func sendShown(t *testing.T, a *Adapter, conn *websocket.Conn, at platform.Address, text string) frame {
+	t.Helper()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := a.Send(testutil.Context(t, 0), at, text)
+		sent <- err
+	}()
+	f := readFrame(t, conn)
+	writeFrame(t, conn, frame{Type: "ack", ID: f.ID})
+	if err := testutil.Receive(t, sent, "Send to return"); err != nil {
+		t.Errorf("Send of a message the page showed: %v", err)
+	}
+	return f
+}
+
+func writeFrame(t *testing.T, conn *websocket.Conn, f frame) {
+	t.Helper()
+	b, _ := json.Marshal(f)
+	if err := conn.Write(testutil.Context(t, 0), websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unshown is how many messages wait for a page to say it showed them.
+func unshown(a *Adapter) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.shown)
+}
+
 // Messages and deltas reach the page rendered; an approval question and
 // its expiry are marked so the page can offer buttons; a new reply's
 // deltas start afresh.
@@ -163,22 +196,17 @@ func TestFramesCarryRenderedText(t *testing.T) {
 	if f := readFrame(t, conn); f.Text != "ld**" || f.HTML != "<p><strong>bold</strong></p>\n" {
 		t.Errorf("second delta %+v: want the reply so far, rendered", f)
 	}
-	if _, err := a.Send(ctx, Home, "**bold**"); err != nil {
-		t.Fatal(err)
-	}
-	if f := readFrame(t, conn); f.Type != "message" || f.HTML != "<p><strong>bold</strong></p>\n" || f.At == 0 || f.Approval != nil {
+	if f := sendShown(t, a, conn, Home, "**bold**"); f.Type != "message" || f.HTML != "<p><strong>bold</strong></p>\n" || f.At == 0 || f.Approval != nil {
 		t.Errorf("message %+v", f)
 	}
 	_ = a.Delta(ctx, Home, "next")
 	if f := readFrame(t, conn); f.HTML != "<p>next</p>\n" {
 		t.Errorf("a new reply's delta %+v carries the last one", f)
 	}
-	_, _ = a.Send(ctx, Home, platform.ApprovalQuestion("shell", "rm -rf build"))
-	if f := readFrame(t, conn); f.Approval == nil || f.Approval.Tool != "shell" || f.Approval.Subject != "rm -rf build" || f.Approval.Expired {
+	if f := sendShown(t, a, conn, Home, platform.ApprovalQuestion("shell", "rm -rf build")); f.Approval == nil || f.Approval.Tool != "shell" || f.Approval.Subject != "rm -rf build" || f.Approval.Expired {
 		t.Errorf("approval question %+v", f)
 	}
-	_, _ = a.Send(ctx, Home, platform.ApprovalExpired("shell", time.Minute))
-	if f := readFrame(t, conn); f.Approval == nil || f.Approval.Tool != "shell" || !f.Approval.Expired {
+	if f := sendShown(t, a, conn, Home, platform.ApprovalExpired("shell", time.Minute)); f.Approval == nil || f.Approval.Tool != "shell" || !f.Approval.Expired {
 		t.Errorf("approval expiry %+v", f)
 	}
 }
@@ -206,11 +234,19 @@ func TestStopSendsWhatIsQueuedFirst(t *testing.T) {
 	defer conn.Close(websocket.StatusNormalClosure, "")
 	roundTrip(t, conn, `{"type":"list"}`) // the page is registered
 
+	// The page reads nothing until the adapter stops, so nothing is shown
+	// and each Send waits; each is queued before the next starts.
 	const n = 100
+	sends, stopSends := context.WithCancel(context.Background())
+	var sending sync.WaitGroup
+	defer func() { stopSends(); sending.Wait() }()
 	for i := range n {
-		if _, err := a.Send(context.Background(), Home, "reply "+strconv.Itoa(i)); err != nil {
-			t.Fatal(err)
-		}
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			_, _ = a.Send(sends, Home, "reply "+strconv.Itoa(i))
+		}()
+		testutil.Eventually(t, testutil.Patience, func() bool { return unshown(a) == i+1 }, "the reply to be queued")
 	}
 	cancel()
 	got := 0

@@ -21,6 +21,9 @@
   const unacked = new Map();
   // unread: answers that arrived where the person was not looking.
   const unread = {};
+  // shown: the ids of the messages received lately. The gateway sends a
+  // message again until a page says it showed it, so one may come twice.
+  const shown = new Set(), maxShown = 1000;
 
   function connect() {
     ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
@@ -47,8 +50,7 @@
   function send(f) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(f)); }
   function status(t) { $("status").textContent = t; }
 
-  // receive is where every frame from the gateway is handled, once each;
-  // an acknowledgement that a frame was shown belongs at its end.
+  // receive is where every frame from the gateway is handled, once each.
   function receive(f) {
     switch (f.type) {
       case "conversations":
@@ -81,7 +83,14 @@
         if (f.key === current) status("baton is working…");
         break;
       case "message":
-        message(f);
+        if (!f.id || !shown.has(f.id)) {
+          if (f.id) shown.add(f.id);
+          if (shown.size > maxShown) shown.delete(shown.values().next().value);
+          message(f);
+        }
+        // Until a page says so, the gateway counts it not delivered and
+        // sends it again (to this page or the next one to connect).
+        if (f.id) send({ type: "ack", id: f.id });
         break;
       case "ack": {
         const said = unacked.get(f.id);
