@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/note"
@@ -72,6 +73,16 @@ func crashReply(text string, afterTool bool) string {
 	}
 	if strings.HasPrefix(text, gateway.HandoffLead) {
 		return "Hello again here."
+	}
+	if strings.Contains(text, "at length") {
+		// Long enough (streamed over a second or two) for the gateway to
+		// keep a draft that a kill cuts off.
+		var b strings.Builder
+		b.WriteString("echo: " + text + ":")
+		for i := range 60 {
+			fmt.Fprintf(&b, " w%02d", i)
+		}
+		return b.String()
 	}
 	return "echo: " + text
 }
@@ -254,7 +265,7 @@ tools:
 	}
 
 	// The inbound messages, in the order they are sent: a tenth ask for
-	// the tool; one in ten goes to the forum group, the rest to private
+	// the tool, a tenth for a long answer; one in ten goes to the forum group, the rest to private
 	// chats.
 	msgs := make([]inboundMsg, p.inbound)
 	for i := range msgs {
@@ -264,8 +275,12 @@ tools:
 			m.chat = crashForum
 		}
 		m.text = fmt.Sprintf("msg-%04d from %d", i, u)
-		if m.tick = rng.IntN(10) == 0; m.tick {
+		switch rng.IntN(10) {
+		case 0:
+			m.tick = true
 			m.text += " please tick"
+		case 1:
+			m.text += " at length"
 		}
 		m.answer = crashReply(m.text, m.tick)
 		msgs[i] = m
@@ -319,13 +334,13 @@ tools:
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-	// Handoffs a busy session could not take yet are asked for now.
-	for requested < p.handoffs {
-		testutil.Eventually(t, hangGuard, func() bool { return !allBusy(ctx, t, st, moving) }, "a session free to move")
-		cmd, exited = gw.start(t)
+	// Settle: one last gateway, never killed, until the work is done;
+	// handoffs a busy session could not take yet are asked for meanwhile.
+	cmd, exited = gw.start(t)
+	testutil.Eventually(t, hangGuard, func() bool {
 		for _, s := range moving {
 			if requested == p.handoffs {
-				break
+				return true
 			}
 			if h, _ := st.HandoffState(ctx, s.ID); h.State.Terminal() {
 				nh, err := st.RequestHandoff(ctx, s.ID, "telegram", "telegram")
@@ -336,13 +351,9 @@ tools:
 				requested++
 			}
 		}
-		_ = cmd.Process.Kill()
-		<-exited
-	}
-
-	// Settle: one last gateway, never killed, until the work is done.
-	cmd, exited = gw.start(t)
-	settled := testutil.Poll(testutil.Context(t, 5*time.Minute), func() bool {
+		return requested == p.handoffs
+	}, "sessions free to move")
+	settled := testutil.Poll(testutil.Context(t, 3*time.Minute), func() bool {
 		select {
 		case <-exited:
 			return true
@@ -415,7 +426,7 @@ tools:
 		if n := answerCount[m.answer]; n == 1 {
 			answered++
 		} else {
-			problems = append(problems, fmt.Sprintf("%q has %d whole answers", m.text, n))
+			problems = append(problems, fmt.Sprintf("%q has %d whole answers; what follows it: %s", m.text, n, after(transcripts, m.text)))
 		}
 		switch n := shownCount[strconv.FormatInt(m.chat, 10)+"\x00"+m.answer]; {
 		case n == 0:
@@ -472,12 +483,29 @@ tools:
 			ticks++
 		}
 	}
+	// What the kills interrupted, as evidence that they landed mid-work:
+	// answers continued from a kept draft, tool calls recorded as
+	// interrupted.
+	continued, interrupted := 0, 0
+	for _, r := range srv.Requests() {
+		ms := r.Messages()
+		if last, _ := ms[len(ms)-1].(map[string]any); last["role"] == "assistant" {
+			continued++
+		}
+	}
+	for _, ms := range transcripts {
+		for _, m := range ms {
+			if m.Role == store.RoleTool && strings.HasPrefix(m.Content, agent.InterruptedResult) {
+				interrupted++
+			}
+		}
+	}
 	t.Logf("crash harness: seed %d, kills %d, handoffs %d (completed %d, failed %d, stuck %d), inbound %d (answered once %d, lost %d), "+
-		"shown twice: %d answers + %d greetings, tool calls %d (runs %d, run twice %d)",
+		"shown twice: %d answers + %d greetings, tool calls %d (runs %d, run twice %d, interrupted %d), answers continued after a kill %d",
 		p.seed, p.kills, len(handoffIDs), completed, failed, stuck, len(msgs), answered, lost,
-		deliveredTwice, greetingsTwice, ticks, toolRuns, toolTwice)
+		deliveredTwice, greetingsTwice, ticks, toolRuns, toolTwice, interrupted, continued)
 	if !settled {
-		problems = append(problems, "the last gateway did not settle (some work still pending after 5 minutes)")
+		problems = append(problems, "the last gateway did not settle (some work still pending after 3 minutes)")
 	}
 	if stuck > 0 {
 		problems = append(problems, fmt.Sprintf("%d handoffs stuck pending or running", stuck))
@@ -559,4 +587,21 @@ func gracefulStop(t *testing.T, cmd *exec.Cmd, exited chan struct{}) {
 	case <-time.After(hangGuard):
 		t.Errorf("the gateway ignored the interrupt")
 	}
+}
+
+// after describes what a transcript holds after the user message text.
+func after(transcripts [][]store.Message, text string) string {
+	for _, ms := range transcripts {
+		for i, m := range ms {
+			if m.Role != store.RoleUser || m.Content != text {
+				continue
+			}
+			var parts []string
+			for _, n := range ms[i+1 : min(len(ms), i+4)] {
+				parts = append(parts, fmt.Sprintf("%s %q", n.Role, n.Content))
+			}
+			return strings.Join(parts, ", ")
+		}
+	}
+	return "(not stored)"
 }
