@@ -85,7 +85,7 @@ func (d *drafter) loop(ctx context.Context, every time.Duration) {
 		if text == d.written {
 			continue
 		}
-		if err := keepDraft(ctx, d.st, d.session, d.prefix+text); err != nil {
+		if err := keepDraft(ctx, d.st, d.session, continued(d.prefix, text)); err != nil {
 			slog.Debug("keep the answer being written", "session", d.session, "err", err)
 			continue
 		}

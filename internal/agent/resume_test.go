@@ -116,6 +116,51 @@ func TestSuspendedAnswerIsContinued(t *testing.T) {
 	}
 }
 
+// While a continuation streams, the draft a crash would leave is the
+// answer as it will be stored: the kept part and the continuation joined
+// once, not with the kept part's trailing space doubled (the model was
+// sent it without), so the next start continues exactly what was written.
+func TestContinuationDraftJoinsOnce(t *testing.T) {
+	e := newEnv(t)
+	e.agent.DraftEvery = 10 * time.Millisecond
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	evs := &events{}
+	evs.on = func(ev agent.Event) {
+		if ev.Kind == agent.EventTextDelta && strings.Contains(ev.Text, "two") {
+			cancel(agent.ErrSuspended)
+		}
+	}
+	e.srv.Push(llmtest.Reply{Text: "one two three four", Delay: 20 * time.Millisecond})
+	if _, err := e.agent.Run(ctx, e.sid, store.Message{Role: store.RoleUser, Content: "count"}, evs.emit); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first call: err = %v", err)
+	}
+	kept := e.draft(e.sid)
+	if !strings.HasSuffix(kept, " ") {
+		t.Fatalf("the kept part %q does not end in the space this test is about", kept)
+	}
+	// The continuation: what the store holds mid-stream is what a kill
+	// would leave for the next start.
+	e.srv.Push(llmtest.Reply{Text: " five six seven eight", Delay: 20 * time.Millisecond})
+	midStream := make(chan string, 1)
+	resumed := &events{}
+	resumed.on = func(ev agent.Event) {
+		if ev.Kind == agent.EventTextDelta && strings.Contains(ev.Text, "six") {
+			var d string
+			testutil.Eventually(t, 0, func() bool { d = e.draft(e.sid); return strings.Contains(d, "six") }, "the draft to reach six")
+			midStream <- d
+		}
+	}
+	res, err := e.agent.Run(context.Background(), e.sid, store.Message{}, resumed.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := testutil.Receive(t, midStream, "the draft mid-continuation")
+	if !strings.HasPrefix(res.Text, d) || strings.Contains(d, "  ") {
+		t.Errorf("mid-continuation the draft was %q; the answer is %q", d, res.Text)
+	}
+}
+
 // When the person says something new after a crash mid-answer, the kept
 // part is stored as a cut-off answer before it, not lost.
 func TestNewInputAfterACrashKeepsTheCutOffAnswer(t *testing.T) {
