@@ -263,6 +263,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	live, stopPlatforms := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPlatforms()
 
+	// What waited from the last run is queued before any platform can
+	// hand in something newer: each conversation's mailbox then answers
+	// in the order people wrote, and a cut-off answer is continued before
+	// a later message could interrupt it.
+	g.recover(work)
 	var adapters sync.WaitGroup
 	for name, a := range g.adapters {
 		adapters.Add(1)
@@ -271,7 +276,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 			g.runAdapter(live, name, a)
 		}()
 	}
-	g.recover(work)
 
 	var worker sync.WaitGroup
 	worker.Add(1)
