@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/baton-agent/baton/internal/owner"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 	"github.com/baton-agent/baton/internal/testutil"
@@ -166,6 +168,7 @@ func (c *crashGateway) start(t *testing.T) (*exec.Cmd, chan struct{}) {
 
 // inboundMsg is one message a person sends in the harness.
 type inboundMsg struct {
+	web    string // the web conversation it is said in; "" for Telegram
 	chat   int64
 	from   telegramtest.User
 	text   string
@@ -174,7 +177,8 @@ type inboundMsg struct {
 }
 
 // TestCrashHarness is issue 10's crash harness: the real gateway, as a
-// process, against the Telegram fake and the model fake (with a tool that
+// process, against the Telegram fake, a web chat page (crashPage) and the
+// model fake (with a tool that
 // appends a line to a file), SIGKILLed at random moments while inbound
 // messages arrive and handoffs are requested, restarted each time; then
 // one last start lets it settle and everything is checked against the
@@ -218,8 +222,16 @@ func TestCrashHarness(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "tick"), []byte("#!/bin/sh\nsleep 0.05\necho \"$1\" >> tools.log\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The web chat listens on one port across restarts, so that its page
+	// can reconnect after every kill.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	webAddr := l.Addr().String()
+	l.Close()
 	writeConfig(t, batonHome, fmt.Sprintf(`web:
-  listen: 127.0.0.1:0
+  listen: %s
 telegram:
   token: %q
   server_url: %q
@@ -232,12 +244,24 @@ gateway:
   shutdown_grace: 1s
 tools:
   allow: ["shell:./tick *"]
-`, crashToken, fake.URL(), strings.Join(owners, ", "), crashForum))
+`, webAddr, crashToken, fake.URL(), strings.Join(owners, ", "), crashForum))
 	gw := &crashGateway{env: cleanEnv(home, modelEnv(srv)...), dir: work}
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf("seed %d: "+format+"\ngateway logs (tail):\n%s", append([]any{p.seed}, append(args, tailOf(gw.log.String(), 6000))...)...)
 	}
+
+	page := newCrashPage(webAddr)
+	pageCtx, stopPage := context.WithCancel(context.Background())
+	pageDone := make(chan struct{})
+	go func() {
+		defer close(pageDone)
+		page.run(pageCtx, func() string {
+			b, _ := os.ReadFile(filepath.Join(batonHome, web.TokenFile))
+			return strings.TrimSpace(string(b))
+		})
+	}()
+	t.Cleanup(func() { stopPage(); <-pageDone })
 
 	// The sessions the handoffs move start in the terminal, as `baton`
 	// would make them; the first gateway's start creates the owner.
@@ -271,8 +295,11 @@ tools:
 	for i := range msgs {
 		u := i % users
 		m := inboundMsg{chat: crashFirstUser + int64(u), from: telegramtest.User{ID: crashFirstUser + int64(u), FirstName: fmt.Sprintf("Owner%d", u)}}
-		if rng.IntN(10) == 0 {
+		switch rng.IntN(10) {
+		case 0:
 			m.chat = crashForum
+		case 1, 2, 3:
+			m.web = fmt.Sprintf("web:thread:main:crash%d", i%5)
 		}
 		m.text = fmt.Sprintf("msg-%04d from %d", i, u)
 		switch rng.IntN(10) {
@@ -296,6 +323,10 @@ tools:
 	for round := range p.kills {
 		for ; sent < (round+1)*p.inbound/p.kills; sent++ {
 			m := msgs[sent]
+			if m.web != "" {
+				page.say(m.web, fmt.Sprintf("m%d", sent), m.text)
+				continue
+			}
 			fake.PushMessage(m.chat, 0, m.from, m.text)
 		}
 		for want := (round + 1) * p.handoffs / p.kills; requested < want; {
@@ -359,7 +390,7 @@ tools:
 			return true
 		default:
 		}
-		if fake.Pending() > 0 {
+		if fake.Pending() > 0 || page.pending() > 0 {
 			return false
 		}
 		for _, id := range handoffIDs {
@@ -427,6 +458,7 @@ tools:
 	}
 	var problems []string
 	answered, foldedIn, deliveredTwice, lost := 0, 0, 0, 0
+	webShown, webRepeats := 0, 0 // answers shown once on the page; frames it got again and showed once
 	for _, m := range msgs {
 		if n := userCount[m.text]; n != 1 {
 			problems = append(problems, fmt.Sprintf("%q stored %d times", m.text, n))
@@ -438,6 +470,22 @@ tools:
 			continue // answered together with a later message: nothing of its own to deliver
 		} else {
 			problems = append(problems, fmt.Sprintf("%q has %d whole answers; what follows it: %s", m.text, n, after(transcripts, m.text)))
+		}
+		if m.web != "" {
+			// The page shows a frame once by its id; the same answer under
+			// two ids would be a second delivery, which the web chat's
+			// acknowledged delivery must never make.
+			switch shownOnPage, frames := page.counts(m.answer); {
+			case shownOnPage == 0:
+				lost++
+				problems = append(problems, fmt.Sprintf("the answer to %q was never shown on the page", m.text))
+			case shownOnPage > 1:
+				problems = append(problems, fmt.Sprintf("the answer to %q was shown %d times on the page", m.text, shownOnPage))
+			default:
+				webShown++
+				webRepeats += frames - 1
+			}
+			continue
 		}
 		switch n := shownCount[strconv.FormatInt(m.chat, 10)+"\x00"+m.answer]; {
 		case n == 0:
@@ -512,9 +560,9 @@ tools:
 		}
 	}
 	t.Logf("crash harness: seed %d, kills %d, handoffs %d (completed %d, failed %d, stuck %d), inbound %d (answered once %d, folded into a later message's turn %d, lost %d), "+
-		"shown twice: %d answers + %d greetings, tool calls %d (runs %d, run twice %d, interrupted %d), answers continued after a kill %d",
+		"web answers shown once %d (frames re-sent %d), Telegram shown twice: %d answers + %d greetings, tool calls %d (runs %d, run twice %d, interrupted %d), answers continued after a kill %d",
 		p.seed, p.kills, len(handoffIDs), completed, failed, stuck, len(msgs), answered, foldedIn, lost,
-		deliveredTwice, greetingsTwice, ticks, toolRuns, toolTwice, interrupted, continued)
+		webShown, webRepeats, deliveredTwice, greetingsTwice, ticks, toolRuns, toolTwice, interrupted, continued)
 	if !settled {
 		problems = append(problems, "the last gateway did not settle (some work still pending after 3 minutes)")
 	}
