@@ -108,7 +108,7 @@ type Adapter struct {
 	botID    string              // the bot's user id, from READY
 	session  resumeState         // what the next Run resumes
 	channels map[string]chanInfo // channel id → what it is, learned from events and REST
-	refused  map[string]bool     // optional methods already logged as refused
+	refused  platform.Refusals   // optional methods already logged as refused
 	// Used by Run alone: messages handed over lately, so a replay after a
 	// resume that overlaps is not handed over twice.
 	seen *seen
@@ -173,7 +173,6 @@ func New(cfg Config) (*Adapter, error) {
 		rest:     restClient,
 		log:      log,
 		channels: map[string]chanInfo{},
-		refused:  map[string]bool{},
 		seen:     newSeen(seenLimit),
 	}, nil
 }
@@ -203,17 +202,6 @@ func (a *Adapter) BotID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.botID
-}
-
-// refusedOnce logs an optional method's refusal the first time only.
-func (a *Adapter) refusedOnce(method string, err error) {
-	a.mu.Lock()
-	first := !a.refused[method]
-	a.refused[method] = true
-	a.mu.Unlock()
-	if first {
-		a.log.Warn("discord: optional method refused; continuing without it", "method", method, "err", err)
-	}
 }
 
 // seenLimit bounds the dedupe memory; older ids are forgotten (the

@@ -77,7 +77,7 @@ func (a *Adapter) Edit(ctx context.Context, at platform.Address, msgID, text str
 		return nil
 	}
 	if unknownRoute(err) {
-		a.refusedOnce("edit message", err)
+		a.refused.Log(a.log, "edit message", err)
 		return fmt.Errorf("discord: edit in %s: %w", at.Key(), platform.Unsupported(err))
 	}
 	return fmt.Errorf("discord: edit in %s: %w", at.Key(), final(err))
@@ -95,7 +95,7 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 		return nil
 	}
 	if unknownRoute(err) || status(err) == http.StatusForbidden {
-		a.refusedOnce("typing", err)
+		a.refused.Log(a.log, "typing", err)
 		return fmt.Errorf("discord: typing in %s: %w", at.Key(), platform.Unsupported(err))
 	}
 	return fmt.Errorf("discord: typing in %s: %w", at.Key(), err)
@@ -126,10 +126,10 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 		var ae *apiError
 		switch {
 		case errors.As(err, &ae) && (ae.Code == codeMissingPermission || ae.Code == codeMissingAccess):
-			a.refusedOnce("create thread", err)
+			a.refused.Log(a.log, "create thread", err)
 			return platform.Address{}, fmt.Errorf("discord: the bot may not create threads in channel %s (give it Create Public Threads there): %w", parent, platform.Unsupported(err))
 		case unknownRoute(err) || (errors.As(err, &ae) && ae.Code == codeWrongChannelType):
-			a.refusedOnce("create thread", err)
+			a.refused.Log(a.log, "create thread", err)
 			return platform.Address{}, fmt.Errorf("discord: new thread in %s: %w", home.Key(), platform.Unsupported(err))
 		}
 		return platform.Address{}, fmt.Errorf("discord: new thread in %s: %w", home.Key(), final(err))

@@ -117,7 +117,7 @@ type Adapter struct {
 	since   string                // the sync token reached: events before it are stored
 	latest  map[string]id.EventID // thread address key → its newest event, for the reply fallback
 	order   []string              // keys of latest, oldest first, to bound it
-	refused map[string]bool       // optional methods already logged as refused
+	refused platform.Refusals     // optional methods already logged as refused
 	warned  map[id.RoomID]bool    // encrypted rooms already logged
 	// newestSeen is, per room, the newest event handed over (also in
 	// Memory), where a backfill stops.
@@ -180,7 +180,7 @@ func New(cfg Config) (*Adapter, error) {
 		}
 	}
 	return &Adapter{cfg: cfg, cli: cli, log: log.With("platform", Name), owners: owners,
-		latest: map[string]id.EventID{}, newestSeen: map[id.RoomID]string{}, refused: map[string]bool{}, warned: map[id.RoomID]bool{}}, nil
+		latest: map[string]id.EventID{}, newestSeen: map[id.RoomID]string{}, warned: map[id.RoomID]bool{}}, nil
 }
 
 // Name is "matrix".
@@ -222,15 +222,4 @@ func (a *Adapter) newest(key string) id.EventID {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.latest[key]
-}
-
-// refusedOnce logs an optional method's refusal the first time only.
-func (a *Adapter) refusedOnce(method string, err error) {
-	a.mu.Lock()
-	first := !a.refused[method]
-	a.refused[method] = true
-	a.mu.Unlock()
-	if first {
-		a.log.Warn("matrix: optional method refused by the homeserver; continuing without it", "method", method, "err", err)
-	}
 }

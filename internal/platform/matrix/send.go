@@ -194,7 +194,7 @@ func (a *Adapter) Edit(ctx context.Context, at platform.Address, msgID, text str
 	if _, err := a.sendEvent(ctx, r, body); err != nil {
 		err = failure("edit", err, true)
 		if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported {
-			a.refusedOnce("edit", err)
+			a.refused.Log(a.log, "edit", err)
 		}
 		return fmt.Errorf("matrix: edit in %s: %w", at.Key(), err)
 	}
@@ -214,7 +214,7 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 	if _, err := a.cli.UserTyping(ctx, r, true, 6*time.Second); err != nil {
 		err = failure("typing", err, true)
 		if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported {
-			a.refusedOnce("typing", err)
+			a.refused.Log(a.log, "typing", err)
 		}
 		return fmt.Errorf("matrix: typing in %s: %w", at.Key(), err)
 	}

@@ -84,7 +84,7 @@ type Adapter struct {
 	// pending is an event Receive refused when no earlier event id was
 	// known to resume from: the next Run hands it over first.
 	pending *platform.Event
-	refused map[string]bool // optional methods already logged as refused
+	refused platform.Refusals // optional methods already logged as refused
 }
 
 var (
@@ -114,7 +114,7 @@ func New(cfg Config) (*Adapter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), refused: map[string]bool{}}, nil
+	return &Adapter{cfg: cfg, client: client, log: log.With("platform", Name)}, nil
 }
 
 // Name is "signal".
@@ -187,19 +187,9 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 		return nil
 	}
 	if errors.Is(err, platform.ErrUnsupported) {
-		a.refusedOnce("sendTyping", err)
+		a.refused.Log(a.log, "sendTyping", err)
 	}
 	return fmt.Errorf("signal: typing in %s: %w", at.Key(), err)
-}
-
-func (a *Adapter) refusedOnce(method string, err error) {
-	a.mu.Lock()
-	first := !a.refused[method]
-	a.refused[method] = true
-	a.mu.Unlock()
-	if first {
-		a.log.Warn("signal: optional method refused by the daemon; continuing without it", "method", method, "err", err)
-	}
 }
 
 // target is the JSON-RPC parameters naming an address's chat.

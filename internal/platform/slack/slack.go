@@ -98,9 +98,9 @@ type Adapter struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	botUser string          // the bot's user id (U…), from auth.test
-	refused map[string]bool // optional methods already logged as refused
-	seen    *seen           // message ids handed over lately (a mention arrives twice)
+	botUser string            // the bot's user id (U…), from auth.test
+	refused platform.Refusals // optional methods already logged as refused
+	seen    *seen             // message ids handed over lately (a mention arrives twice)
 }
 
 var (
@@ -150,7 +150,7 @@ func New(cfg Config) (*Adapter, error) {
 		slack.OptionHTTPClient(client),
 	)
 	return &Adapter{cfg: cfg, api: api, log: log.With("platform", Name),
-		refused: map[string]bool{}, seen: newSeen(seenLimit)}, nil
+		seen: newSeen(seenLimit)}, nil
 }
 
 // Name is "slack".
@@ -171,17 +171,6 @@ func (a *Adapter) BotUserID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.botUser
-}
-
-// refusedOnce logs an optional method's refusal the first time only.
-func (a *Adapter) refusedOnce(method string, err error) {
-	a.mu.Lock()
-	first := !a.refused[method]
-	a.refused[method] = true
-	a.mu.Unlock()
-	if first {
-		a.log.Warn("slack: optional method refused; continuing without it", "method", method, "err", err)
-	}
 }
 
 // Slack's error codes, by what they mean to baton.
@@ -251,7 +240,7 @@ func absent(err error) bool {
 // when the method is not available here (logged once), else as classify.
 func (a *Adapter) optional(method, what string, err error) error {
 	if absent(err) {
-		a.refusedOnce(method, err)
+		a.refused.Log(a.log, method, err)
 		return platform.Unsupported(fmt.Errorf("slack: %s: %w", what, err))
 	}
 	return classify(what, err)

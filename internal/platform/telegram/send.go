@@ -133,7 +133,7 @@ func (a *Adapter) Edit(ctx context.Context, at platform.Address, msgID, text str
 	case strings.Contains(err.Error(), "message is not modified"):
 		return nil
 	case optionalRefused(err):
-		a.refusedOnce("editMessageText", err)
+		a.refused.Log(a.log, "editMessageText", err)
 		return fmt.Errorf("telegram: edit in %s: %w: %w", at.Key(), platform.ErrUnsupported, err)
 	}
 	return fmt.Errorf("telegram: edit in %s: %w", at.Key(), err)
@@ -155,7 +155,7 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 		return nil
 	}
 	if optionalRefused(err) {
-		a.refusedOnce("sendChatAction", err)
+		a.refused.Log(a.log, "sendChatAction", err)
 		return fmt.Errorf("telegram: typing in %s: %w: %w", at.Key(), platform.ErrUnsupported, err)
 	}
 	return fmt.Errorf("telegram: typing in %s: %w", at.Key(), err)
@@ -185,7 +185,7 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 	}
 	if err != nil {
 		if optionalRefused(err) || errors.Is(err, bot.ErrorForbidden) {
-			a.refusedOnce("createForumTopic", err)
+			a.refused.Log(a.log, "createForumTopic", err)
 			return platform.Address{}, fmt.Errorf("telegram: new topic in %s: %w: %w", home.Key(), platform.ErrUnsupported, err)
 		}
 		return platform.Address{}, fmt.Errorf("telegram: new topic in %s: %w", home.Key(), err)
@@ -253,7 +253,7 @@ func (a *Adapter) SetCommands(ctx context.Context, cmds []platform.Command) erro
 		return nil
 	}
 	if optionalRefused(err) {
-		a.refusedOnce("setMyCommands", err)
+		a.refused.Log(a.log, "setMyCommands", err)
 		return fmt.Errorf("telegram: set commands: %w: %w", platform.ErrUnsupported, err)
 	}
 	return fmt.Errorf("telegram: set commands: %w", err)

@@ -102,9 +102,9 @@ type Adapter struct {
 	log    *slog.Logger
 
 	mu       sync.Mutex
-	username string          // the bot's @username, learned from getMe
-	refused  map[string]bool // optional methods already logged as refused
-	next     int64           // the getUpdates offset: updates below it are stored
+	username string            // the bot's @username, learned from getMe
+	refused  platform.Refusals // optional methods already logged as refused
+	next     int64             // the getUpdates offset: updates below it are stored
 
 	// Used by Run alone (one at a time): updates and messages handed over
 	// lately, so a repeat is not handed over again.
@@ -153,8 +153,7 @@ func New(cfg Config) (*Adapter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), refused: map[string]bool{},
-		seenUpdate: newSeen(seenLimit), seenMsg: newSeen(seenLimit)}
+	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), seenUpdate: newSeen(seenLimit), seenMsg: newSeen(seenLimit)}
 	api, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.ServerURL),
 		bot.WithHTTPClient(cfg.PollTimeout, client),
@@ -185,19 +184,6 @@ func (a *Adapter) Username() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.username
-}
-
-// refusedOnce logs an optional method's refusal the first time only: a
-// server without sendChatAction would otherwise log every four seconds.
-func (a *Adapter) refusedOnce(method string, err error) {
-	a.mu.Lock()
-	first := !a.refused[method]
-	a.refused[method] = true
-	a.mu.Unlock()
-	if first {
-		a.log.Warn("telegram: optional method refused by the Bot API server; continuing without it",
-			"method", method, "err", err)
-	}
 }
 
 // statusAnswers turns an HTTP answer that is not the Bot API's JSON (a
