@@ -22,11 +22,6 @@ import (
 // ErrHeldElsewhere is returned by Once for a session another place holds.
 var ErrHeldElsewhere = errors.New("the session is held elsewhere")
 
-// heldElsewhere reports whether a place other than this terminal holds s.
-func heldElsewhere(a *app.App, s store.Session) bool {
-	return s.Holder != "" && s.Holder != a.TerminalKey()
-}
-
 // placeOf names the place an address key is, for people.
 func placeOf(key string) string {
 	p, _, _ := strings.Cut(key, ":")
@@ -62,7 +57,7 @@ func (r *REPL) refresh(ctx context.Context) {
 // offerToTake asks, for a session entered while held elsewhere, whether
 // to move it here; no leaves it read-only here.
 func (r *REPL) offerToTake(ctx context.Context) {
-	if !heldElsewhere(r.app, r.session) {
+	if !r.session.HeldElsewhere(r.app.TerminalKey()) {
 		return
 	}
 	place := placeOf(r.session.Holder)
@@ -86,7 +81,7 @@ func (r *REPL) takeHere(ctx context.Context) {
 		r.out.Printf("There is no conversation here yet; /resume picks one.\n")
 		return
 	}
-	if !heldElsewhere(r.app, r.session) {
+	if !r.session.HeldElsewhere(r.app.TerminalKey()) {
 		r.out.Printf("This conversation is here already.\n")
 		return
 	}
@@ -137,7 +132,7 @@ func (r *REPL) where(ctx context.Context) {
 	switch {
 	case r.session.ID == "":
 		r.out.Printf("No conversation yet: say something to start one here.\n")
-	case heldElsewhere(r.app, r.session):
+	case r.session.HeldElsewhere(r.app.TerminalKey()):
 		r.out.Printf("%s\n", whereLine(r.session))
 	default:
 		r.out.Printf("%s\n", place.Here(describe(r.session), r.session.HeldSince, time.Now()))

@@ -136,5 +136,5 @@ func (r *REPL) mayEnd(ctx context.Context) bool {
 		return false
 	}
 	r.refresh(ctx)
-	return !heldElsewhere(r.app, r.session)
+	return !r.session.HeldElsewhere(r.app.TerminalKey())
 }

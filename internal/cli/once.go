@@ -52,7 +52,7 @@ func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut i
 		sessionID = s.ID
 	} else if s, err := a.Store.GetSession(ctx, sessionID); err != nil {
 		return fmt.Errorf("open session: %w", err)
-	} else if heldElsewhere(a, s) {
+	} else if s.HeldElsewhere(a.TerminalKey()) {
 		return fmt.Errorf("%w: it is in %s now; continue it there, or `baton -c` in a terminal moves it here", ErrHeldElsewhere, placeOf(s.Holder))
 	} else if !s.Open() {
 		if err := a.Store.ReopenSession(ctx, sessionID); err != nil {

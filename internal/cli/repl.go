@@ -248,7 +248,7 @@ func (r *REPL) leave(ctx context.Context) error {
 		r.out.Printf("It stays open in the other terminal.\n")
 		return nil
 	}
-	if r.refresh(ctx); heldElsewhere(r.app, r.session) {
+	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
 		// Not this terminal's to end: it goes on where it is held.
 		r.out.Printf("It stays in %s (`baton -c` brings it here).\n", placeOf(r.session.Holder))
 		if n := len(r.parked); n > 0 {
@@ -287,7 +287,7 @@ func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal
 		r.out.Printf("%s\n", openElsewhereLine(err))
 		return
 	}
-	if r.refresh(ctx); heldElsewhere(r.app, r.session) {
+	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
 		r.parked = append(r.parked, text)
 		r.out.Printf("%s\n", whereLine(r.session))
 		return

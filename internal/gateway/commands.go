@@ -32,7 +32,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 	args := inv.Args
 	if inv.Command.Category == command.CategoryTurn && inv.Command.Name != "approve" && inv.Command.Name != "always" && inv.Command.Name != "deny" {
 		// Only the holder changes the conversation.
-		if sess, err := g.boundSession(ctx, addr); err == nil && heldElsewhere(sess, addr) {
+		if sess, err := g.boundSession(ctx, addr); err == nil && sess.HeldElsewhere(addr.Key()) {
 			return g.whereLine(sess)
 		}
 	}
@@ -97,7 +97,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		return res
 	case "approve", "always", "deny":
 		// A question is asked where the session is held: say where.
-		if sess, err := g.boundSession(ctx, addr); err == nil && heldElsewhere(sess, addr) {
+		if sess, err := g.boundSession(ctx, addr); err == nil && sess.HeldElsewhere(addr.Key()) {
 			return "Nothing is waiting for approval here. " + g.whereLine(sess)
 		}
 		return "Nothing is waiting for approval."

@@ -18,11 +18,6 @@ import (
 // else is parked, answered with where the conversation is, and carried
 // along when /continue brings the session there.
 
-// heldElsewhere reports whether a place other than addr holds sess.
-func heldElsewhere(sess store.Session, addr platform.Address) bool {
-	return sess.Holder != "" && sess.Holder != addr.Key()
-}
-
 // arriving reports whether sess is on its way to addr: a handoff there
 // is under way, so addr is about to hold it and what is said there waits
 // for its turn rather than being parked.
@@ -62,7 +57,7 @@ func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbo
 // latest session), through the same worker as /handoff.
 func (g *Gateway) continueHere(ctx context.Context, addr platform.Address) string {
 	sess, err := g.boundSession(ctx, addr)
-	if err != nil || !heldElsewhere(sess, addr) {
+	if err != nil || !sess.HeldElsewhere(addr.Key()) {
 		// Nothing here is held elsewhere: the session the owner was
 		// working on elsewhere lately, as the continue-offer said.
 		latest, lerr := g.latestElsewhere(ctx, addr)
@@ -100,7 +95,7 @@ func (g *Gateway) latestElsewhere(ctx context.Context, addr platform.Address) (s
 		if time.Since(s.UpdatedAt) > g.cfg.OfferWithin {
 			break // most recent first: the rest are older still
 		}
-		if s.Open() && s.MessageCount > 0 && heldElsewhere(s, addr) {
+		if s.Open() && s.MessageCount > 0 && s.HeldElsewhere(addr.Key()) {
 			return s, nil
 		}
 	}
@@ -223,7 +218,7 @@ func (g *Gateway) where(ctx context.Context, addr platform.Address) string {
 	if err != nil {
 		return err.Error()
 	}
-	if heldElsewhere(sess, addr) {
+	if sess.HeldElsewhere(addr.Key()) {
 		return g.whereLine(sess)
 	}
 	return place.Here(describe(sess), sess.HeldSince, time.Now())

@@ -207,7 +207,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 		g.log.Error("find session", "at", addr.Key(), "err", err)
 		return g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error())
 	}
-	if heldElsewhere(sess, addr) && !g.arriving(ctx, sess, addr) {
+	if sess.HeldElsewhere(addr.Key()) && !g.arriving(ctx, sess, addr) {
 		return g.park(ctx, addr, in, sess)
 	}
 	if in.PlatformMsgID != "" {

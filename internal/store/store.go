@@ -96,6 +96,10 @@ type Session struct {
 	HeldSince time.Time
 }
 
+// HeldElsewhere reports whether a place other than key holds the session
+// (none recorded holds it nowhere else).
+func (s Session) HeldElsewhere(key string) bool { return s.Holder != "" && s.Holder != key }
+
 // Open reports whether the session has not been ended.
 func (s Session) Open() bool { return s.EndedAt.IsZero() }
 
