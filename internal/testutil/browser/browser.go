@@ -22,15 +22,22 @@ const Patience = 60 * time.Second
 // fails them.
 func Chromium(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/chromium-headless-shell"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
+	if p := chromiumPath(); p != "" {
+		return p
 	}
 	if os.Getenv("CI") != "" {
 		t.Fatal("no Chromium at /usr/bin/chromium: .ci/run should have installed it (apt-get install chromium)")
 	}
 	t.Skip("no Chromium installed (apt-get install chromium); the browser test needs one")
+	return ""
+}
+
+func chromiumPath() string {
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/chromium-headless-shell"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
 	return ""
 }
 
@@ -49,8 +56,28 @@ func Start(t testing.TB) context.Context {
 // a second browser on the same dir is the first one restarted.
 func StartWithProfile(t testing.TB, dir string) (context.Context, func()) {
 	t.Helper()
+	Chromium(t) // skips, or fails under CI, without one
+	// A browser that dies while starting (seen on loaded CI machines:
+	// Chromium crashing before it prints its DevTools address) says
+	// nothing about baton; start it again, and fail only when it keeps
+	// failing.
+	const attempts = 3
+	var errs []string
+	for i := 0; i < attempts; i++ {
+		ctx, stop, err := start(dir)
+		if err == nil {
+			return ctx, stop
+		}
+		errs = append(errs, err.Error())
+		t.Logf("start chromium (attempt %d of %d): %v", i+1, attempts, err)
+	}
+	t.Fatalf("start chromium: failed %d times; last: %s", attempts, errs[len(errs)-1])
+	return nil, nil
+}
+
+func start(dir string) (context.Context, func(), error) {
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(Chromium(t)),
+		chromedp.ExecPath(chromiumPath()),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.NoFirstRun,
@@ -61,6 +88,7 @@ func StartWithProfile(t testing.TB, dir string) (context.Context, func()) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-breakpad", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(dir),
 	}
@@ -78,9 +106,9 @@ func StartWithProfile(t testing.TB, dir string) (context.Context, func()) {
 	}
 	if err := chromedp.Do(ctx); err != nil { // starts the browser
 		stop()
-		t.Fatalf("start chromium: %v", err)
+		return nil, nil, err
 	}
-	return ctx, stop
+	return ctx, stop, nil
 }
 
 // Poll waits until the JavaScript expression js is true in the page, and
