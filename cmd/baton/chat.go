@@ -20,6 +20,7 @@ import (
 
 type chatOptions struct {
 	continueLatest bool
+	version        bool
 	resume         string
 	print          string
 }

@@ -46,13 +46,19 @@ func newRoot() *cobra.Command {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.version {
+				fmt.Fprintln(cmd.OutOrStdout(), "baton", version())
+				return nil
+			}
 			return runChat(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	root.SetVersionTemplate("baton {{.Version}}\n") // as `baton version` prints it
 	f := root.Flags()
+	// --version is a flag of our own, not cobra's Version field: cobra
+	// prints that through text/template, and executing a template keeps
+	// every exported method of the program in the binary.
+	f.BoolVar(&o.version, "version", false, "print baton's version (as `baton version` does)")
 	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the conversation you last chatted in")
 	f.StringVarP(&o.resume, "resume", "r", "", "resume a session by id prefix or title")
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")

@@ -35,10 +35,10 @@ type Config struct {
 
 // Provider talks to the Anthropic messages API.
 type Provider struct {
-	name    string
-	baseURL string
-	model   string
-	client  sdk.Client
+	name     string
+	baseURL  string
+	model    string
+	messages sdk.MessageService // not sdk.Client: that builds every service of the API, and links them in
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -66,7 +66,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{name: cfg.Name, baseURL: cfg.BaseURL, model: cfg.Model, client: sdk.NewClient(opts...)}, nil
+	return &Provider{name: cfg.Name, baseURL: cfg.BaseURL, model: cfg.Model, messages: sdk.NewMessageService(opts...)}, nil
 }
 
 // Name is the configured label, "anthropic" by default.
@@ -79,7 +79,7 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.D
 		return llm.Response{}, err
 	}
 	var httpResp *http.Response
-	stream := p.client.Messages.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	stream := p.messages.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
 	defer func() { _ = stream.Close() }()
 
 	var msg sdk.Message

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
-	"html/template"
+	"html"
 	"strings"
 	"unicode/utf8"
 )
@@ -121,10 +121,15 @@ func indentJSON(s string) string {
 //go:embed signin.html
 var signInHTML string
 
-// signInTemplate is the page a browser gets without a valid sign-in.
-var signInTemplate = template.Must(template.New("signin").Parse(signInHTML))
-
-type signInData struct {
-	Why  string
-	File string
+// signInPageFor is the page a browser gets without a valid sign-in, saying
+// why. (Plain replacement, not html/template: executing a template keeps
+// every exported method of the program in the binary.)
+func signInPageFor(why string) string {
+	switch why {
+	case "not signed in":
+		why = "This browser is not signed in."
+	case "your sign-in expired":
+		why = "Your sign-in has expired."
+	}
+	return strings.NewReplacer("{{why}}", html.EscapeString(why), "{{file}}", html.EscapeString(TokenFile)).Replace(signInHTML)
 }

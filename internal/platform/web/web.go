@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -372,9 +373,7 @@ func (a *Adapter) signedIn(v string, now time.Time) (bool, string) {
 func (a *Adapter) signInPage(w http.ResponseWriter, why string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	if err := signInTemplate.Execute(w, signInData{Why: why, File: TokenFile}); err != nil {
-		a.log.Debug("sign-in page", "err", err)
-	}
+	_, _ = io.WriteString(w, signInPageFor(why))
 }
 
 func (a *Adapter) unauthorized(w http.ResponseWriter, why string) {
