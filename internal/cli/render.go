@@ -4,16 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"charm.land/glamour/v2"
-	"charm.land/glamour/v2/styles"
-	"github.com/charmbracelet/x/ansi"
+	"github.com/baton-agent/baton/internal/cli/termmd"
 )
 
 // spinnerFrames are drawn on the status line while something runs.
@@ -25,7 +21,7 @@ const spinEvery = 120 * time.Millisecond
 // renderer writes a turn to the terminal.
 //
 // On a terminal the answer is rendered as markdown one block at a time: a
-// paragraph, list or fenced code block is printed (rendered by glamour) as
+// paragraph, list or fenced code block is printed (rendered by termmd) as
 // soon as it is complete, and never touched again, so scrollback and
 // terminal resizing stay intact. While a block is still arriving, a single
 // status line below the printed text shows a spinner and the block's latest
@@ -37,9 +33,7 @@ type renderer struct {
 	out   io.Writer
 	tty   bool
 	width func() int
-
-	md    map[int]*glamour.TermRenderer // by wrap width, built on first use: slow to set up
-	mdErr error
+	md    termmd.Options // how answers are rendered on a terminal
 
 	block   strings.Builder // answer text not yet printed (TTY)
 	inFence bool            // block ends inside a ``` or ~~~ fence
@@ -57,7 +51,10 @@ func newRenderer(out io.Writer, tty bool, width func() int) *renderer {
 	if width == nil {
 		width = func() int { return 80 }
 	}
-	return &renderer{out: out, tty: tty, width: width, lastNL: true}
+	return &renderer{
+		out: out, tty: tty, width: width, lastNL: true,
+		md: termmd.Options{Color: os.Getenv("NO_COLOR") == ""}, // no-color.org: set and not empty
+	}
 }
 
 // Printf writes a line of baton's own (not the model's) output.
@@ -240,14 +237,19 @@ func (r *renderer) printMarkdownLocked(src string) {
 	if strings.TrimSpace(src) == "" {
 		return
 	}
-	out, err := r.renderMarkdownLocked(src)
-	if err != nil {
-		out = src // unrendered text beats no text
-	}
-	out = tidyRendered(out)
+	// A margin on the left, and room on the right so that a full line
+	// never makes the terminal wrap by itself.
+	out := termmd.Render(src, max(r.width()-2*len(margin), termmd.MinWidth), r.md)
 	if out == "" {
 		return
 	}
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = margin + l
+		}
+	}
+	out = strings.Join(lines, "\n")
 	if r.wrote {
 		out = "\n" + out // a blank line between blocks, as markdown means
 	}
@@ -255,247 +257,8 @@ func (r *renderer) printMarkdownLocked(src string) {
 	r.wrote = true
 }
 
-// renderMarkdownLocked renders src for the terminal. Tables are rendered
-// on their own at their natural width (glamour stretches a table across
-// the whole wrap width), everything else at the terminal's width.
-func (r *renderer) renderMarkdownLocked(src string) (string, error) {
-	w := max(r.width()-2, 20)
-	var parts []string
-	for _, seg := range splitTables(src) {
-		width := w
-		if seg.tableWidth > 0 {
-			width = min(w, seg.tableWidth)
-		}
-		md, err := r.markdownLocked(width)
-		if err != nil {
-			return "", err
-		}
-		out, err := md.Render(seg.text)
-		if err != nil {
-			return "", err
-		}
-		if out = tidyRendered(out); out != "" {
-			parts = append(parts, out)
-		}
-	}
-	return strings.Join(parts, "\n\n"), nil
-}
-
-// markdownLocked is a glamour renderer wrapping at width, built on first
-// use of that width: building one is slow.
-func (r *renderer) markdownLocked(width int) (*glamour.TermRenderer, error) {
-	if md, ok := r.md[width]; ok {
-		return md, nil
-	}
-	if r.mdErr != nil {
-		return nil, r.mdErr
-	}
-	style, err := markdownStyle()
-	if err != nil {
-		r.mdErr = err
-		return nil, err
-	}
-	md, err := glamour.NewTermRenderer(style, glamour.WithWordWrap(width))
-	if err != nil {
-		r.mdErr = err
-		return nil, err
-	}
-	if r.md == nil || len(r.md) >= maxRenderers {
-		r.md = map[int]*glamour.TermRenderer{} // a resized window makes old widths useless
-	}
-	r.md[width] = md
-	return md, nil
-}
-
-// maxRenderers bounds the renderers kept, one per width used.
-const maxRenderers = 8
-
-// markdownStyle is glamour's dark style (GLAMOUR_STYLE picks another,
-// NO_COLOR the plain one) with inline code unpadded: the built-in styles
-// put a space on each side of `code`, which reads as stray spaces in a
-// terminal. A style file named by GLAMOUR_STYLE is used as it is.
-func markdownStyle() (glamour.TermRendererOption, error) {
-	name := styles.DarkStyle
-	if s := os.Getenv("GLAMOUR_STYLE"); s != "" {
-		name = s
-	}
-	if os.Getenv("NO_COLOR") != "" {
-		name = styles.NoTTYStyle
-	}
-	base, ok := styles.DefaultStyles[name]
-	if !ok {
-		return glamour.WithStylePath(name), nil
-	}
-	cfg := *base
-	cfg.Code.Prefix, cfg.Code.Suffix = "", ""
-	return glamour.WithStyles(cfg), nil
-}
-
-// tidyRendered drops what glamour pads its output with: spaces to the
-// wrap width at the end of every line, and blank lines before and after
-// the text. Without this, blocks printed one after another (and code
-// blocks above all) are separated by two or three blank lines, and a
-// narrowed window wraps the padding into more blank lines.
-func tidyRendered(s string) string {
-	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = trimPadding(l)
-	}
-	blank := func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }
-	for len(lines) > 0 && blank(lines[0]) {
-		lines = lines[1:]
-	}
-	for len(lines) > 0 && blank(lines[len(lines)-1]) {
-		lines = lines[:len(lines)-1]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// sgr matches a colour change (SGR escape) at the start of a string.
-var sgr = regexp.MustCompile(`^\x1b\[([0-9;]*)m`)
-
-// trimPadding removes the blank end of a rendered line: spaces without a
-// background colour, and the colour changes among them. Spaces drawn on a
-// background (a heading's) are kept; the line's colours are closed.
-func trimPadding(l string) string {
-	keep, bg := 0, false
-	for i := 0; i < len(l); {
-		if m := sgr.FindStringSubmatch(l[i:]); m != nil {
-			bg = backgroundAfter(bg, m[1])
-			i += len(m[0])
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(l[i:])
-		i += size
-		if bg || (r != ' ' && r != '\t' && r != '\u00a0') {
-			keep = i
-		}
-	}
-	if keep == 0 {
-		return ""
-	}
-	if cut := l[keep:]; strings.Contains(cut, "\x1b[") {
-		return l[:keep] + "\x1b[m" // the padding held the colour reset
-	}
-	return l[:keep]
-}
-
-// backgroundAfter says whether a background colour (or reverse video) is
-// on after an SGR with params, given whether one was on before.
-func backgroundAfter(on bool, params string) bool {
-	ps := strings.Split(params, ";")
-	for i := 0; i < len(ps); i++ {
-		switch ps[i] {
-		case "", "0", "49", "27":
-			on = false
-		case "7":
-			on = true
-		case "38":
-			i += colourArgs(ps[i+1:])
-		case "48":
-			on = true
-			i += colourArgs(ps[i+1:])
-		default:
-			if n, err := strconv.Atoi(ps[i]); err == nil && (n >= 40 && n <= 47 || n >= 100 && n <= 107) {
-				on = true
-			}
-		}
-	}
-	return on
-}
-
-// colourArgs is how many params follow 38 or 48: 5;n or 2;r;g;b.
-func colourArgs(rest []string) int {
-	if len(rest) > 0 && rest[0] == "5" {
-		return 2
-	}
-	if len(rest) > 0 && rest[0] == "2" {
-		return 4
-	}
-	return 0
-}
-
-// tableSegment is part of a markdown text: a table (tableWidth > 0, the
-// wrap width that fits it without stretching) or anything else.
-type tableSegment struct {
-	text       string
-	tableWidth int
-}
-
-// tableDelimiter is a table's second line: | --- | :---: |.
-var tableDelimiter = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
-
-// isTableDelimiter reports whether line is a table's delimiter row. It
-// must have a pipe: "text | more" over "---" is a heading, not a table.
-func isTableDelimiter(line string) bool {
-	line = strings.TrimRight(line, "\r\n")
-	return strings.Contains(line, "|") && strings.Contains(line, "-") && tableDelimiter.MatchString(line)
-}
-
-// splitTables cuts src into tables and the text between them. Code
-// fences are never searched for tables.
-func splitTables(src string) []tableSegment {
-	lines := strings.SplitAfter(src, "\n")
-	var segs []tableSegment
-	var rest strings.Builder
-	fence := ""
-	for i := 0; i < len(lines); i++ {
-		trimmed := strings.TrimSpace(lines[i])
-		switch {
-		case fence != "":
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
-			fence = trimmed[:3]
-		case strings.Contains(trimmed, "|") && i+1 < len(lines) && isTableDelimiter(lines[i+1]):
-			end := i + 2
-			for end < len(lines) && strings.Contains(lines[end], "|") && strings.TrimSpace(lines[end]) != "" {
-				end++
-			}
-			if rest.Len() > 0 {
-				segs = append(segs, tableSegment{text: rest.String()})
-				rest.Reset()
-			}
-			table := strings.Join(lines[i:end], "")
-			segs = append(segs, tableSegment{text: table, tableWidth: tableWrapWidth(lines[i:end])})
-			i = end - 1
-			continue
-		}
-		rest.WriteString(lines[i])
-	}
-	if rest.Len() > 0 {
-		segs = append(segs, tableSegment{text: rest.String()})
-	}
-	return segs
-}
-
-// tableWrapWidth is the wrap width at which glamour draws the table rows
-// without stretching: the widest cell of each column, a space on each
-// side of a cell, a separator between columns, and the document margins.
-func tableWrapWidth(rows []string) int {
-	var widths []int
-	for n, row := range rows {
-		if n == 1 {
-			continue // the delimiter row
-		}
-		row = strings.TrimSpace(row)
-		row = strings.TrimSuffix(strings.TrimPrefix(row, "|"), "|")
-		for c, cell := range strings.Split(row, "|") {
-			// Markup that is not drawn does not take room.
-			cell = strings.NewReplacer("**", "", "`", "", "__", "").Replace(strings.TrimSpace(cell))
-			if c == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[c] = max(widths[c], ansi.StringWidth(cell))
-		}
-	}
-	total := 0
-	for _, w := range widths {
-		total += w + 3
-	}
-	return total + 4
-}
+// margin is the left margin of rendered answers.
+const margin = "  "
 
 // preview is the tail of an answer block for the status line: its last
 // line, or the line before when the last one has only begun.

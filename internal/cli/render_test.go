@@ -162,7 +162,8 @@ func TestRendererNarrowTerminalWrapsTable(t *testing.T) {
 func TestRendererOneBlankLineAroundCodeBlocks(t *testing.T) {
 	out := streamed(t, 80, "Before:\n\n```go\nx := 1\n\n\ny := 2\n```\n\nAfter.\n")
 	got := strings.Join(screenLines(out), "\n")
-	want := "  Before:\n\n    x := 1\n\n\n    y := 2\n\n  After.\n"
+	// The code's language heads it (dim); the code's own blank lines stay.
+	want := "  Before:\n\n    go\n    x := 1\n\n\n    y := 2\n\n  After.\n"
 	if got != want {
 		t.Fatalf("code block spacing:\n got %q\nwant %q", got, want)
 	}
@@ -175,35 +176,16 @@ func TestRendererInlineCodeUnpadded(t *testing.T) {
 	}
 }
 
-func TestTrimPaddingKeepsBackgrounds(t *testing.T) {
-	padded := "\x1b[38;5;252mtext\x1b[m\x1b[38;5;252m \x1b[m\x1b[38;5;252m \x1b[m"
-	if got := trimPadding(padded); got != "\x1b[38;5;252mtext\x1b[m" {
-		t.Errorf("padding kept: %q", got)
+func TestRendererNoColor(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	out := streamed(t, 80, "# Head\n\nSome **bold** and `code`.\n\n```sh\nls\n```\n")
+	if sgr := regexp.MustCompile(`\x1b\[[0-9;]*m`).FindString(out); sgr != "" {
+		t.Fatalf("a colour escape %q with NO_COLOR: %q", sgr, out)
 	}
-	heading := "\x1b[48;5;63m Head \x1b[m"
-	if got := trimPadding(heading); got != heading {
-		t.Errorf("a heading's background space was cut: %q", got)
-	}
-	if got := trimPadding("\x1b[38;5;252m   \x1b[m"); got != "" {
-		t.Errorf("a blank line kept: %q", got)
-	}
-}
-
-func TestSplitTables(t *testing.T) {
-	src := "Intro\n\n| a | b |\n|---|:-:|\n| 1 | 2 |\n\nx | y\n---\n\n```\n| in | code |\n|---|---|\n```\n"
-	segs := splitTables(src)
-	var tables []string
-	var all strings.Builder
-	for _, s := range segs {
-		all.WriteString(s.text)
-		if s.tableWidth > 0 {
-			tables = append(tables, s.text)
+	answer := plain(out) // the status line erased: what stays on screen
+	for _, want := range []string{"  # Head\n", "  Some **bold** and `code`.\n", "    ls\n"} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("missing %q in %q", want, answer)
 		}
-	}
-	if all.String() != src {
-		t.Fatalf("segments lose text: %q", all.String())
-	}
-	if len(tables) != 1 || tables[0] != "| a | b |\n|---|:-:|\n| 1 | 2 |\n" {
-		t.Fatalf("tables: %q", tables)
 	}
 }
