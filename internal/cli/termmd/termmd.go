@@ -136,7 +136,11 @@ func (r *renderer) block(n ast.Node, width int) []line {
 	case *ast.ThematicBreak:
 		return []line{{text: r.style(sgrDim, strings.Repeat("─", min(width, 40)))}}
 	case *ast.FencedCodeBlock:
-		return r.code(n, string(n.Language(r.src)), width)
+		lang := ""
+		if info := strings.Fields(string(n.Language(r.src))); len(info) > 0 {
+			lang = info[0] // Language stops at a space only, not a tab
+		}
+		return r.code(n, lang, width)
 	case *ast.CodeBlock:
 		return r.code(n, "", width)
 	case *ast.HTMLBlock:
@@ -183,7 +187,6 @@ func (r *renderer) code(n ast.Node, lang string, width int) []line {
 		out = append(out, line{text: indent + r.style(sgrLanguage, lang)})
 	}
 	for _, l := range r.rawLines(n) {
-		l = expandTabs(l)
 		if strings.TrimSpace(l) == "" {
 			out = append(out, line{fixed: true})
 			continue
@@ -294,7 +297,9 @@ func (r *renderer) wrapped(s string, width int) []line {
 	}
 	var out []line
 	carry := ""
-	for l := range strings.SplitSeq(ansi.Wrap(s, width, ""), "\n") {
+	// Wrap leaves a word as wide as the width on its line when a hyphen
+	// follows it; Hardwrap cuts what is left too wide.
+	for l := range strings.SplitSeq(ansi.Hardwrap(ansi.Wrap(s, width, ""), width, true), "\n") {
 		open := lastSGR(l, carry)
 		l = carry + l
 		if open != "" {
@@ -306,13 +311,14 @@ func (r *renderer) wrapped(s string, width int) []line {
 	return out
 }
 
-// rawLines are n's source lines without their line endings.
+// rawLines are n's source lines without their line endings, tabs
+// expanded.
 func (r *renderer) rawLines(n ast.Node) []string {
 	var out []string
 	segs := n.Lines()
 	for i := 0; i < segs.Len(); i++ {
 		seg := segs.At(i)
-		out = append(out, strings.TrimRight(string(seg.Value(r.src)), "\r\n"))
+		out = append(out, expandTabs(strings.TrimRight(string(seg.Value(r.src)), "\r\n")))
 	}
 	return out
 }
