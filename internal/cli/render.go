@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/cli/termmd"
@@ -136,7 +137,7 @@ func (r *renderer) setStatusLocked(text string) {
 	if !r.lastNL && r.status == "" {
 		r.writeLocked("\n") // never draw over text the person is reading
 	}
-	r.status = text
+	r.status = printable(text)
 	r.drawStatusLocked()
 	if r.stop == nil {
 		r.stop, r.done = make(chan struct{}), make(chan struct{})
@@ -270,6 +271,21 @@ func preview(block string) string {
 		return "…"
 	}
 	return last
+}
+
+// printable is text for the status line: the model's words as they
+// stream in, shown raw, so control characters (which could move the
+// cursor or recolour the terminal) are dropped and tabs made spaces.
+func printable(text string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t':
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, text)
 }
 
 // clipRunes keeps the last n runes of s, so the newest words stay in view.

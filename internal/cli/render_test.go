@@ -95,6 +95,16 @@ func TestRendererStatusLine(t *testing.T) {
 	}
 }
 
+func TestRendererStatusLineDropsControlCharacters(t *testing.T) {
+	var b syncBuffer
+	r := newRenderer(&b, true, func() int { return 80 })
+	r.Delta("clear \x1b[2J\x07the\tscreen")
+	r.Close()
+	if got := b.String(); strings.Contains(got, "\x1b[2J") || strings.Contains(got, "\x07") || !strings.Contains(got, "clear [2Jthe screen") {
+		t.Fatalf("status line: %q", got)
+	}
+}
+
 func TestPreviewAndClip(t *testing.T) {
 	if got := preview("first line\nsecond li"); got != "second li" {
 		t.Errorf("preview = %q", got)
