@@ -410,9 +410,13 @@ func (r *renderer) inline(w *styler, n ast.Node) {
 func (r *renderer) link(w *styler, dest string, label ast.Node) {
 	start := w.textLen
 	var plain strings.Builder
+	outer := w.plain // an image's link around it
 	w.plain = &plain
 	w.styled(sgrLink, "", func() { r.inlineChildren(w, label) })
-	w.plain = nil
+	w.plain = outer
+	if outer != nil {
+		outer.WriteString(plain.String())
+	}
 	if dest == "" || plain.String() == dest {
 		return
 	}
