@@ -152,3 +152,14 @@ func TestRenderNoColorHasNoEscapes(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkRender(b *testing.B) {
+	for _, color := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "color"}[color], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Render(sample, 80, Options{Color: color})
+			}
+		})
+	}
+}
