@@ -156,25 +156,100 @@ func hasToolResult(msgs []any) bool {
 }
 
 // crashGateway runs `baton gateway` processes one after another, each
-// killed by SIGKILL, their logs kept together for a failure report.
+// killed by SIGKILL, each writing its whole log to its own file in logs.
 type crashGateway struct {
-	env []string
-	dir string
-	log testutil.SyncBuffer
+	env  []string
+	dir  string
+	logs string
+	runs int
 }
 
 func (c *crashGateway) start(t *testing.T) (*exec.Cmd, chan struct{}) {
 	t.Helper()
+	c.runs++
+	f, err := os.Create(c.logFile(c.runs))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(batonBin, "gateway")
 	cmd.Env, cmd.Dir = c.env, c.dir
-	cmd.Stdout, cmd.Stderr = &c.log, &c.log
+	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
+		f.Close()
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() { _ = cmd.Wait(); f.Close(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	return cmd, exited
+}
+
+// logFile is the log of the n-th gateway run (from 1).
+func (c *crashGateway) logFile(n int) string {
+	return filepath.Join(c.logs, fmt.Sprintf("gateway-%02d.log", n))
+}
+
+// digest is what a failure report shows of the gateway logs: every
+// warning and error and every line about Telegram, of every run, and the
+// last run's tail. The whole logs are in c.logs.
+func (c *crashGateway) digest() string {
+	var b strings.Builder
+	for n := 1; n <= c.runs; n++ {
+		data, err := os.ReadFile(c.logFile(n))
+		if err != nil {
+			fmt.Fprintf(&b, "run %d: %v\n", n, err)
+			continue
+		}
+		fmt.Fprintf(&b, "run %d:\n", n)
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "platform=telegram") {
+				b.WriteString("  " + line + "\n")
+			}
+		}
+		if n == c.runs {
+			fmt.Fprintf(&b, "run %d, tail:\n%s\n", n, tailOf(string(data), 3000))
+		}
+	}
+	return b.String()
+}
+
+// crashLogDir is where the harness keeps its full logs: under
+// BATON_CRASH_LOGS when set (kept), else in a temporary directory kept
+// only when the test fails.
+func crashLogDir(t *testing.T, seed uint64) string {
+	t.Helper()
+	if root := os.Getenv("BATON_CRASH_LOGS"); root != "" {
+		dir := filepath.Join(root, fmt.Sprintf("seed-%d-%s", seed, time.Now().Format("150405.000")))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "baton-crash-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	return dir
+}
+
+// lastCalls is the tail of the Telegram fake's request log: its last n
+// getUpdates calls and its last n other calls.
+func lastCalls(log string, n int) string {
+	var polls, others []string
+	for _, line := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
+		if strings.Contains(line, " getUpdates ") {
+			polls = append(polls, line)
+		} else {
+			others = append(others, line)
+		}
+	}
+	return "getUpdates:\n" + strings.Join(polls[max(0, len(polls)-n):], "\n") +
+		"\nother calls:\n" + strings.Join(others[max(0, len(others)-n):], "\n")
 }
 
 // inboundMsg is one message a person sends in the harness.
@@ -256,10 +331,19 @@ gateway:
 tools:
   allow: ["shell:./tick *"]
 `, webAddr, crashToken, fake.URL(), strings.Join(owners, ", "), crashForum))
-	gw := &crashGateway{env: cleanEnv(home, modelEnv(srv)...), dir: work}
+	logs := crashLogDir(t, p.seed)
+	gw := &crashGateway{env: cleanEnv(home, modelEnv(srv)...), dir: work, logs: logs}
+	// fail reports the failure with what helps to explain it; the whole
+	// gateway logs and the Telegram fake's request log stay in logs.
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("seed %d: "+format+"\ngateway logs (tail):\n%s", append([]any{p.seed}, append(args, tailOf(gw.log.String(), 6000))...)...)
+		var requests strings.Builder
+		_ = fake.WriteLog(&requests)
+		if err := os.WriteFile(filepath.Join(logs, "telegram-requests.log"), []byte(requests.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+		t.Fatalf("seed %d: "+format+"\n\nTelegram fake: %d updates unconfirmed (confirmed below %d); last requests:\n%s\n\ngateway logs:\n%s\nfull logs (each gateway run, the Telegram fake's requests) in %s",
+			append(append([]any{p.seed}, args...), fake.Pending(), fake.Confirmed(), lastCalls(requests.String(), 20), gw.digest(), logs)...)
 	}
 
 	page := newCrashPage(webAddr)
