@@ -33,13 +33,14 @@ func newCrashPage(addr string) *crashPage {
 
 // say queues what the person types in conversation key.
 func (p *crashPage) say(key, id, text string) {
+	f := map[string]any{"type": "say", "key": key, "id": id, "text": text}
 	p.mu.Lock()
-	p.unacked[id] = map[string]any{"type": "say", "key": key, "id": id, "text": text}
+	p.unacked[id] = f
 	p.order = append(p.order, id)
 	c := p.conn
 	p.mu.Unlock()
 	if c != nil {
-		p.write(c, p.unacked[id])
+		p.write(c, f) // f, not p.unacked[id]: an ack may delete it meanwhile
 	}
 }
 

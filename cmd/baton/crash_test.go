@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -37,17 +38,12 @@ type crashPlan struct {
 	maxLife  time.Duration // a gateway lives a random time up to this before its SIGKILL
 }
 
-// crashPlanFromEnv is the short form with BATON_CRASH=short, the long
-// form with BATON_CRASH=long; BATON_CRASH_SEED replays a run. Without
-// BATON_CRASH the harness does not run: one CI run under full load saw
-// every Telegram message of a run go unreceived for three minutes (seed
-// 1795462200318206155, not reproduced since), and until that is explained
-// the harness is run on purpose, not as part of every test run.
+// crashPlanFromEnv is the short form (every test run; BATON_CRASH=short
+// names it too), or the long form with BATON_CRASH=long;
+// BATON_CRASH_SEED replays a run.
 func crashPlanFromEnv(t *testing.T) crashPlan {
 	switch os.Getenv("BATON_CRASH") {
-	case "short", "long":
-	case "":
-		t.Skip("the crash harness runs with BATON_CRASH=short or BATON_CRASH=long")
+	case "", "short", "long":
 	default:
 		t.Fatalf("BATON_CRASH=%q: want short or long", os.Getenv("BATON_CRASH"))
 	}
@@ -156,25 +152,117 @@ func hasToolResult(msgs []any) bool {
 }
 
 // crashGateway runs `baton gateway` processes one after another, each
-// killed by SIGKILL, their logs kept together for a failure report.
+// killed by SIGKILL, each writing its whole log to its own file in logs.
 type crashGateway struct {
-	env []string
-	dir string
-	log testutil.SyncBuffer
+	env  []string
+	dir  string
+	logs string
+	runs int
 }
 
 func (c *crashGateway) start(t *testing.T) (*exec.Cmd, chan struct{}) {
 	t.Helper()
+	c.runs++
+	f, err := os.Create(c.logFile(c.runs))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(batonBin, "gateway")
 	cmd.Env, cmd.Dir = c.env, c.dir
-	cmd.Stdout, cmd.Stderr = &c.log, &c.log
+	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
+		f.Close()
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() { _ = cmd.Wait(); f.Close(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	return cmd, exited
+}
+
+// logFile is the log of the n-th gateway run (from 1).
+func (c *crashGateway) logFile(n int) string {
+	return filepath.Join(c.logs, fmt.Sprintf("gateway-%02d.log", n))
+}
+
+// digest is what a failure report shows of the gateway logs: every
+// warning and error and every line about Telegram, of every run, and the
+// last run's tail. The whole logs are in c.logs.
+func (c *crashGateway) digest() string {
+	var b strings.Builder
+	for n := 1; n <= c.runs; n++ {
+		data, err := os.ReadFile(c.logFile(n))
+		if err != nil {
+			fmt.Fprintf(&b, "run %d: %v\n", n, err)
+			continue
+		}
+		var telling []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "platform=telegram") {
+				telling = append(telling, "  "+line+"\n")
+			}
+		}
+		if len(telling) > 0 {
+			fmt.Fprintf(&b, "run %d:\n%s", n, strings.Join(telling, ""))
+		}
+		if n == c.runs {
+			fmt.Fprintf(&b, "run %d, tail:\n%s\n", n, tailOf(string(data), 3000))
+		}
+	}
+	return b.String()
+}
+
+// crashLogDir is where the harness keeps its full logs: under
+// BATON_CRASH_LOGS when set (kept), else in a temporary directory kept
+// only when the test fails.
+func crashLogDir(t *testing.T, seed uint64) string {
+	t.Helper()
+	if root := os.Getenv("BATON_CRASH_LOGS"); root != "" {
+		dir := filepath.Join(root, fmt.Sprintf("seed-%d-%s", seed, time.Now().Format("150405.000")))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "baton-crash-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	return dir
+}
+
+// snapshotStore copies the store as it stands (VACUUM INTO: a consistent
+// copy while the gateway writes) for a failure report.
+func snapshotStore(from, to string) error {
+	db, err := sql.Open("sqlite", from)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", from, err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("VACUUM INTO ?", to); err != nil {
+		return fmt.Errorf("snapshot %s: %w", from, err)
+	}
+	return nil
+}
+
+// lastCalls is the tail of the Telegram fake's request log: its last n
+// getUpdates calls and its last n other calls.
+func lastCalls(log string, n int) string {
+	var polls, others []string
+	for _, line := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
+		if strings.Contains(line, " getUpdates ") {
+			polls = append(polls, line)
+		} else {
+			others = append(others, line)
+		}
+	}
+	return "getUpdates:\n" + strings.Join(polls[max(0, len(polls)-n):], "\n") +
+		"\nother calls:\n" + strings.Join(others[max(0, len(others)-n):], "\n")
 }
 
 // inboundMsg is one message a person sends in the harness.
@@ -208,10 +296,13 @@ type inboundMsg struct {
 //   - each tool call ran at most once (one line in the file per id);
 //   - the fake has no unconfirmed update left.
 //
-// The short form runs by default; BATON_CRASH=long runs issue 10's 100
-// handoffs and 1,000 inbound messages. The seed is printed;
+// The short form runs in every test run; BATON_CRASH=long runs issue
+// 10's 100 handoffs and 1,000 inbound messages. The seed is printed;
 // BATON_CRASH_SEED=N replays a schedule (the kill times are the same,
-// what they interrupt depends on the machine).
+// what they interrupt depends on the machine). A failure names the
+// directory holding each gateway run's whole log, the Telegram fake's
+// request log and a copy of the store; BATON_CRASH_LOGS=dir keeps them
+// under dir for every run, passing or not.
 func TestCrashHarness(t *testing.T) {
 	p := crashPlanFromEnv(t)
 	t.Logf("crash harness: seed %d (replay with BATON_CRASH_SEED=%d), %d kills, %d handoffs, %d inbound", p.seed, p.seed, p.kills, p.handoffs, p.inbound)
@@ -256,10 +347,22 @@ gateway:
 tools:
   allow: ["shell:./tick *"]
 `, webAddr, crashToken, fake.URL(), strings.Join(owners, ", "), crashForum))
-	gw := &crashGateway{env: cleanEnv(home, modelEnv(srv)...), dir: work}
+	logs := crashLogDir(t, p.seed)
+	gw := &crashGateway{env: cleanEnv(home, modelEnv(srv)...), dir: work, logs: logs}
+	// fail reports the failure with what helps to explain it; the whole
+	// gateway logs and the Telegram fake's request log stay in logs.
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("seed %d: "+format+"\ngateway logs (tail):\n%s", append([]any{p.seed}, append(args, tailOf(gw.log.String(), 6000))...)...)
+		var requests strings.Builder
+		_ = fake.WriteLog(&requests)
+		if err := os.WriteFile(filepath.Join(logs, "telegram-requests.log"), []byte(requests.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+		if err := snapshotStore(filepath.Join(batonHome, sqlite.FileName), filepath.Join(logs, "state.db")); err != nil {
+			t.Error(err)
+		}
+		t.Fatalf("seed %d: "+format+"\n\nTelegram fake: %d updates unconfirmed (confirmed below %d); last requests:\n%s\n\ngateway logs:\n%s\nfull logs (each gateway run, the Telegram fake's requests, a copy of the store) in %s",
+			append(append([]any{p.seed}, args...), fake.Pending(), fake.Confirmed(), lastCalls(requests.String(), 20), gw.digest(), logs)...)
 	}
 
 	page := newCrashPage(webAddr)

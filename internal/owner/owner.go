@@ -22,7 +22,7 @@ const Platform = "cli"
 type Store interface {
 	CreateUser(ctx context.Context, name string) (store.User, error)
 	GetUser(ctx context.Context, id string) (store.User, error)
-	LinkIdentity(ctx context.Context, id store.Identity) error
+	ClaimIdentity(ctx context.Context, id store.Identity) (store.Identity, error)
 	LookupIdentity(ctx context.Context, platform, platformUserID string) (store.Identity, error)
 }
 
@@ -52,12 +52,23 @@ func Ensure(ctx context.Context, s Store, username string) (store.User, error) {
 	if err != nil {
 		return store.User{}, fmt.Errorf("create owner %s: %w", username, err)
 	}
-	if err := s.LinkIdentity(ctx, store.Identity{Platform: Platform, PlatformUserID: username, UserID: u.ID, DisplayName: username}); err != nil {
+	// Claimed, not linked: when two processes make their first start at
+	// once (the gateway and a terminal), the first link holds and both
+	// take its user. Relinking (last wins) let the first one serve, for
+	// its whole run, an owner nobody else saw. The loser's user stays
+	// behind, with nothing of it.
+	id, err := s.ClaimIdentity(ctx, store.Identity{Platform: Platform, PlatformUserID: username, UserID: u.ID, DisplayName: username})
+	if err != nil {
 		return store.User{}, fmt.Errorf("link owner %s: %w", username, err)
 	}
-	// Read back rather than trust u: if two processes ran their first
-	// start at once, the last link wins and both must agree on it.
-	return lookup(ctx, s, username)
+	if id.UserID == u.ID {
+		return u, nil
+	}
+	owner, err := s.GetUser(ctx, id.UserID)
+	if err != nil {
+		return store.User{}, fmt.Errorf("find owner %s: %w", username, err)
+	}
+	return owner, nil
 }
 
 // Current is Ensure for the OS user running this process; the gateway

@@ -1,9 +1,11 @@
 package owner_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/owner"
@@ -96,5 +98,68 @@ func TestAccountsAndLink(t *testing.T) {
 	}
 	if d := owner.Describe(me.Name, accts); !strings.Contains(d, "telegram 42") || !strings.Contains(d, "baton link") {
 		t.Errorf("describe: %q", d)
+	}
+}
+
+// missThenWait is a store handle of one process whose first start found no
+// owner: before it creates one it calls missed, then waits for resume.
+type missThenWait struct {
+	*sqlite.Store
+	missed func()
+	resume <-chan struct{}
+}
+
+func (m missThenWait) CreateUser(ctx context.Context, name string) (store.User, error) {
+	m.missed()
+	<-m.resume
+	return m.Store.CreateUser(ctx, name)
+}
+
+// TestEnsureFirstStartsAtOnce is the gateway and a terminal making their
+// first start at once: both find no owner, then one creates and links its
+// user and goes on serving it, then the other does the same. They must
+// agree on one owner, the one the store keeps: a process serving an owner
+// nobody else sees stores sessions nobody else lists.
+func TestEnsureFirstStartsAtOnce(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "state.db")
+	open := func() *sqlite.Store {
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	gatewayStore, terminalStore := open(), open()
+	gatewayMissed, terminalMissed, gatewayDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var terminalOnce sync.Once
+	terminalMiss := func() { terminalOnce.Do(func() { close(terminalMissed) }) }
+	defer func() { terminalMiss(); <-gatewayDone }() // the gateway's Ensure ends whatever happens here
+	type result struct {
+		u   store.User
+		err error
+	}
+	gateway := make(chan result, 1)
+	go func() {
+		defer close(gatewayDone)
+		u, err := owner.Ensure(ctx, missThenWait{gatewayStore, func() { close(gatewayMissed) }, terminalMissed}, "alice")
+		gateway <- result{u, err}
+	}()
+	<-gatewayMissed
+	terminal, err := owner.Ensure(ctx, missThenWait{terminalStore, terminalMiss, gatewayDone}, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := <-gateway
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	kept, err := owner.Ensure(ctx, open(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.u.ID != terminal.ID || kept.ID != g.u.ID {
+		t.Fatalf("the gateway serves owner %s, the terminal %s, and the store keeps %s: want one owner", g.u.ID, terminal.ID, kept.ID)
 	}
 }

@@ -285,6 +285,10 @@ type Identities interface {
 	// LinkIdentity attaches (platform, platform user id) to a user, replacing
 	// any earlier link of that identity.
 	LinkIdentity(ctx context.Context, id Identity) error
+	// ClaimIdentity links (platform, platform user id) to id.UserID unless
+	// it is linked already, and returns the link that holds: of processes
+	// claiming one identity at once, the first wins and all are told so.
+	ClaimIdentity(ctx context.Context, id Identity) (Identity, error)
 	LookupIdentity(ctx context.Context, platform, platformUserID string) (Identity, error)
 	IdentitiesForUser(ctx context.Context, userID string) ([]Identity, error)
 }

@@ -39,6 +39,9 @@ type Call struct {
 	Path   string            // the URL path
 	Params map[string]string // see ParseParams
 	Status int               // HTTP status answered; 0 when the connection was closed unanswered
+	Start  time.Time         // when the request arrived
+	End    time.Time         // when it was answered (or given up)
+	Note   string            // what the fake's handler said of it (Annotate), for request logs
 }
 
 // Failure is an error answer the kit makes a fake give.
@@ -316,6 +319,18 @@ const badGatewayPage = `<html>
 // paramsKey carries a request's parsed parameters to the fake's handler.
 type paramsKey struct{}
 
+// noteKey carries the note a fake's handler may leave on its call.
+type noteKey struct{}
+
+// Annotate notes on r's recorded call what the fake answered in its own
+// terms ("updates 1001-1004"), so a request log tells what each call got.
+// A later note replaces an earlier one.
+func Annotate(r *http.Request, note string) {
+	if n, ok := r.Context().Value(noteKey{}).(*string); ok {
+		*n = note
+	}
+}
+
 type parsed struct {
 	params map[string]string
 	err    error
@@ -331,6 +346,7 @@ func Params(r *http.Request) (map[string]string, error) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	method := s.cfg.Method(r)
 	params, perr := ParseParams(r)
 
@@ -350,9 +366,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	rec := &statusWriter{ResponseWriter: w}
+	var note string // written by the handler's goroutine only, read after it returned
 	record := func() {
 		s.mu.Lock()
-		s.calls = append(s.calls, Call{Method: method, Path: r.URL.Path, Params: params, Status: rec.status})
+		s.calls = append(s.calls, Call{Method: method, Path: r.URL.Path, Params: params, Status: rec.status, Start: start, End: time.Now(), Note: note})
 		s.changedLocked()
 		s.mu.Unlock()
 	}
@@ -377,6 +394,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Failure(rec, r, *fail)
 	default:
 		ctx := context.WithValue(r.Context(), paramsKey{}, parsed{params, perr})
+		ctx = context.WithValue(ctx, noteKey{}, &note)
 		s.handler.ServeHTTP(rec, r.WithContext(ctx))
 	}
 	record()

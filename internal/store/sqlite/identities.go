@@ -53,6 +53,38 @@ func (s *Store) LinkIdentity(ctx context.Context, id store.Identity) error {
 	return nil
 }
 
+// ClaimIdentity links id unless the identity is linked already, and
+// returns the link that holds. The insert and the read are one
+// transaction, so a claim that lost to another process's reads that
+// process's link.
+func (s *Store) ClaimIdentity(ctx context.Context, id store.Identity) (store.Identity, error) {
+	if id.Platform == "" || id.PlatformUserID == "" {
+		return store.Identity{}, fmt.Errorf("claim identity: platform and platform user id are required: %w", store.ErrInvalid)
+	}
+	out := store.Identity{Platform: id.Platform, PlatformUserID: id.PlatformUserID}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, platform_user_id) DO NOTHING`,
+			id.Platform, id.PlatformUserID, id.UserID, id.DisplayName, now()); err != nil {
+			return err
+		}
+		var t int64
+		if err := tx.QueryRowContext(ctx, `SELECT user_id, display_name, created_at FROM identities
+			WHERE platform = ? AND platform_user_id = ?`, id.Platform, id.PlatformUserID).Scan(&out.UserID, &out.DisplayName, &t); err != nil {
+			return err
+		}
+		out.CreatedAt = fromNanos(t)
+		return nil
+	})
+	if isForeignKey(err) {
+		return store.Identity{}, fmt.Errorf("claim identity %s:%s: user %s: %w", id.Platform, id.PlatformUserID, id.UserID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Identity{}, fmt.Errorf("claim identity %s:%s: %w", id.Platform, id.PlatformUserID, err)
+	}
+	return out, nil
+}
+
 // LookupIdentity finds who a platform account belongs to.
 func (s *Store) LookupIdentity(ctx context.Context, platform, platformUserID string) (store.Identity, error) {
 	id := store.Identity{Platform: platform, PlatformUserID: platformUserID}

@@ -54,4 +54,21 @@ var identityTests = map[string]func(*testing.T, store.Store){
 		_, err = s.GetUser(ctx(t), "ghost")
 		wantErr(t, err, store.ErrNotFound)
 	},
+	"ClaimIdentityFirstHolds": func(t *testing.T, s store.Store) {
+		u := must(s.CreateUser(ctx(t), "Ada"))
+		v := must(s.CreateUser(ctx(t), "Ada"))
+		got := must(s.ClaimIdentity(ctx(t), store.Identity{Platform: "cli", PlatformUserID: "ada", UserID: u.ID, DisplayName: "ada"}))
+		eq(t, "first claim", got.UserID, u.ID)
+		eq(t, "display", got.DisplayName, "ada")
+		// A second claim, as a process starting at the same time makes,
+		// is told the link that holds and changes nothing.
+		got = must(s.ClaimIdentity(ctx(t), store.Identity{Platform: "cli", PlatformUserID: "ada", UserID: v.ID, DisplayName: "other"}))
+		eq(t, "second claim", got.UserID, u.ID)
+		eq(t, "kept", must(s.LookupIdentity(ctx(t), "cli", "ada")).UserID, u.ID)
+		eq(t, "kept display", must(s.LookupIdentity(ctx(t), "cli", "ada")).DisplayName, "ada")
+		_, err := s.ClaimIdentity(ctx(t), store.Identity{Platform: "x", PlatformUserID: "1", UserID: "ghost"})
+		wantErr(t, err, store.ErrNotFound)
+		_, err = s.ClaimIdentity(ctx(t), store.Identity{Platform: "", PlatformUserID: "1", UserID: u.ID})
+		wantErr(t, err, store.ErrInvalid)
+	},
 }

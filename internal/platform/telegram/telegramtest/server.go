@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"regexp"
 	"sort"
@@ -64,9 +65,11 @@ type SentMessage struct {
 
 // Call is one request the fake received, answered or not.
 type Call struct {
-	Method string
-	Params map[string]string
-	Status int // HTTP status answered
+	Method     string
+	Params     map[string]string
+	Status     int // HTTP status answered; 0 when the client left unanswered
+	Start, End time.Time
+	Note       string // what the fake answered in its terms: update ids, the message id
 }
 
 // Topic is a forum topic created with createForumTopic.
@@ -345,9 +348,40 @@ func (s *Server) Shown() []SentMessage {
 func (s *Server) Calls() []Call {
 	var out []Call
 	for _, c := range s.kit.Calls() {
-		out = append(out, Call{Method: c.Method, Params: c.Params, Status: c.Status})
+		out = append(out, Call{Method: c.Method, Params: c.Params, Status: c.Status, Start: c.Start, End: c.End, Note: c.Note})
 	}
 	return out
+}
+
+// WriteLog writes the request log, a line per call in the order answered:
+// when it came and how long it took, the method and its telling
+// parameters (getUpdates' offset and timeout; a send's chat, topic and
+// text), the status and what it returned — for a failure report.
+func (s *Server) WriteLog(w io.Writer) error {
+	for _, c := range s.Calls() {
+		var what string
+		switch strings.ToLower(c.Method) {
+		case "getupdates":
+			what = fmt.Sprintf("offset=%s timeout=%s", c.Params["offset"], c.Params["timeout"])
+		case "sendmessage", "editmessagetext", "createforumtopic", "sendchataction":
+			text := c.Params["text"]
+			if text == "" {
+				text = c.Params["name"]
+			}
+			if r := []rune(text); len(r) > 60 {
+				text = string(r[:60]) + "…"
+			}
+			what = fmt.Sprintf("chat=%s thread=%s message=%s %q", c.Params["chat_id"], c.Params["message_thread_id"], c.Params["message_id"], text)
+		}
+		status := strconv.Itoa(c.Status)
+		if c.Status == 0 {
+			status = "unanswered (client gone)"
+		}
+		if _, err := fmt.Fprintf(w, "%s +%-6s %s %s → %s %s\n", c.Start.Format("15:04:05.000"), c.End.Sub(c.Start).Round(time.Millisecond), c.Method, what, status, c.Note); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CallCount is the number of requests received for method.
@@ -501,11 +535,13 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			}
 			out = append(out, s.updates[i])
 		}
+		returned := idRange(idx, s.updateIDs, len(out))
 		s.mu.Unlock()
 		if len(out) > 0 || !time.Now().Before(deadline) {
 			if out == nil {
 				out = []json.RawMessage{}
 			}
+			fakekit.Annotate(r, "updates "+returned)
 			s.reply(w, r, "getUpdates", p, 200, "", 0, out)
 			return
 		}
@@ -519,6 +555,18 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 		case <-t.C:
 		}
 	}
+}
+
+// idRange describes the first n update ids of ids in the order idx
+// gives: "none", "1001", or "1001…1004 (4)".
+func idRange(idx []int, ids []int64, n int) string {
+	switch n {
+	case 0:
+		return "none"
+	case 1:
+		return strconv.FormatInt(ids[idx[0]], 10)
+	}
+	return fmt.Sprintf("%d…%d (%d)", ids[idx[0]], ids[idx[n-1]], n)
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method string, p map[string]string) {
@@ -599,6 +647,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method stri
 		msg["message_thread_id"] = thread
 		msg["is_topic_message"] = true
 	}
+	fakekit.Annotate(r, "message "+strconv.Itoa(id))
 	s.reply(w, r, method, p, 200, "", 0, msg)
 }
 
