@@ -327,13 +327,33 @@ func (g *Gateway) waiting(ctx context.Context) (map[string]int, error) {
 }
 
 // sendNow sends a notice that is not part of any conversation (a stranger
-// told they are not the owner): not stored, tried once.
+// told they are not the owner): not stored, tried once. While the gateway
+// runs it is sent apart from the caller: a notice mostly answers a message
+// its adapter is still handing over, and a service whose sends wait for
+// its own reader (the web page acknowledges what it shows) would wait on
+// itself.
 func (g *Gateway) sendNow(ctx context.Context, addr platform.Address, text string) {
 	a, ok := g.adapters[addr.Platform]
 	if !ok {
 		return
 	}
-	if _, err := a.Send(ctx, addr, text); err != nil {
-		g.log.Debug("send notice", "to", addr.Key(), "err", err)
+	send := func(ctx context.Context) {
+		if _, err := a.Send(ctx, addr, text); err != nil {
+			g.log.Debug("send notice", "to", addr.Key(), "err", err)
+		}
 	}
+	if g.work == nil || g.work.Err() != nil {
+		send(ctx)
+		return
+	}
+	g.background.Add(1)
+	go func() {
+		defer g.background.Done()
+		ctx, cancel := context.WithTimeout(g.work, noticeTimeout)
+		defer cancel()
+		send(ctx)
+	}()
 }
+
+// noticeTimeout bounds the sending of one notice.
+const noticeTimeout = time.Minute

@@ -12,7 +12,7 @@ import (
 )
 
 // One person's messages are taken at a bounded rate: past the burst, a
-// message is refused with why and how long to wait, and is not stored.
+// message is refused with why and how long to wait, and is not answered.
 func TestMessagesPastThePersonsRateAreRefusedWithWhy(t *testing.T) {
 	r := newRig(t, rigOpts{rate: gateway.Rate{Burst: 3, Every: time.Hour}})
 	pg := r.openPage(t)
@@ -41,5 +41,23 @@ func TestMessagesPastThePersonsRateAreRefusedWithWhy(t *testing.T) {
 	}
 	if len(msgs) != 6 {
 		t.Errorf("%d messages in the transcript, want 3 answered", len(msgs))
+	}
+}
+
+// A message sent again (a page resending what it was not yet told was
+// stored, after a reconnect) spends none of the person's allowance: it is
+// a duplicate, not a message.
+func TestRepeatsSpendNoAllowance(t *testing.T) {
+	r := newRig(t, rigOpts{rate: gateway.Rate{Burst: 2, Every: time.Hour}})
+	pg := r.openPage(t)
+	for _, f := range []struct{ id, text string }{{"r0", "one"}, {"r0", "one"}, {"r0", "one"}, {"r1", "two"}} {
+		pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": f.text, "id": f.id})
+	}
+	frames := pg.collect("the answer to two", isMsg("two"))
+	if n := count(frames, isMsg("not taken")); n != 0 {
+		t.Errorf("%d refusals for two messages within a burst of two; frames: %v", n, frames)
+	}
+	if n := count(frames, isMsg("one")); n != 1 {
+		t.Errorf("one answered %d times", n)
 	}
 }

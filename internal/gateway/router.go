@@ -27,13 +27,6 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 		g.stranger(ctx, ev)
 		return nil
 	}
-	// Bounded per person: a runaway script or a leaked account cannot
-	// flood the agent (and the owner's model bill). Told, not stored.
-	if !g.senders.take(ev.At.Platform+"/"+ev.SenderID, g.cfg.Rate, time.Now()) {
-		g.log.Warn("message refused: too fast", "platform", ev.At.Platform, "sender_id", ev.SenderID)
-		g.sendNow(ctx, ev.At, tooFast(g.cfg.Rate))
-		return nil
-	}
 	// Approval answers bypass the mailbox: the turn waiting for them is
 	// what occupies it.
 	if g.answerApproval(ctx, ev) {
@@ -55,6 +48,19 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 		// A redelivery: it is queued already, handled already, or will be
 		// picked up by recover at the next start.
 		g.log.Debug("duplicate inbound message", "platform", ev.At.Platform, "id", ev.ID)
+		return nil
+	}
+	// Bounded per person: a runaway script or a leaked account cannot
+	// flood the agent (and the owner's model bill). Counted after the
+	// duplicate check, so that a client sending again what was not
+	// acknowledged (a page after a reconnect) spends nothing; refused
+	// messages are kept, marked done, and not answered.
+	if !g.senders.take(ev.At.Platform+"/"+ev.SenderID, g.cfg.Rate, time.Now()) {
+		g.log.Warn("message refused: too fast", "platform", ev.At.Platform, "sender_id", ev.SenderID)
+		if err := g.st.MarkInboundDone(ctx, in.ID); err != nil {
+			return fmt.Errorf("mark refused %s message %s done: %w", ev.At.Platform, ev.ID, err)
+		}
+		g.sendNow(ctx, ev.At, tooFast(g.cfg.Rate))
 		return nil
 	}
 	if g.stopping.Load() {
