@@ -90,11 +90,12 @@ func fillEmptyContent(req *http.Request) error {
 }
 
 // sseFilter passes the stream's data lines and blank lines on to the
-// library and drops comments and other fields: the library adds any other
-// line to its error buffer, so a keep-alive comment (OpenRouter's
-// ": OPENROUTER PROCESSING") would garble a later error event. It also
-// keeps the payload of an event with an "error" member, which the library
-// reports in part (an object whose first member is "error") or not at all.
+// library and drops comments and other fields, which the library would
+// append to an error buffer it never empties (OpenRouter sends a
+// ": OPENROUTER PROCESSING" keep-alive every few seconds of a long answer).
+// It also keeps the payload of an event with an "error" member, which the
+// library reports in part (an object whose first member is "error") or not
+// at all.
 type sseFilter struct {
 	src     *bufio.Reader
 	body    io.Closer
