@@ -12,10 +12,10 @@ require (
 	github.com/disgoorg/disgo v0.19.5
 	github.com/disgoorg/snowflake/v2 v2.0.3
 	github.com/go-telegram/bot v1.19.0
+	github.com/google/jsonschema-go v0.4.2
 	github.com/joho/godotenv v1.5.1
 	github.com/mdp/qrterminal/v3 v3.2.1
 	github.com/reeflective/readline v1.3.0
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/sashabaranov/go-openai v1.41.2
 	github.com/slack-go/slack v0.35.0
 	github.com/spf13/cobra v1.10.2
