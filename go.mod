@@ -11,11 +11,11 @@ require (
 	github.com/disgoorg/disgo v0.19.5
 	github.com/disgoorg/snowflake/v2 v2.0.3
 	github.com/go-telegram/bot v1.19.0
+	github.com/google/jsonschema-go v0.4.2
 	github.com/joho/godotenv v1.5.1
 	github.com/mdp/qrterminal/v3 v3.2.1
-	github.com/openai/openai-go/v3 v3.96.0
 	github.com/reeflective/readline v1.3.0
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
+	github.com/sashabaranov/go-openai v1.41.2
 	github.com/slack-go/slack v0.35.0
 	github.com/spf13/cobra v1.10.2
 	github.com/yuin/goldmark v1.8.7
@@ -30,6 +30,9 @@ require github.com/gorilla/websocket v1.5.3 // indirect
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/aws/aws-sdk-go-v2 v1.47.4 // indirect
+	github.com/aws/aws-sdk-go-v2/config v1.33.10 // indirect
+	github.com/aws/aws-sdk-go-v2/credentials v1.20.10 // indirect
 	github.com/beeper/argo-go v1.1.2 // indirect
 	github.com/disgoorg/json/v2 v2.0.0 // indirect
 	github.com/disgoorg/omit v1.0.0 // indirect

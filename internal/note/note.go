@@ -9,7 +9,6 @@
 package note
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -77,24 +76,19 @@ func Parse(text string) (Note, error) {
 	return n, nil
 }
 
-// validate checks text against the schema. The schema is compiled for
+// validate checks text against the schema. The schema is resolved for
 // each note: a note is written once per handoff, and nothing is kept
 // between calls.
 func validate(text string) error {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
-	if err != nil {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(schemaJSON, &schema); err != nil {
 		return fmt.Errorf("read the note schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("note.schema.json", doc); err != nil {
-		return fmt.Errorf("load the note schema: %w", err)
-	}
-	sch, err := c.Compile("note.schema.json")
+	resolved, err := schema.Resolve(nil)
 	if err != nil {
-		return fmt.Errorf("compile the note schema: %w", err)
+		return fmt.Errorf("resolve the note schema: %w", err)
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
 	var inst any
 	if err := dec.Decode(&inst); err != nil {
 		return fmt.Errorf("%w: not JSON: %v", ErrInvalid, err)
@@ -102,7 +96,7 @@ func validate(text string) error {
 	if dec.More() {
 		return fmt.Errorf("%w: more than one JSON value", ErrInvalid)
 	}
-	if err := sch.Validate(inst); err != nil {
+	if err := resolved.Validate(inst); err != nil {
 		return fmt.Errorf("%w: %s", ErrInvalid, oneLine(err.Error()))
 	}
 	return nil

@@ -80,6 +80,21 @@ func TestParseRefusesWhatTheSchemaRefuses(t *testing.T) {
 	}
 }
 
+// A refused note says which field is wrong, so the model can be told.
+func TestInvalidNoteNamesTheField(t *testing.T) {
+	for text, field := range map[string]string{
+		`{"task":"t","progress":"p","context":{"files":[],"commands":[],"values":[7]},"next_steps":[],"open_questions":[]}`:           "values",
+		`{"task":" ","progress":"p","context":{"files":[],"commands":[],"values":[]},"next_steps":[],"open_questions":[]}`:            "task",
+		`{"task":"t","progress":"p","context":{"files":[],"values":[]},"next_steps":[],"open_questions":[]}`:                          "commands",
+		`{"task":"t","progress":"p","context":{"files":[],"commands":[],"values":[]},"next_steps":[],"open_questions":[],"mood":"x"}`: "mood",
+	} {
+		_, err := note.Parse(text)
+		if !errors.Is(err, note.ErrInvalid) || !strings.Contains(err.Error(), field) {
+			t.Errorf("Parse(%s) = %v; want ErrInvalid naming %q", text, err, field)
+		}
+	}
+}
+
 // The schema the model is shown is the one notes are checked against.
 func TestSchemaIsTheOneShown(t *testing.T) {
 	var s struct {

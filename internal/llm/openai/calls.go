@@ -12,7 +12,7 @@ import (
 // a new call, because some servers number every call 0.
 type toolCalls struct {
 	calls   []*partialCall
-	byIndex map[int64]int
+	byIndex map[int]int
 }
 
 type partialCall struct {
@@ -20,9 +20,9 @@ type partialCall struct {
 	args     strings.Builder
 }
 
-func (t *toolCalls) add(index int64, id, name, args string) {
+func (t *toolCalls) add(index int, id, name, args string) {
 	if t.byIndex == nil {
-		t.byIndex = map[int64]int{}
+		t.byIndex = map[int]int{}
 	}
 	pos, ok := t.byIndex[index]
 	if !ok || (id != "" && t.calls[pos].id != "" && t.calls[pos].id != id) {

@@ -1,6 +1,10 @@
 // Package openai is the llm.Provider for OpenAI's chat-completions API and
 // the many servers that speak it (OpenRouter, Ollama, vLLM, llama.cpp, LM
 // Studio), selected by base URL.
+//
+// It is built on github.com/sashabaranov/go-openai rather than the official
+// SDK: the official SDK's root package registers every API type at init,
+// which put ~20 MB into the binary for the one streaming call baton makes.
 package openai
 
 import (
@@ -9,14 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
+	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/baton-agent/baton/internal/llm"
 )
@@ -31,7 +33,7 @@ type Config struct {
 	BaseURL    string       // "" means DefaultBaseURL; include the /v1 the server expects
 	APIKey     string       // may be empty for local servers
 	Model      string       // used when Request.Model is empty
-	HTTPClient *http.Client // nil: the SDK's default client
+	HTTPClient *http.Client // nil: http.DefaultClient
 }
 
 // Provider talks to one OpenAI-compatible server.
@@ -39,7 +41,8 @@ type Provider struct {
 	name    string
 	baseURL string
 	model   string
-	client  oai.Client
+	http    *http.Client
+	client  oai.ClientConfig // copied per call, with that call's exchange as its HTTP client
 	// OpenAI's newer models refuse max_tokens, while many compatible servers
 	// only know it; pick by whether this is OpenAI itself.
 	maxCompletionTokens bool
@@ -47,9 +50,8 @@ type Provider struct {
 
 var _ llm.Provider = (*Provider)(nil)
 
-// New builds a provider. Base URL, key and retries are always set
-// explicitly: the SDK would otherwise read OPENAI_* variables and retry on
-// its own, and retrying is llm.WithRetry's job.
+// New builds a provider. The client reads no environment variables and
+// never retries: retrying is llm.WithRetry's job.
 func New(cfg Config) (*Provider, error) {
 	if cfg.Name == "" {
 		cfg.Name = "openai"
@@ -61,19 +63,21 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("%s: base URL %q is not an absolute URL", cfg.Name, cfg.BaseURL)
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(0),
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
+	cc := oai.DefaultConfig(cfg.APIKey)
+	cc.BaseURL = cfg.BaseURL
+	// The library counts blank lines between events against this limit and
+	// fails the stream past it; a model that works for minutes behind
+	// keep-alives is not an error, and the caller's context bounds the wait.
+	cc.EmptyMessagesLimit = math.MaxUint
 	return &Provider{
 		name:                cfg.Name,
 		baseURL:             cfg.BaseURL,
 		model:               cfg.Model,
-		client:              oai.NewClient(opts...),
+		http:                cfg.HTTPClient,
+		client:              cc,
 		maxCompletionTokens: u.Hostname() == "api.openai.com",
 	}, nil
 }
@@ -83,12 +87,17 @@ func (p *Provider) Name() string { return p.name }
 
 // Chat streams one completion, handing text pieces to onDelta as they come.
 func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
-	params, err := p.params(req)
+	creq, err := p.request(req)
 	if err != nil {
 		return llm.Response{}, err
 	}
-	var httpResp *http.Response
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	ex := &exchange{client: p.http, fillEmptyContent: needsEmptyContent(creq.Messages)}
+	cc := p.client
+	cc.HTTPClient = ex
+	stream, err := oai.NewClientWithConfig(cc).CreateChatCompletionStream(ctx, creq)
+	if err != nil {
+		return llm.Response{}, p.mapError(ctx, err, ex)
+	}
 	defer stream.Close()
 
 	var (
@@ -97,10 +106,19 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.D
 		calls    toolCalls
 		finished bool
 	)
-	for stream.Next() {
-		chunk := stream.Current()
-		if u := chunk.Usage; u.PromptTokens != 0 || u.CompletionTokens != 0 {
-			out.Usage = llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	for {
+		chunk, err := stream.Recv()
+		if ex.errorEvent != nil {
+			return llm.Response{}, streamError(p.name, ex.errorEvent)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return llm.Response{}, p.mapError(ctx, err, ex)
+		}
+		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
+			out.Usage = llm.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
@@ -113,16 +131,17 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.D
 				}
 			}
 			for _, tc := range ch.Delta.ToolCalls {
-				calls.add(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+				index := 0
+				if tc.Index != nil {
+					index = *tc.Index
+				}
+				calls.add(index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 			}
 			if ch.FinishReason != "" {
 				finished = true
-				out.StopReason = ch.FinishReason
+				out.StopReason = string(ch.FinishReason)
 			}
 		}
-	}
-	if err := stream.Err(); err != nil {
-		return llm.Response{}, p.mapError(ctx, err, httpResp)
 	}
 	if !finished {
 		// The body ended cleanly but without a finish_reason: a proxy or
@@ -134,69 +153,61 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.D
 	return out, nil
 }
 
-func (p *Provider) params(req llm.Request) (oai.ChatCompletionNewParams, error) {
+func (p *Provider) request(req llm.Request) (oai.ChatCompletionRequest, error) {
 	model := req.Model
 	if model == "" {
 		model = p.model
 	}
 	if model == "" {
-		return oai.ChatCompletionNewParams{}, fmt.Errorf("%s: no model named in the request or the config", p.name)
+		return oai.ChatCompletionRequest{}, fmt.Errorf("%s: no model named in the request or the config", p.name)
 	}
 	msgs, err := messages(req)
 	if err != nil {
-		return oai.ChatCompletionNewParams{}, fmt.Errorf("%s: %w", p.name, err)
+		return oai.ChatCompletionRequest{}, fmt.Errorf("%s: %w", p.name, err)
 	}
 	tools, err := tools(req.Tools)
 	if err != nil {
-		return oai.ChatCompletionNewParams{}, fmt.Errorf("%s: %w", p.name, err)
+		return oai.ChatCompletionRequest{}, fmt.Errorf("%s: %w", p.name, err)
 	}
-	params := oai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(model),
+	creq := oai.ChatCompletionRequest{
+		Model:         model,
 		Messages:      msgs,
 		Tools:         tools,
-		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)},
+		StreamOptions: &oai.StreamOptions{IncludeUsage: true},
 	}
 	if req.MaxTokens > 0 {
-		if p.maxCompletionTokens {
-			params.MaxCompletionTokens = oai.Int(int64(req.MaxTokens))
-		} else {
-			params.MaxTokens = oai.Int(int64(req.MaxTokens))
+		creq.MaxTokens = req.MaxTokens
+		// The library refuses max_tokens for OpenAI's reasoning models
+		// (o1, o3, o4, gpt-5) before sending; a server that serves them
+		// under those names wants max_completion_tokens anyway.
+		if p.maxCompletionTokens || errors.Is(oai.NewReasoningValidator().Validate(creq), oai.ErrReasoningModelMaxTokensDeprecated) {
+			creq.MaxTokens, creq.MaxCompletionTokens = 0, req.MaxTokens
 		}
 	}
-	return params, nil
+	return creq, nil
 }
 
-func messages(req llm.Request) ([]oai.ChatCompletionMessageParamUnion, error) {
-	out := make([]oai.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1)
+func messages(req llm.Request) ([]oai.ChatCompletionMessage, error) {
+	out := make([]oai.ChatCompletionMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
-		out = append(out, oai.SystemMessage(req.System))
+		out = append(out, oai.ChatCompletionMessage{Role: oai.ChatMessageRoleSystem, Content: req.System})
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
-		case llm.RoleSystem:
-			out = append(out, oai.SystemMessage(m.Content))
-		case llm.RoleUser:
-			out = append(out, oai.UserMessage(m.Content))
+		case llm.RoleSystem, llm.RoleUser:
+			out = append(out, oai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content})
 		case llm.RoleAssistant:
-			var a oai.ChatCompletionAssistantMessageParam
-			// Content is optional next to tool calls; some servers reject "".
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = oai.String(m.Content)
-			}
+			a := oai.ChatCompletionMessage{Role: oai.ChatMessageRoleAssistant, Content: m.Content}
 			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-						ID: tc.ID,
-						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name:      tc.Name,
-							Arguments: argsOrEmpty(tc.Arguments),
-						},
-					},
+				a.ToolCalls = append(a.ToolCalls, oai.ToolCall{
+					ID:       tc.ID,
+					Type:     oai.ToolTypeFunction,
+					Function: oai.FunctionCall{Name: tc.Name, Arguments: argsOrEmpty(tc.Arguments)},
 				})
 			}
-			out = append(out, oai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			out = append(out, a)
 		case llm.RoleTool:
-			out = append(out, oai.ToolMessage(m.Content, m.ToolCallID))
+			out = append(out, oai.ChatCompletionMessage{Role: oai.ChatMessageRoleTool, Content: m.Content, ToolCallID: m.ToolCallID})
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -204,21 +215,36 @@ func messages(req llm.Request) ([]oai.ChatCompletionMessageParamUnion, error) {
 	return out, nil
 }
 
-func tools(ts []llm.Tool) ([]oai.ChatCompletionToolUnionParam, error) {
-	out := make([]oai.ChatCompletionToolUnionParam, 0, len(ts))
-	for _, t := range ts {
-		fd := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fd.Description = oai.String(t.Description)
+// needsEmptyContent reports whether a message must carry "content": "" that
+// the library would leave out: every message but an assistant's tool calls
+// needs a content field, and strict servers reject one without it.
+func needsEmptyContent(msgs []oai.ChatCompletionMessage) bool {
+	for _, m := range msgs {
+		if m.Content == "" && len(m.ToolCalls) == 0 {
+			return true
 		}
+	}
+	return false
+}
+
+// noParameters is the schema of a tool that takes no arguments; the library
+// would otherwise send "parameters": null, which OpenAI rejects.
+var noParameters = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func tools(ts []llm.Tool) ([]oai.Tool, error) {
+	out := make([]oai.Tool, 0, len(ts))
+	for _, t := range ts {
+		fd := &oai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: noParameters}
 		if len(t.Parameters) > 0 {
 			var schema map[string]any
 			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 				return nil, fmt.Errorf("tool %q: parameters are not a JSON object: %w", t.Name, err)
 			}
-			fd.Parameters = shared.FunctionParameters(schema)
+			if schema != nil {
+				fd.Parameters = schema
+			}
 		}
-		out = append(out, oai.ChatCompletionFunctionTool(fd))
+		out = append(out, oai.Tool{Type: oai.ToolTypeFunction, Function: fd})
 	}
 	return out, nil
 }
@@ -230,37 +256,34 @@ func argsOrEmpty(a json.RawMessage) string {
 	return string(a)
 }
 
-// mapError turns whatever the SDK returned into an *llm.APIError, or the
-// context's error when the caller gave up.
-func (p *Provider) mapError(ctx context.Context, err error, resp *http.Response) error {
+// mapError turns whatever the library returned into an *llm.APIError, or the
+// context's error when the caller gave up. The exchange, not the library's
+// error, is the source: it kept the status, headers and body as sent.
+func (p *Provider) mapError(ctx context.Context, err error, ex *exchange) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", p.name, ctxErr)
 	}
-	var apiErr *oai.Error
-	if errors.As(err, &apiErr) && apiErr.Response != nil {
-		return llm.StatusError(p.name, apiErr.StatusCode, apiErr.Response.Header, readBody(apiErr.Response))
-	}
-	// An error body the SDK could not decode (e.g. {"error": "…"} from
-	// Ollama) still leaves the response for us to read.
-	if resp != nil && resp.StatusCode >= 400 {
-		return llm.StatusError(p.name, resp.StatusCode, resp.Header, readBody(resp))
-	}
-	var streamErr *ssestream.StreamError
-	if errors.As(err, &streamErr) {
-		return streamError(p.name, streamErr)
-	}
-	if resp == nil {
+	switch {
+	case ex.errorEvent != nil:
+		return streamError(p.name, ex.errorEvent)
+	case ex.status >= http.StatusBadRequest:
+		return llm.StatusError(p.name, ex.status, ex.header, ex.errorBody)
+	case !ex.sent:
+		// The library refused the request before sending it.
+		return &llm.APIError{Provider: p.name, Message: err.Error(), Kind: llm.ErrBadRequest}
+	case ex.status == 0:
 		return &llm.APIError{Provider: p.name, Message: fmt.Sprintf("cannot reach %s: %v", p.baseURL, err), Kind: llm.ErrServer}
+	default:
+		return &llm.APIError{Provider: p.name, Message: fmt.Sprintf("stream broke off: %v", err), Kind: llm.ErrStream}
 	}
-	return &llm.APIError{Provider: p.name, Message: fmt.Sprintf("stream broke off: %v", err), Kind: llm.ErrStream}
 }
 
 // streamError maps an error event inside a 200 stream (OpenRouter sends
 // these when the upstream fails mid-answer), using its code when numeric.
-func streamError(provider string, se *ssestream.StreamError) *llm.APIError {
-	e := &llm.APIError{Provider: provider, Message: llm.ErrorMessage(se.Event.Data), Kind: llm.ErrServer}
+func streamError(provider string, data []byte) *llm.APIError {
+	e := &llm.APIError{Provider: provider, Message: llm.ErrorMessage(data), Kind: llm.ErrServer}
 	if e.Message == "" {
-		e.Message = se.Message
+		e.Message = "error event in the stream"
 	}
 	var body struct {
 		Error struct {
@@ -268,16 +291,8 @@ func streamError(provider string, se *ssestream.StreamError) *llm.APIError {
 		} `json:"error"`
 	}
 	var code int
-	if json.Unmarshal(se.Event.Data, &body) == nil && json.Unmarshal(body.Error.Code, &code) == nil && code >= 400 {
+	if json.Unmarshal(data, &body) == nil && json.Unmarshal(body.Error.Code, &code) == nil && code >= 400 {
 		e.Kind = llm.KindForStatus(code)
 	}
 	return e
-}
-
-func readBody(resp *http.Response) []byte {
-	if resp.Body == nil {
-		return nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	return b
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
@@ -245,5 +246,130 @@ func TestConfigErrors(t *testing.T) {
 	_, err = p.Chat(context.Background(), llm.Request{Model: "m", Tools: []llm.Tool{{Name: "t", Parameters: json.RawMessage(`[1]`)}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), `tool "t"`) {
 		t.Errorf("err = %v, want a bad-schema error", err)
+	}
+}
+
+func TestEmptyContentStillSent(t *testing.T) {
+	// Reading an empty file gives an empty tool result; strict servers
+	// reject a message without a content field.
+	srv := llmtest.Start(t)
+	p := newProvider(t, openai.Config{BaseURL: srv.URL + "/v1/", Model: "m"})
+	req := llm.Request{Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "read empty.txt"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: json.RawMessage(`{"path":"empty.txt"}`)}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", ToolName: "read_file", Content: ""},
+		{Role: llm.RoleAssistant, Content: ""},
+		{Role: llm.RoleUser, Content: ""},
+	}}
+	if _, err := p.Chat(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := srv.Requests()[0]
+	if r.Path != "/v1/chat/completions" {
+		t.Errorf("path %q for a base URL with a trailing slash", r.Path)
+	}
+	if r.Model() != "m" || !r.Streamed() {
+		t.Errorf("model %q, streamed %v: the rewritten body lost fields", r.Model(), r.Streamed())
+	}
+	sameJSON(t, "messages", r.Body["messages"], `[
+		{"role":"user","content":"read empty.txt"},
+		{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"empty.txt\"}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":""},
+		{"role":"assistant","content":""},
+		{"role":"user","content":""}]`)
+}
+
+func TestToolWithoutParameters(t *testing.T) {
+	srv := llmtest.Start(t)
+	p := newProvider(t, openai.Config{BaseURL: srv.URL, Model: "m"})
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}, Tools: []llm.Tool{{Name: "now"}}}
+	if _, err := p.Chat(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "tools", srv.Requests()[0].Body["tools"], `[{"type":"function","function":{
+		"name":"now","parameters":{"type":"object","properties":{}}}}]`)
+}
+
+func TestReasoningModelElsewhereGetsMaxCompletionTokens(t *testing.T) {
+	// A proxy serving OpenAI's reasoning models under their own names: the
+	// library refuses max_tokens for them, so the request must not use it.
+	srv := llmtest.Start(t)
+	p := newProvider(t, openai.Config{BaseURL: srv.URL + "/v1", Model: "o3-mini"})
+	req := llm.Request{MaxTokens: 64, Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}
+	if _, err := p.Chat(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := srv.Requests()[0].Body
+	if body["max_completion_tokens"] != 64.0 || body["max_tokens"] != nil {
+		t.Errorf("max tokens on the wire: %v / %v", body["max_tokens"], body["max_completion_tokens"])
+	}
+}
+
+func TestErrorEventAfterKeepAlives(t *testing.T) {
+	// OpenRouter sends comment lines while the upstream model works, and
+	// reports a failure mid-answer in a chunk whose error is not its first
+	// member, with a code that is a string.
+	keepAlives := strings.Repeat(": OPENROUTER PROCESSING\n\n", 400)
+	for name, c := range map[string]struct {
+		event string
+		kind  error
+		msg   string
+	}{
+		"openrouter chunk": {
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","error":{"code":"server_error","message":"Provider disconnected"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
+			llm.ErrServer, "Provider disconnected"},
+		"error first, numeric code": {`{"error":{"message":"slow down","code":429}}`, llm.ErrRateLimited, "slow down"},
+		"error as a string":         {`{"error":"model crashed"}`, llm.ErrServer, "model crashed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := keepAlives +
+				`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"partial"},"finish_reason":null}]}` + "\n\n" +
+				keepAlives + "data: " + c.event + "\n\n"
+			p := newProvider(t, openai.Config{BaseURL: sseServer(t, body), Model: "m"})
+			var got string
+			_, err := p.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}, func(d llm.Delta) { got += d.Text })
+			var apiErr *llm.APIError
+			if !errors.As(err, &apiErr) || !errors.Is(err, c.kind) || apiErr.Message != c.msg {
+				t.Fatalf("err = %v, want kind %v with %q", err, c.kind, c.msg)
+			}
+			if got != "partial" {
+				t.Errorf("deltas = %q", got)
+			}
+		})
+	}
+}
+
+func TestErrorBodyShapes(t *testing.T) {
+	// The status decides the kind and the body gives the words, whatever
+	// shape the server's error body has.
+	for _, c := range []struct {
+		body, msg string
+		header    http.Header
+		kind      error
+		after     time.Duration
+	}{
+		{`{"error":{"message":"Invalid API key","type":"invalid_request_error"}}`, "Invalid API key", nil, llm.ErrAuth, 0},
+		{`{"detail":"Not authenticated"}`, "Not authenticated", nil, llm.ErrAuth, 0},
+		{`{"message":"quota"}`, "quota", http.Header{"Retry-After-Ms": {"1500"}}, llm.ErrRateLimited, 1500 * time.Millisecond},
+	} {
+		status := 401
+		if c.kind == llm.ErrRateLimited {
+			status = 429
+		}
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for k, v := range c.header {
+				w.Header()[k] = v
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprint(w, c.body)
+		}))
+		p := newProvider(t, openai.Config{BaseURL: hs.URL, Model: "m"})
+		_, err := p.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}, nil)
+		hs.Close()
+		var apiErr *llm.APIError
+		if !errors.As(err, &apiErr) || !errors.Is(err, c.kind) || apiErr.Status != status || apiErr.Message != c.msg || apiErr.RetryAfter != c.after {
+			t.Errorf("body %s: err = %v (%+v)", c.body, err, apiErr)
+		}
 	}
 }

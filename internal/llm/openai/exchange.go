@@ -1,0 +1,147 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// maxErrorBody bounds how much of an error response is kept.
+const maxErrorBody = 64 << 10
+
+// exchange is the HTTP client of one Chat call. It hands the request to the
+// shared client and keeps what the library would lose or garble: the
+// status, headers and body of an error response (Retry-After and the
+// server's own words, whatever shape its error body has), and the payload
+// of an error event inside the stream.
+type exchange struct {
+	client           *http.Client
+	fillEmptyContent bool // the request has messages that need "content": ""
+
+	sent       bool // the request reached the HTTP client
+	status     int  // 0: no response
+	header     http.Header
+	errorBody  []byte // of a response with status >= 400
+	errorEvent []byte // data of the first stream event with an "error" member
+}
+
+// Do sends the request once.
+func (ex *exchange) Do(req *http.Request) (*http.Response, error) {
+	if ex.fillEmptyContent {
+		if err := fillEmptyContent(req); err != nil {
+			return nil, err
+		}
+	}
+	ex.sent = true
+	resp, err := ex.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	ex.status, ex.header = resp.StatusCode, resp.Header
+	if resp.StatusCode >= http.StatusBadRequest {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		ex.errorBody = body
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, nil
+	}
+	resp.Body = &sseFilter{src: bufio.NewReader(resp.Body), body: resp.Body, ex: ex}
+	return resp, nil
+}
+
+// fillEmptyContent adds "content": "" to every message that has neither
+// content nor tool calls. The library leaves empty content out
+// (sashabaranov/go-openai#1029), and OpenAI, OpenRouter and DeepSeek reject
+// a tool result or user turn without it, e.g. after reading an empty file.
+func fillEmptyContent(req *http.Request) error {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read request body: %w", err)
+	}
+	var top map[string]json.RawMessage
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return fmt.Errorf("request body: %w", err)
+	}
+	if err := json.Unmarshal(top["messages"], &msgs); err != nil {
+		return fmt.Errorf("request messages: %w", err)
+	}
+	for _, m := range msgs {
+		_, hasContent := m["content"]
+		_, hasCalls := m["tool_calls"]
+		if !hasContent && !hasCalls {
+			m["content"] = json.RawMessage(`""`)
+		}
+	}
+	if top["messages"], err = json.Marshal(msgs); err != nil {
+		return fmt.Errorf("request messages: %w", err)
+	}
+	if body, err = json.Marshal(top); err != nil {
+		return fmt.Errorf("request body: %w", err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
+}
+
+// sseFilter passes the stream's data lines and blank lines on to the
+// library and drops comments and other fields, which the library would
+// append to an error buffer it never empties (OpenRouter sends a
+// ": OPENROUTER PROCESSING" keep-alive every few seconds of a long answer).
+// It also keeps the payload of an event with an "error" member, which the
+// library reports in part (an object whose first member is "error") or not
+// at all.
+type sseFilter struct {
+	src     *bufio.Reader
+	body    io.Closer
+	ex      *exchange
+	pending []byte
+	err     error
+}
+
+func (f *sseFilter) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		var line []byte
+		line, f.err = f.src.ReadBytes('\n')
+		f.pending = f.pass(line)
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+func (f *sseFilter) Close() error { return f.body.Close() }
+
+// pass returns what of line goes on to the library.
+func (f *sseFilter) pass(line []byte) []byte {
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return line // the end of an event
+	}
+	data, ok := bytes.CutPrefix(trimmed, []byte("data:"))
+	if !ok {
+		return nil
+	}
+	if f.ex.errorEvent == nil && isErrorEvent(data) {
+		f.ex.errorEvent = bytes.TrimSpace(data)
+	}
+	return line
+}
+
+func isErrorEvent(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return false // the usual chunk, decided without decoding it
+	}
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(data, &v) == nil && len(v.Error) > 0
+}
