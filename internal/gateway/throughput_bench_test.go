@@ -211,8 +211,13 @@ func (l *load) check() ([]time.Duration, error) {
 	return lat, nil
 }
 
-// readPage records the page's assistant messages as replies.
+// readPage records the page's assistant messages as replies. As the page
+// does, a message sent again under the same id (its acknowledgement came
+// late, so the gateway tried once more) is shown, and counted, once. The
+// offer to continue the conversation held elsewhere, which follows the
+// first answer in each new conversation, is not a reply.
 func (l *load) readPage(ctx context.Context, pg *page) {
+	shown := map[string]bool{}
 	for {
 		select {
 		case f, ok := <-pg.in:
@@ -222,6 +227,15 @@ func (l *load) readPage(ctx context.Context, pg *page) {
 			if f["type"] == "message" && f["role"] == "assistant" {
 				key, _ := f["key"].(string)
 				text, _ := f["text"].(string)
+				if strings.HasSuffix(text, "/continue to pick it up here.") {
+					continue
+				}
+				if id, _ := f["id"].(string); id != "" {
+					if shown[id] {
+						continue
+					}
+					shown[id] = true
+				}
 				l.got(key, text, time.Now())
 			}
 		case <-l.done:
