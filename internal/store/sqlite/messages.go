@@ -111,16 +111,20 @@ func validate(msgs []store.Message) error {
 // Transcript loads the live transcript in order. With the cache on, only
 // rows written since this process last loaded the session are read.
 func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Message, error) {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.beginRead(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
 	}
 	defer tx.Rollback() // one snapshot for the version and the rows
+	version, err := tx.stmt(ctx, transcriptVersionSQL)
+	if err != nil {
+		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+	}
+	defer version.Close()
 	var v transcriptVersion
 	var n int
 	var liveFrom int64
-	err = tx.QueryRowContext(ctx, `SELECT created_at, generation, next_seq, message_count, live_from FROM sessions WHERE id = ?`,
-		sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
+	err = version.QueryRowContext(ctx, sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
 	if errors.Is(err, sql.ErrNoRows) {
 		if s.transcripts != nil {
 			s.transcripts.drop(sessionID)
@@ -150,6 +154,10 @@ func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Messa
 	s.transcripts.put(sessionID, v, out)
 	return clone(out), nil
 }
+
+// transcriptVersionSQL reads what tells whether a cached transcript is
+// current, and where the live one starts.
+const transcriptVersionSQL = `SELECT created_at, generation, next_seq, message_count, live_from FROM sessions WHERE id = ?`
 
 // History loads every message ever stored for the session.
 func (s *Store) History(ctx context.Context, sessionID string) ([]store.Message, error) {
@@ -258,14 +266,13 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 	if limit <= 0 {
 		limit = 20
 	}
-	args = append(args, limit)
 	rows, err := s.read(ctx, `SELECT `+prefixed("m.", messageCols)+`,
 			snippet(messages_fts, 0, '[', ']', '…', 12), s.title
 		FROM messages_fts
 		JOIN messages m ON m.id = messages_fts.rowid
 		JOIN sessions s ON s.id = m.session_id
 		WHERE messages_fts MATCH ? AND m.superseded = 0`+cond.String()+`
-		ORDER BY rank LIMIT ?`, args...)
+		ORDER BY rank`+limitClause(limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", q.Text, err)
 	}

@@ -63,7 +63,7 @@ func (s *Store) PendingInbound(ctx context.Context, after int64, limit int) ([]s
 	if limit <= 0 {
 		limit = store.DefaultQueueLimit
 	}
-	rows, err := s.read(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 AND id > ? ORDER BY id LIMIT ?`, after, limit)
+	rows, err := s.read(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 AND id > ? ORDER BY id`+limitClause(limit), after)
 	if err != nil {
 		return nil, fmt.Errorf("list pending inbound: %w", err)
 	}
@@ -202,10 +202,10 @@ func (s *Store) PendingDeliveries(ctx context.Context, addressKey string, limit 
 	if limit <= 0 {
 		limit = store.DefaultQueueLimit
 	}
-	q, args := `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 ORDER BY id LIMIT ?`, []any{limit}
+	q, args := `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 ORDER BY id`+limitClause(limit), []any(nil)
 	if addressKey != "" {
-		q, args = `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 AND address_key = ? ORDER BY id LIMIT ?`,
-			[]any{addressKey, limit}
+		q, args = `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 AND address_key = ? ORDER BY id`+limitClause(limit),
+			[]any{addressKey}
 	}
 	rows, err := s.read(ctx, q, args...)
 	if err != nil {

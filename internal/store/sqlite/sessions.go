@@ -93,8 +93,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 	if limit <= 0 {
 		limit = 50
 	}
-	q += " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
-	args = append(args, limit, max(f.Offset, 0))
+	q += " ORDER BY updated_at DESC, id" + limitClause(limit) + " OFFSET ?"
+	args = append(args, max(f.Offset, 0))
 	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)

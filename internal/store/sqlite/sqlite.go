@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ const FileName = "state.db"
 // busyTimeout is how long a writer waits for another process's transaction.
 const busyTimeout = 10 * time.Second
 
+// maxReaders is how many reader connections the store keeps open.
+const maxReaders = 4
+
 // Store is the SQLite implementation of store.Store. All writes go through
 // one connection (SQLite has one writer anyway; a single connection removes
 // lock upgrades within the process), reads through a small pool.
@@ -44,6 +48,7 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared once on the writer connection
 	rstmts map[string]*sql.Stmt // prepared on the reader pool, each connection once
+	hstmts map[string]*sql.Stmt // the same on the helpers' pool
 
 	transcripts *transcriptCache // nil when disabled
 	sequential  bool             // WithSequentialLoads
@@ -100,8 +105,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(4)
-	s := &Store{path: path, w: w, r: r, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	// Every reader stays open: database/sql keeps two idle by default, so
+	// under load the others were closed and opened again, each time
+	// reading the schema and preparing its statements anew.
+	r.SetMaxOpenConns(maxReaders)
+	r.SetMaxIdleConns(maxReaders)
+	s := &Store{path: path, w: w, r: r, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -123,6 +132,20 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	for _, q := range []string{insertMessageSQL, insertDeliverySQL, deliveryByKeySQL} {
 		if _, err := s.stmt(ctx, q); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
+		}
+	}
+	// What a transcript load runs inside its read transaction.
+	for _, q := range []string{transcriptVersionSQL, packedLiveSQL} {
+		if _, err := s.readStmt(ctx, q); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
+		}
+		if s.helpers == nil {
+			continue
+		}
+		if _, err := s.poolStmt(ctx, s.helpers, s.hstmts, q); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
 		}
@@ -238,7 +261,10 @@ func (s *Store) Close() error {
 	for _, st := range s.rstmts {
 		st.Close()
 	}
-	s.stmts, s.rstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
+	for _, st := range s.hstmts {
+		st.Close()
+	}
+	s.stmts, s.rstmts, s.hstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
 	s.stmtMu.Unlock()
 	var helpers error
 	if s.helpers != nil {
@@ -356,28 +382,77 @@ const maxReadStmts = 128
 
 // readStmt returns the reader pool's prepared statement for q, preparing
 // it once: parsing SQL costs more than running most reads. database/sql
-// prepares it again on each pool connection that runs it, once.
+// prepares it again on each pool connection that runs it, once. It is nil
+// (and the query runs unprepared) once the cache is full.
 func (s *Store) readStmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	return s.poolStmt(ctx, s.r, s.rstmts, q)
+}
+
+// poolStmt is readStmt for pool, whose statements cache holds.
+func (s *Store) poolStmt(ctx context.Context, pool *sql.DB, cache map[string]*sql.Stmt, q string) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
-	st, ok := s.rstmts[q]
-	full := len(s.rstmts) >= maxReadStmts
+	st, ok := cache[q]
+	full := len(cache) >= maxReadStmts
 	s.stmtMu.Unlock()
 	if ok || full {
 		return st, nil
 	}
-	st, err := s.r.PrepareContext(ctx, q)
+	st, err := pool.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	if prev, ok := s.rstmts[q]; ok { // prepared meanwhile by another caller
+	if prev, ok := cache[q]; ok { // prepared meanwhile by another caller
 		st.Close()
 		return prev, nil
 	}
-	s.rstmts[q] = st
+	cache[q] = st
 	return st, nil
 }
+
+// snapshot is a read transaction on one of the store's read pools.
+type snapshot struct {
+	*sql.Tx
+	s      *Store
+	helper bool // on the helpers' pool, not the readers'
+}
+
+// beginRead starts a read transaction on the readers' pool, or with
+// helper on the helpers'.
+func (s *Store) beginRead(ctx context.Context, helper bool) (snapshot, error) {
+	pool := s.r
+	if helper {
+		pool = s.helpers
+	}
+	tx, err := pool.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	return snapshot{Tx: tx, s: s, helper: helper}, err
+}
+
+// stmt is q prepared for the snapshot's connection, once per connection
+// for the statements Open prepared on the pool; the caller closes it
+// (which leaves the connection's statement prepared). It never prepares
+// on the pool itself: that waits for a free connection, which every
+// other snapshot may hold while waiting for the same.
+func (sn snapshot) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	cache := sn.s.rstmts
+	if sn.helper {
+		cache = sn.s.hstmts
+	}
+	sn.s.stmtMu.Lock()
+	st := cache[q]
+	sn.s.stmtMu.Unlock()
+	if st == nil {
+		return sn.PrepareContext(ctx, q)
+	}
+	return sn.StmtContext(ctx, st), nil
+}
+
+// limitClause is " LIMIT n" written into the SQL: SQLite plans a bound
+// LIMIT by its value, so a statement with "LIMIT ?" is prepared again on
+// every run, which costs as much as the query itself. The few limits
+// callers use keep the statement cache small.
+func limitClause(n int) string { return " LIMIT " + strconv.Itoa(n) }
 
 // read runs a read on the reader pool through its prepared statement.
 func (s *Store) read(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
