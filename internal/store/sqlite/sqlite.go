@@ -45,8 +45,9 @@ type Store struct {
 	// never waits for another r connection (that could deadlock the pool).
 	helpers *sql.DB // nil when parallel loading is off
 
+	writer *writer // runs every write, on w's one connection (writer.go)
+
 	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt // prepared once on the writer connection
 	rstmts map[string]*sql.Stmt // prepared on the reader pool, each connection once
 	hstmts map[string]*sql.Stmt // the same on the helpers' pool
 
@@ -110,7 +111,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// reading the schema and preparing its statements anew.
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
-	s := &Store{path: path, w: w, r: r, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	s := &Store{path: path, w: w, r: r, rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -130,11 +131,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	for _, q := range []string{insertMessageSQL, insertDeliverySQL, deliveryByKeySQL} {
-		if _, err := s.stmt(ctx, q); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
-		}
+	if err := s.startWriter(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	// What a transcript load runs inside its read transaction.
 	for _, q := range []string{transcriptVersionSQL, packedLiveSQL} {
@@ -254,23 +253,21 @@ func (s *Store) Path() string { return s.path }
 
 // Close releases both connection pools.
 func (s *Store) Close() error {
+	werr := s.stopWriter()
 	s.stmtMu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
-	}
 	for _, st := range s.rstmts {
 		st.Close()
 	}
 	for _, st := range s.hstmts {
 		st.Close()
 	}
-	s.stmts, s.rstmts, s.hstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
+	s.rstmts, s.hstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
 	s.stmtMu.Unlock()
 	var helpers error
 	if s.helpers != nil {
 		helpers = s.helpers.Close()
 	}
-	return errors.Join(s.w.Close(), s.r.Close(), helpers)
+	return errors.Join(werr, s.w.Close(), s.r.Close(), helpers)
 }
 
 // setUp switches a new file to WAL and migrates it. While another process
@@ -298,7 +295,7 @@ func (s *Store) setUp(ctx context.Context) error {
 // migrate applies pending migrations in one immediate transaction, so two
 // processes opening a new file together apply each migration exactly once.
 func (s *Store) migrate(ctx context.Context) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.migrateTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 			return fmt.Errorf("migrations table: %w", err)
@@ -327,52 +324,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := s.readRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, err
-}
-
-// stmt returns the writer's prepared statement for q, preparing it once:
-// parsing SQL costs more than running these small statements.
-//
-// Preparing waits for the writer's one connection, so it must not hold
-// stmtMu meanwhile: a transaction holding that connection takes stmtMu in
-// txStmt, and the two would wait for each other until a deadline.
-func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	st, ok := s.stmts[q]
-	s.stmtMu.Unlock()
-	if ok {
-		return st, nil
-	}
-	st, err := s.w.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if prev, ok := s.stmts[q]; ok { // prepared meanwhile by another caller
-		st.Close()
-		return prev, nil
-	}
-	s.stmts[q] = st
-	return st, nil
-}
-
-// exec runs a prepared write statement outside a transaction.
-func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	st, err := s.stmt(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-// queryRow runs a prepared write statement that returns one row.
-func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	st, err := s.stmt(ctx, q)
-	if err != nil {
-		// Let the error surface from Scan, as database/sql does.
-		return s.w.QueryRowContext(ctx, q, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
 }
 
 // maxReadStmts bounds the reader's statement cache: the few queries built
@@ -472,21 +423,9 @@ func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return st.QueryRowContext(ctx, args...)
 }
 
-// txStmt is the prepared statement for q bound to tx. It never prepares on
-// s.w: inside a transaction the writer's only connection is taken, so the
-// statements used here are prepared by Open.
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	st, ok := s.stmts[q]
-	s.stmtMu.Unlock()
-	if !ok {
-		return tx.PrepareContext(ctx, q)
-	}
-	return tx.StmtContext(ctx, st), nil
-}
-
-// tx runs fn in a write transaction (BEGIN IMMEDIATE).
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+// migrateTx runs fn in a write transaction (BEGIN IMMEDIATE) straight on
+// the writer pool: migrations run before the writer goroutine starts.
+func (s *Store) migrateTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
