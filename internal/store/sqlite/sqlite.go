@@ -415,12 +415,16 @@ func (s *Store) read(ctx context.Context, q string, args ...any) (*sql.Rows, err
 }
 
 // readRow is read for one row.
+//
+// A one-row lookup takes microseconds, so once ctx is checked it runs
+// detached from it: watching a context costs the driver and database/sql
+// a goroutine each per query, more than the lookup itself.
 func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
 	st, err := s.readStmt(ctx, q)
-	if err != nil || st == nil {
-		return s.r.QueryRowContext(ctx, q, args...)
+	if err != nil || st == nil || ctx.Err() != nil {
+		return s.r.QueryRowContext(ctx, q, args...) // the error surfaces from Scan
 	}
-	return st.QueryRowContext(ctx, args...)
+	return st.QueryRowContext(context.WithoutCancel(ctx), args...)
 }
 
 // migrateTx runs fn in a write transaction (BEGIN IMMEDIATE) straight on
