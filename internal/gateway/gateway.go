@@ -496,7 +496,7 @@ func (g *Gateway) recover(ctx context.Context) {
 			return
 		}
 		for _, in := range pending {
-			g.boxes.push(in.AddressKey, func() { g.process(ctx, in) })
+			g.boxes.push(in.AddressKey, func() { g.process(ctx, in, false) })
 		}
 		if len(pending) < recoverPage {
 			break

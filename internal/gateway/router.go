@@ -73,7 +73,7 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 	// Handled in the gateway's work context, not the adapter's: a page
 	// that disconnects does not cancel its turn, a shutdown past its grace
 	// period does.
-	g.boxes.push(in.AddressKey, func() { g.process(g.work, in) })
+	g.boxes.push(in.AddressKey, func() { g.process(g.work, in, true) })
 	return nil
 }
 
@@ -118,12 +118,15 @@ func notRecorded(what string, err error) error {
 // cannot record its turn or reply, the person is told once, plainly, and
 // the event is handled again under the Rerecord policy, holding its
 // conversation's later messages back so that order is kept; it is marked
-// done only once handled.
-func (g *Gateway) process(ctx context.Context, in store.Inbound) {
+// done only once handled. fresh says this run stored the event just now
+// (AddInbound found it new), so no earlier try can have recorded a turn
+// for it.
+func (g *Gateway) process(ctx context.Context, in store.Inbound, fresh bool) {
 	key := fmt.Sprintf("in:%d", in.ID)
 	defer g.forgetTrouble(key)
 	err := retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
-		err := g.handleOnce(ctx, in)
+		err := g.handleOnce(ctx, in, fresh)
+		fresh = false // a failed try may have recorded part of the turn
 		if err != nil && !errors.Is(err, errNotRecorded) {
 			g.log.Error("handle message", "at", in.AddressKey, "err", err)
 			return nil // not the store's passing trouble: retrying will not help
@@ -176,8 +179,8 @@ func (g *Gateway) forgetTrouble(key string) {
 
 // handleOnce is one try at handling an inbound event; an error marked
 // errNotRecorded means the store could not record it and it should be
-// tried again.
-func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
+// tried again. fresh: see process.
+func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound, fresh bool) error {
 	addr, err := platform.ParseKey(in.AddressKey)
 	if err != nil {
 		g.log.Error("inbound event with a bad address", "key", in.AddressKey, "err", err)
@@ -216,9 +219,9 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound) error {
 	if sess.HeldElsewhere(addr.Key()) && !g.arriving(ctx, sess, addr) {
 		return g.park(ctx, addr, in, sess)
 	}
-	if in.PlatformMsgID != "" {
-		// Stored by an earlier run that stopped mid-turn: never store it
-		// twice; deliver the answer it got, or answer it now.
+	if in.PlatformMsgID != "" && !fresh {
+		// Stored by an earlier run or try that stopped mid-turn: never
+		// store it twice; deliver the answer it got, or answer it now.
 		prior, err := g.priorTurn(ctx, in.Platform, in.PlatformMsgID)
 		if err != nil {
 			return notRecorded("look for an earlier turn", err)

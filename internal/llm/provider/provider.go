@@ -52,15 +52,18 @@ func New(m config.ModelConfig, o Options) (llm.Provider, error) {
 	return llm.WithRetry(p, o.Retry), nil
 }
 
-// maxModelConns is how many idle connections to the model's host are
-// kept. The gateway runs a turn per conversation at once; with the
-// standard library's default of two, most calls would open (and over
-// HTTPS, handshake) a new connection.
-const maxModelConns = 64
+// MaxModelConns is how many connections to the model's host are open at
+// most, all kept alive. The gateway runs a turn per conversation at once;
+// with the standard library's default of two idle ones, most calls would
+// open (and over HTTPS, handshake) a new connection, and with no bound a
+// burst of a thousand conversations opened a thousand, most closed again
+// right after. Beyond the bound a call waits for a connection to be free.
+const MaxModelConns = 64
 
 func modelClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = maxModelConns
+	t.MaxIdleConnsPerHost = MaxModelConns
+	t.MaxConnsPerHost = MaxModelConns
 	return &http.Client{Transport: t}
 }
 

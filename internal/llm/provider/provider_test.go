@@ -91,6 +91,32 @@ func TestOfflineAndUnknown(t *testing.T) {
 	}
 }
 
+// Far more turns at once than the bound share its connections: none is
+// opened only to be closed again.
+func TestBurstOfCallsStaysWithinTheConnectionBound(t *testing.T) {
+	srv := llmtest.Start(t)
+	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: srv.URL, APIKey: "k", Name: "x"}, provider.Options{NoRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 3 * provider.MaxModelConns
+	errs := make(chan error, calls)
+	for i := range calls {
+		go func() {
+			_, err := p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprint("call ", i)}}}, nil)
+			errs <- err
+		}()
+	}
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opened := srv.Connections(); opened > provider.MaxModelConns {
+		t.Errorf("%d calls at once opened %d connections; the bound is %d", calls, opened, provider.MaxModelConns)
+	}
+}
+
 // Many turns at once, then as many again: the second round finds the
 // first round's connections kept alive instead of opening new ones.
 func TestConcurrentCallsReuseConnections(t *testing.T) {

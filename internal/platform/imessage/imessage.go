@@ -126,7 +126,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = &http.Client{}
+		client = platform.NewHTTPClient()
 	}
 	log := cfg.Logger
 	if log == nil {

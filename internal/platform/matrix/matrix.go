@@ -163,7 +163,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
 	}
-	cli.Client = &http.Client{}
+	cli.Client = platform.NewHTTPClient()
 	if cfg.HTTPClient != nil {
 		cli.Client = cfg.HTTPClient
 	}

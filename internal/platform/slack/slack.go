@@ -141,7 +141,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = &http.Client{}
+		client = platform.NewHTTPClient()
 	}
 	// Retries stay off (the library's default): the gateway owns them.
 	api := slack.New(cfg.BotToken,

@@ -139,16 +139,17 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
-	client := &http.Client{Transport: statusAnswers{next: http.DefaultTransport}}
-	if cfg.HTTPClient != nil {
-		c := *cfg.HTTPClient
-		next := c.Transport
-		if next == nil {
-			next = http.DefaultTransport
-		}
-		c.Transport = statusAnswers{next: next}
-		client = &c
+	base := cfg.HTTPClient
+	if base == nil {
+		base = platform.NewHTTPClient()
 	}
+	c := *base
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = statusAnswers{next: next}
+	client := &c
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()

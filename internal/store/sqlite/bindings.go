@@ -15,12 +15,12 @@ func (s *Store) Bind(ctx context.Context, key, sessionID string) (string, error)
 		return "", fmt.Errorf("bind: empty address key: %w", store.ErrInvalid)
 	}
 	var prev string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT session_id FROM bindings WHERE key = ?`, key).Scan(&prev)
+	err := s.tx(ctx, func(tx *wtx) error {
+		err := tx.QueryRow(`SELECT session_id FROM bindings WHERE key = ?`, key).Scan(&prev)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO bindings (key, session_id, updated_at) VALUES (?, ?, ?)
+		_, err = tx.Exec(`INSERT INTO bindings (key, session_id, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at`,
 			key, sessionID, now())
 		if isForeignKey(err) {
@@ -36,7 +36,7 @@ func (s *Store) Bind(ctx context.Context, key, sessionID string) (string, error)
 
 // Unbind detaches key from its session.
 func (s *Store) Unbind(ctx context.Context, key string) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM bindings WHERE key = ?`, key)
+	res, err := s.exec(ctx, `DELETE FROM bindings WHERE key = ?`, key)
 	return affected(res, err, "unbind "+key)
 }
 

@@ -39,9 +39,11 @@ func (s *Store) RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, t
 	}
 	// One statement: the session must exist, and the partial unique index
 	// refuses a second live handoff.
-	h, err := scanHandoff(s.queryRow(ctx, `INSERT INTO handoffs (session_id, state, from_platform, platform, destination, requested_at)
+	var h store.Handoff
+	err := s.queryRow(ctx, func(r *sql.Row) (err error) { h, err = scanHandoff(r); return err },
+		`INSERT INTO handoffs (session_id, state, from_platform, platform, destination, requested_at)
 		SELECT id, 'pending', ?, ?, ?, ? FROM sessions WHERE id = ? RETURNING `+handoffCols,
-		fromPlatform, toPlatform, destination, now(), sessionID))
+		fromPlatform, toPlatform, destination, now(), sessionID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		err = fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
@@ -112,9 +114,10 @@ func (s *Store) ClaimHandoff(ctx context.Context, id int64, claimer string, leas
 		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: empty claimer: %w", id, store.ErrInvalid)
 	}
 	t := now()
-	h, err := scanHandoff(s.queryRow(ctx, `UPDATE handoffs
+	var h store.Handoff
+	err := s.queryRow(ctx, func(r *sql.Row) (err error) { h, err = scanHandoff(r); return err }, `UPDATE handoffs
 		SET state = 'running', claimed_by = ?, lease_until = ?, claimed_at = ?, attempts = attempts + 1, error = ''
-		WHERE id = ? AND state = 'pending' RETURNING `+handoffCols, claimer, t+int64(lease), t, id))
+		WHERE id = ? AND state = 'pending' RETURNING `+handoffCols, claimer, t+int64(lease), t, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Handoff{}, false, nil
 	}
@@ -162,9 +165,9 @@ func (s *Store) ifClaimed(ctx context.Context, verb string, id int64, claimer, s
 // ReapHandoffs takes back running handoffs whose lease ended before now.
 func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued int, failed []int64, err error) {
 	cut := at.UnixNano()
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *wtx) error {
 		failed = nil
-		rows, err := tx.QueryContext(ctx, `UPDATE handoffs SET state = 'failed', lease_until = 0, finished_at = ?,
+		rows, err := tx.Query(`UPDATE handoffs SET state = 'failed', lease_until = 0, finished_at = ?,
 			error = 'the gateway working on it stopped answering (lease expired after ' || attempts || ' attempts; last claimed by ' || claimed_by || ')'
 			WHERE state = 'running' AND lease_until < ? AND attempts >= ? RETURNING id`, cut, cut, store.MaxHandoffAttempts)
 		if err != nil {
@@ -182,7 +185,7 @@ func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued int, f
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE handoffs SET state = 'pending', claimed_by = '', lease_until = 0
+		res, err := tx.Exec(`UPDATE handoffs SET state = 'pending', claimed_by = '', lease_until = 0
 			WHERE state = 'running' AND lease_until < ?`, cut)
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 func (s *Store) CreateUser(ctx context.Context, name string) (store.User, error) {
 	u := store.User{ID: newID(), Name: name}
 	t := now()
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)`, u.ID, u.Name, t); err != nil {
+	if _, err := s.exec(ctx, `INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)`, u.ID, u.Name, t); err != nil {
 		return store.User{}, fmt.Errorf("create user %q: %w", name, err)
 	}
 	u.CreatedAt = fromNanos(t)
@@ -40,7 +40,7 @@ func (s *Store) LinkIdentity(ctx context.Context, id store.Identity) error {
 	if id.Platform == "" || id.PlatformUserID == "" {
 		return fmt.Errorf("link identity: platform and platform user id are required: %w", store.ErrInvalid)
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
+	_, err := s.exec(ctx, `INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, platform_user_id)
 		DO UPDATE SET user_id = excluded.user_id, display_name = excluded.display_name`,
 		id.Platform, id.PlatformUserID, id.UserID, id.DisplayName, now())

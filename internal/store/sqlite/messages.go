@@ -39,22 +39,10 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...st
 		return nil, nil
 	}
 	var out []store.Message
-	var err error
-	if len(msgs) == 1 {
-		var ins *sql.Stmt
-		if ins, err = s.stmt(ctx, insertMessageSQL); err == nil {
-			out, err = appendMessages(ctx, ins, sessionID, msgs)
-		}
-	} else {
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			ins, err := s.txStmt(ctx, tx, insertMessageSQL)
-			if err != nil {
-				return err
-			}
-			out, err = appendMessages(ctx, ins, sessionID, msgs)
-			return err
-		})
-	}
+	err := s.tx(ctx, func(tx *wtx) (err error) {
+		out, err = appendMessages(tx, sessionID, msgs)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, err)
 	}
@@ -69,9 +57,8 @@ const insertMessageSQL = `INSERT INTO messages (session_id, seq, role, content, 
 	SELECT id, next_seq, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 FROM sessions WHERE id = ?1
 	RETURNING id, seq`
 
-// appendMessages inserts msgs in order through q, which runs either on the
-// store (one message: the statement is its own transaction) or in a tx.
-func appendMessages(ctx context.Context, ins *sql.Stmt, sessionID string, msgs []store.Message) ([]store.Message, error) {
+// appendMessages inserts msgs in order in tx.
+func appendMessages(tx *wtx, sessionID string, msgs []store.Message) ([]store.Message, error) {
 	t := now()
 	out := make([]store.Message, len(msgs))
 	for i, m := range msgs {
@@ -83,7 +70,7 @@ func appendMessages(ctx context.Context, ins *sql.Stmt, sessionID string, msgs [
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = fromNanos(t)
 		}
-		err := ins.QueryRowContext(ctx, sessionID, m.Role, m.Content, toolCalls, m.ToolCallID,
+		err := tx.QueryRow(insertMessageSQL, sessionID, m.Role, m.Content, toolCalls, m.ToolCallID,
 			m.ToolName, m.Platform, m.PlatformMsgID, toNanos(m.CreatedAt), string(m.Kind)).Scan(&m.ID, &m.Seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, store.ErrNotFound
@@ -111,16 +98,20 @@ func validate(msgs []store.Message) error {
 // Transcript loads the live transcript in order. With the cache on, only
 // rows written since this process last loaded the session are read.
 func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Message, error) {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.beginRead(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
 	}
 	defer tx.Rollback() // one snapshot for the version and the rows
+	version, err := tx.stmt(ctx, transcriptVersionSQL)
+	if err != nil {
+		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+	}
+	defer version.Close()
 	var v transcriptVersion
 	var n int
 	var liveFrom int64
-	err = tx.QueryRowContext(ctx, `SELECT created_at, generation, next_seq, message_count, live_from FROM sessions WHERE id = ?`,
-		sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
+	err = version.QueryRowContext(ctx, sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
 	if errors.Is(err, sql.ErrNoRows) {
 		if s.transcripts != nil {
 			s.transcripts.drop(sessionID)
@@ -150,6 +141,10 @@ func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Messa
 	s.transcripts.put(sessionID, v, out)
 	return clone(out), nil
 }
+
+// transcriptVersionSQL reads what tells whether a cached transcript is
+// current, and where the live one starts.
+const transcriptVersionSQL = `SELECT created_at, generation, next_seq, message_count, live_from FROM sessions WHERE id = ?`
 
 // History loads every message ever stored for the session.
 func (s *Store) History(ctx context.Context, sessionID string) ([]store.Message, error) {
@@ -182,19 +177,15 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, err)
 	}
 	var out []store.Message
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = 0, generation = generation + 1, live_from = next_seq, draft = '' WHERE id = ?`, sessionID)
+	err := s.tx(ctx, func(tx *wtx) error {
+		res, err := tx.Exec(`UPDATE sessions SET message_count = 0, generation = generation + 1, live_from = next_seq, draft = '' WHERE id = ?`, sessionID)
 		if err := affected(res, err, "session "+sessionID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET superseded = 1 WHERE session_id = ? AND superseded = 0`, sessionID); err != nil {
+		if _, err := tx.Exec(`UPDATE messages SET superseded = 1 WHERE session_id = ? AND superseded = 0`, sessionID); err != nil {
 			return err
 		}
-		ins, err := s.txStmt(ctx, tx, insertMessageSQL)
-		if err != nil {
-			return err
-		}
-		out, err = appendMessages(ctx, ins, sessionID, msgs)
+		out, err = appendMessages(tx, sessionID, msgs)
 		return err
 	})
 	if err != nil {
@@ -205,7 +196,7 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 
 // SetDraft keeps the partial answer of the session's model call.
 func (s *Store) SetDraft(ctx context.Context, sessionID, text string) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET draft = ? WHERE id = ?`, text, sessionID)
+	res, err := s.exec(ctx, `UPDATE sessions SET draft = ? WHERE id = ?`, text, sessionID)
 	return affected(res, err, "keep the draft of session "+sessionID)
 }
 
@@ -258,14 +249,13 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 	if limit <= 0 {
 		limit = 20
 	}
-	args = append(args, limit)
 	rows, err := s.read(ctx, `SELECT `+prefixed("m.", messageCols)+`,
 			snippet(messages_fts, 0, '[', ']', '…', 12), s.title
 		FROM messages_fts
 		JOIN messages m ON m.id = messages_fts.rowid
 		JOIN sessions s ON s.id = m.session_id
 		WHERE messages_fts MATCH ? AND m.superseded = 0`+cond.String()+`
-		ORDER BY rank LIMIT ?`, args...)
+		ORDER BY rank`+limitClause(limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", q.Text, err)
 	}
@@ -327,19 +317,19 @@ func (s *Store) indexPending(ctx context.Context) error {
 	if last <= upto {
 		return nil
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		// Read again under the write lock: another process may have indexed.
-		if err := tx.QueryRowContext(ctx, `SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last); err != nil {
+		if err := tx.QueryRow(`SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last); err != nil {
 			return err
 		}
 		if last <= upto {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts(rowid, content)
+		if _, err := tx.Exec(`INSERT INTO messages_fts(rowid, content)
 			SELECT id, content FROM messages WHERE id > ? AND id <= ?`, upto, last); err != nil {
 			return fmt.Errorf("index messages: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE fts_state SET indexed_upto = ?`, last)
+		_, err := tx.Exec(`UPDATE fts_state SET indexed_upto = ?`, last)
 		return err
 	})
 }

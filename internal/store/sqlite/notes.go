@@ -44,7 +44,9 @@ func (s *Store) AddNote(ctx context.Context, n store.Note) (store.Note, bool, er
 	if created == 0 {
 		created = now()
 	}
-	got, err := scanNote(s.queryRow(ctx, insertNoteSQL, handoff, n.Body, n.Fallback, created, n.SessionID))
+	var got store.Note
+	err := s.queryRow(ctx, func(r *sql.Row) (err error) { got, err = scanNote(r); return err },
+		insertNoteSQL, handoff, n.Body, n.Fallback, created, n.SessionID)
 	if err == nil {
 		return got, true, nil
 	}

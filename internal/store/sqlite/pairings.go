@@ -31,8 +31,8 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 		return p, false, fmt.Errorf("ask pairing: platform, user id and code are required: %w", store.ErrInvalid)
 	}
 	now := ask.Now.UnixNano()
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		p, err = scanPairing(tx.QueryRowContext(ctx, `SELECT `+pairingCols+` FROM pairings WHERE platform = ? AND platform_user_id = ?`,
+	err = s.tx(ctx, func(tx *wtx) error {
+		p, err = scanPairing(tx.QueryRow(`SELECT `+pairingCols+` FROM pairings WHERE platform = ? AND platform_user_id = ?`,
 			ask.Platform, ask.PlatformUserID))
 		found := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -43,7 +43,7 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 			// Counted still, so only the message that locked them has
 			// Attempts == MaxAttempts+1.
 			p.Attempts++
-			_, err := tx.ExecContext(ctx, `UPDATE pairings SET attempts = attempts + 1 WHERE platform = ? AND platform_user_id = ?`,
+			_, err := tx.Exec(`UPDATE pairings SET attempts = attempts + 1 WHERE platform = ? AND platform_user_id = ?`,
 				ask.Platform, ask.PlatformUserID)
 			return err
 		case found && p.ExpiresAt.UnixNano() > now:
@@ -53,12 +53,12 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 				p.LockedUntil = ask.Now.Add(ask.Lock)
 				locked = p.LockedUntil.UnixNano()
 			}
-			_, err := tx.ExecContext(ctx, `UPDATE pairings SET attempts = ?, locked_until = ? WHERE platform = ? AND platform_user_id = ?`,
+			_, err := tx.Exec(`UPDATE pairings SET attempts = ?, locked_until = ? WHERE platform = ? AND platform_user_id = ?`,
 				p.Attempts, locked, ask.Platform, ask.PlatformUserID)
 			return err
 		}
 		var pending int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pairings WHERE platform = ? AND expires_at > ? AND locked_until <= ?
+		if err := tx.QueryRow(`SELECT COUNT(*) FROM pairings WHERE platform = ? AND expires_at > ? AND locked_until <= ?
 			AND platform_user_id != ?`, ask.Platform, now, now, ask.PlatformUserID).Scan(&pending); err != nil {
 			return err
 		}
@@ -68,7 +68,7 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 		p = store.Pairing{Code: ask.Code, Platform: ask.Platform, PlatformUserID: ask.PlatformUserID, Sender: ask.Sender,
 			AddressKey: ask.AddressKey, CreatedAt: fromNanos(now), ExpiresAt: fromNanos(ask.Now.Add(ask.TTL).UnixNano()), Attempts: 1}
 		issued = true
-		_, err := tx.ExecContext(ctx, `INSERT INTO pairings (`+pairingCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0)
+		_, err := tx.Exec(`INSERT INTO pairings (`+pairingCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0)
 			ON CONFLICT (platform, platform_user_id) DO UPDATE SET code = excluded.code, sender = excluded.sender,
 			address_key = excluded.address_key, created_at = excluded.created_at, expires_at = excluded.expires_at,
 			attempts = 1, locked_until = 0`,
@@ -106,8 +106,8 @@ func (s *Store) PendingPairings(ctx context.Context, now time.Time) ([]store.Pai
 // ApprovePairing links the code's identity to userID.
 func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now time.Time) (p store.Pairing, err error) {
 	code = store.PairingCode(code)
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		p, err = scanPairing(tx.QueryRowContext(ctx, `SELECT `+pairingCols+` FROM pairings WHERE code = ? AND expires_at > ? AND locked_until <= ?`,
+	err = s.tx(ctx, func(tx *wtx) error {
+		p, err = scanPairing(tx.QueryRow(`SELECT `+pairingCols+` FROM pairings WHERE code = ? AND expires_at > ? AND locked_until <= ?`,
 			code, now.UnixNano(), now.UnixNano()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("no pending pairing with code %s: %w", code, store.ErrNotFound)
@@ -115,7 +115,7 @@ func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now tim
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
+		if _, err := tx.Exec(`INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, platform_user_id)
 			DO UPDATE SET user_id = excluded.user_id, display_name = excluded.display_name`,
 			p.Platform, p.PlatformUserID, userID, p.Sender, now.UnixNano()); err != nil {
@@ -124,7 +124,7 @@ func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now tim
 			}
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM pairings WHERE code = ?`, code)
+		_, err := tx.Exec(`DELETE FROM pairings WHERE code = ?`, code)
 		return err
 	})
 	if err != nil {
@@ -136,8 +136,8 @@ func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now tim
 // DenyPairing removes the request and locks the person out.
 func (s *Store) DenyPairing(ctx context.Context, code string, lockUntil time.Time) (p store.Pairing, err error) {
 	code = store.PairingCode(code)
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		p, err = scanPairing(tx.QueryRowContext(ctx, `SELECT `+pairingCols+` FROM pairings WHERE code = ?`, code))
+	err = s.tx(ctx, func(tx *wtx) error {
+		p, err = scanPairing(tx.QueryRow(`SELECT `+pairingCols+` FROM pairings WHERE code = ?`, code))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("no pairing with code %s: %w", code, store.ErrNotFound)
 		}
@@ -145,7 +145,7 @@ func (s *Store) DenyPairing(ctx context.Context, code string, lockUntil time.Tim
 			return err
 		}
 		p.LockedUntil, p.ExpiresAt = lockUntil, fromNanos(0)
-		_, err := tx.ExecContext(ctx, `UPDATE pairings SET expires_at = 0, locked_until = ? WHERE code = ?`, lockUntil.UnixNano(), code)
+		_, err := tx.Exec(`UPDATE pairings SET expires_at = 0, locked_until = ? WHERE code = ?`, lockUntil.UnixNano(), code)
 		return err
 	})
 	if err != nil {

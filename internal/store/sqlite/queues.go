@@ -39,8 +39,9 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 	if received == 0 {
 		received = now()
 	}
-	got, err := scanInbound(s.queryRow(ctx, insertInboundSQL,
-		in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received))
+	var got store.Inbound
+	err := s.queryRow(ctx, func(r *sql.Row) (err error) { got, err = scanInbound(r); return err }, insertInboundSQL,
+		in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received)
 	if err == nil {
 		return got, true, nil
 	}
@@ -63,7 +64,7 @@ func (s *Store) PendingInbound(ctx context.Context, after int64, limit int) ([]s
 	if limit <= 0 {
 		limit = store.DefaultQueueLimit
 	}
-	rows, err := s.read(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 AND id > ? ORDER BY id LIMIT ?`, after, limit)
+	rows, err := s.read(ctx, `SELECT `+inboundCols+` FROM inbound WHERE done_at = 0 AND id > ? ORDER BY id`+limitClause(limit), after)
 	if err != nil {
 		return nil, fmt.Errorf("list pending inbound: %w", err)
 	}
@@ -91,11 +92,11 @@ func (s *Store) MarkInboundDone(ctx context.Context, id int64) error {
 // ParkInbound marks an event done and keeps it parked at addressKey.
 func (s *Store) ParkInbound(ctx context.Context, id int64, sessionID, addressKey string) error {
 	t := now()
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE inbound SET done_at = CASE WHEN done_at = 0 THEN ? ELSE done_at END WHERE id = ?`, t, id); err != nil {
+	return s.tx(ctx, func(tx *wtx) error {
+		if _, err := tx.Exec(`UPDATE inbound SET done_at = CASE WHEN done_at = 0 THEN ? ELSE done_at END WHERE id = ?`, t, id); err != nil {
 			return fmt.Errorf("park inbound %d: %w", id, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO parked (inbound_id, session_id, address_key, parked_at) VALUES (?, ?, ?, ?)
+		if _, err := tx.Exec(`INSERT INTO parked (inbound_id, session_id, address_key, parked_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (inbound_id) DO NOTHING`, id, sessionID, addressKey, t); err != nil {
 			return fmt.Errorf("park inbound %d: %w", id, err)
 		}
@@ -165,24 +166,16 @@ func (s *Store) EnqueueDeliveries(ctx context.Context, ds ...store.Delivery) ([]
 		return nil, nil
 	}
 	out := make([]store.Delivery, len(ds))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		ins, err := s.txStmt(ctx, tx, insertDeliverySQL)
-		if err != nil {
-			return err
-		}
-		byKey, err := s.txStmt(ctx, tx, deliveryByKeySQL)
-		if err != nil {
-			return err
-		}
+	err := s.tx(ctx, func(tx *wtx) error {
 		t := now()
 		for i, d := range ds {
 			created := toNanos(d.CreatedAt)
 			if created == 0 {
 				created = t
 			}
-			got, err := scanDelivery(ins.QueryRowContext(ctx, d.Key, d.AddressKey, d.Text, created))
+			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created))
 			if errors.Is(err, sql.ErrNoRows) {
-				got, err = scanDelivery(byKey.QueryRowContext(ctx, d.Key))
+				got, err = scanDelivery(tx.QueryRow(deliveryByKeySQL, d.Key))
 			}
 			if err != nil {
 				return fmt.Errorf("delivery %d (%q): %w", i, d.Key, err)
@@ -202,10 +195,10 @@ func (s *Store) PendingDeliveries(ctx context.Context, addressKey string, limit 
 	if limit <= 0 {
 		limit = store.DefaultQueueLimit
 	}
-	q, args := `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 ORDER BY id LIMIT ?`, []any{limit}
+	q, args := `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 ORDER BY id`+limitClause(limit), []any(nil)
 	if addressKey != "" {
-		q, args = `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 AND address_key = ? ORDER BY id LIMIT ?`,
-			[]any{addressKey, limit}
+		q, args = `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 AND address_key = ? ORDER BY id`+limitClause(limit),
+			[]any{addressKey}
 	}
 	rows, err := s.read(ctx, q, args...)
 	if err != nil {
@@ -352,11 +345,7 @@ func (s *Store) SetPlatformState(ctx context.Context, platform, key, value strin
 
 // DeliveryByKey reads the delivery stored under key.
 func (s *Store) DeliveryByKey(ctx context.Context, key string) (store.Delivery, error) {
-	st, err := s.stmt(ctx, deliveryByKeySQL)
-	if err != nil {
-		return store.Delivery{}, fmt.Errorf("delivery %q: %w", key, err)
-	}
-	d, err := scanDelivery(st.QueryRowContext(ctx, key))
+	d, err := scanDelivery(s.readRow(ctx, deliveryByKeySQL, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Delivery{}, fmt.Errorf("delivery %q: %w", key, store.ErrNotFound)
 	} else if err != nil {

@@ -44,7 +44,7 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 	if in.Holder != "" {
 		held = t
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, owner_id, title, model, platform, parent_id, created_at, updated_at, holder, held_since)
+	_, err := s.exec(ctx, `INSERT INTO sessions (id, owner_id, title, model, platform, parent_id, created_at, updated_at, holder, held_since)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.OwnerID, in.Title, in.Model, in.Platform, in.ParentID, t, t, in.Holder, held)
 	switch {
 	case isUnique(err) && strings.Contains(err.Error(), "title"):
@@ -93,8 +93,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 	if limit <= 0 {
 		limit = 50
 	}
-	q += " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
-	args = append(args, limit, max(f.Offset, 0))
+	q += " ORDER BY updated_at DESC, id" + limitClause(limit) + " OFFSET ?"
+	args = append(args, max(f.Offset, 0))
 	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
@@ -117,7 +117,7 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) (store.Session, 
 	if err != nil {
 		return store.Session{}, fmt.Errorf("title session %s: %w", id, err)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?`, clean, now(), id)
+	res, err := s.exec(ctx, `UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?`, clean, now(), id)
 	if isUnique(err) {
 		return store.Session{}, fmt.Errorf("title session %s %q: %w", id, clean, store.ErrTitleTaken)
 	}
@@ -201,32 +201,32 @@ func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]sto
 // EndSession marks a session ended with a reason; its transcript stays.
 func (s *Store) EndSession(ctx context.Context, id, reason string) error {
 	t := now()
-	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? WHERE id = ?`, t, reason, t, id)
+	res, err := s.exec(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? WHERE id = ?`, t, reason, t, id)
 	return affected(res, err, "end session "+id)
 }
 
 // ReopenSession clears the end of a session.
 func (s *Store) ReopenSession(ctx context.Context, id string) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET ended_at = 0, end_reason = '', updated_at = ? WHERE id = ?`, now(), id)
+	res, err := s.exec(ctx, `UPDATE sessions SET ended_at = 0, end_reason = '', updated_at = ? WHERE id = ?`, now(), id)
 	return affected(res, err, "reopen session "+id)
 }
 
 // DeleteSession removes a session with its messages, bindings and handoffs.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+	res, err := s.exec(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 	return affected(res, err, "delete session "+id)
 }
 
 // AddUsage adds token counts to a session.
 func (s *Store) AddUsage(ctx context.Context, id string, u store.Usage) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = ?`,
+	res, err := s.exec(ctx, `UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = ?`,
 		u.InputTokens, u.OutputTokens, id)
 	return affected(res, err, "add usage to session "+id)
 }
 
 // SetModel records the model a session talks to.
 func (s *Store) SetModel(ctx context.Context, id, model string) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET model = ?, updated_at = ? WHERE id = ?`, model, now(), id)
+	res, err := s.exec(ctx, `UPDATE sessions SET model = ?, updated_at = ? WHERE id = ?`, model, now(), id)
 	return affected(res, err, "set model of session "+id)
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ const FileName = "state.db"
 // busyTimeout is how long a writer waits for another process's transaction.
 const busyTimeout = 10 * time.Second
 
+// maxReaders is how many reader connections the store keeps open.
+const maxReaders = 4
+
 // Store is the SQLite implementation of store.Store. All writes go through
 // one connection (SQLite has one writer anyway; a single connection removes
 // lock upgrades within the process), reads through a small pool.
@@ -41,9 +45,11 @@ type Store struct {
 	// never waits for another r connection (that could deadlock the pool).
 	helpers *sql.DB // nil when parallel loading is off
 
+	writer *writer // runs every write, on w's one connection (writer.go)
+
 	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt // prepared once on the writer connection
 	rstmts map[string]*sql.Stmt // prepared on the reader pool, each connection once
+	hstmts map[string]*sql.Stmt // the same on the helpers' pool
 
 	transcripts *transcriptCache // nil when disabled
 	sequential  bool             // WithSequentialLoads
@@ -100,8 +106,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(4)
-	s := &Store{path: path, w: w, r: r, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	// Every reader stays open: database/sql keeps two idle by default, so
+	// under load the others were closed and opened again, each time
+	// reading the schema and preparing its statements anew.
+	r.SetMaxOpenConns(maxReaders)
+	r.SetMaxIdleConns(maxReaders)
+	s := &Store{path: path, w: w, r: r, rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -121,8 +131,20 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	for _, q := range []string{insertMessageSQL, insertDeliverySQL, deliveryByKeySQL} {
-		if _, err := s.stmt(ctx, q); err != nil {
+	if err := s.startWriter(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// What a transcript load runs inside its read transaction.
+	for _, q := range []string{transcriptVersionSQL, packedLiveSQL} {
+		if _, err := s.readStmt(ctx, q); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
+		}
+		if s.helpers == nil {
+			continue
+		}
+		if _, err := s.poolStmt(ctx, s.helpers, s.hstmts, q); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
 		}
@@ -231,20 +253,21 @@ func (s *Store) Path() string { return s.path }
 
 // Close releases both connection pools.
 func (s *Store) Close() error {
+	werr := s.stopWriter()
 	s.stmtMu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
-	}
 	for _, st := range s.rstmts {
 		st.Close()
 	}
-	s.stmts, s.rstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
+	for _, st := range s.hstmts {
+		st.Close()
+	}
+	s.rstmts, s.hstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
 	s.stmtMu.Unlock()
 	var helpers error
 	if s.helpers != nil {
 		helpers = s.helpers.Close()
 	}
-	return errors.Join(s.w.Close(), s.r.Close(), helpers)
+	return errors.Join(werr, s.w.Close(), s.r.Close(), helpers)
 }
 
 // setUp switches a new file to WAL and migrates it. While another process
@@ -272,7 +295,7 @@ func (s *Store) setUp(ctx context.Context) error {
 // migrate applies pending migrations in one immediate transaction, so two
 // processes opening a new file together apply each migration exactly once.
 func (s *Store) migrate(ctx context.Context) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.migrateTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 			return fmt.Errorf("migrations table: %w", err)
@@ -303,52 +326,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// stmt returns the writer's prepared statement for q, preparing it once:
-// parsing SQL costs more than running these small statements.
-//
-// Preparing waits for the writer's one connection, so it must not hold
-// stmtMu meanwhile: a transaction holding that connection takes stmtMu in
-// txStmt, and the two would wait for each other until a deadline.
-func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	st, ok := s.stmts[q]
-	s.stmtMu.Unlock()
-	if ok {
-		return st, nil
-	}
-	st, err := s.w.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if prev, ok := s.stmts[q]; ok { // prepared meanwhile by another caller
-		st.Close()
-		return prev, nil
-	}
-	s.stmts[q] = st
-	return st, nil
-}
-
-// exec runs a prepared write statement outside a transaction.
-func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	st, err := s.stmt(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-// queryRow runs a prepared write statement that returns one row.
-func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	st, err := s.stmt(ctx, q)
-	if err != nil {
-		// Let the error surface from Scan, as database/sql does.
-		return s.w.QueryRowContext(ctx, q, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
-}
-
 // maxReadStmts bounds the reader's statement cache: the few queries built
 // from their arguments (a list of platforms) have a handful of shapes, and
 // any beyond the bound run unprepared.
@@ -356,28 +333,77 @@ const maxReadStmts = 128
 
 // readStmt returns the reader pool's prepared statement for q, preparing
 // it once: parsing SQL costs more than running most reads. database/sql
-// prepares it again on each pool connection that runs it, once.
+// prepares it again on each pool connection that runs it, once. It is nil
+// (and the query runs unprepared) once the cache is full.
 func (s *Store) readStmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	return s.poolStmt(ctx, s.r, s.rstmts, q)
+}
+
+// poolStmt is readStmt for pool, whose statements cache holds.
+func (s *Store) poolStmt(ctx context.Context, pool *sql.DB, cache map[string]*sql.Stmt, q string) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
-	st, ok := s.rstmts[q]
-	full := len(s.rstmts) >= maxReadStmts
+	st, ok := cache[q]
+	full := len(cache) >= maxReadStmts
 	s.stmtMu.Unlock()
 	if ok || full {
 		return st, nil
 	}
-	st, err := s.r.PrepareContext(ctx, q)
+	st, err := pool.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	if prev, ok := s.rstmts[q]; ok { // prepared meanwhile by another caller
+	if prev, ok := cache[q]; ok { // prepared meanwhile by another caller
 		st.Close()
 		return prev, nil
 	}
-	s.rstmts[q] = st
+	cache[q] = st
 	return st, nil
 }
+
+// snapshot is a read transaction on one of the store's read pools.
+type snapshot struct {
+	*sql.Tx
+	s      *Store
+	helper bool // on the helpers' pool, not the readers'
+}
+
+// beginRead starts a read transaction on the readers' pool, or with
+// helper on the helpers'.
+func (s *Store) beginRead(ctx context.Context, helper bool) (snapshot, error) {
+	pool := s.r
+	if helper {
+		pool = s.helpers
+	}
+	tx, err := pool.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	return snapshot{Tx: tx, s: s, helper: helper}, err
+}
+
+// stmt is q prepared for the snapshot's connection, once per connection
+// for the statements Open prepared on the pool; the caller closes it
+// (which leaves the connection's statement prepared). It never prepares
+// on the pool itself: that waits for a free connection, which every
+// other snapshot may hold while waiting for the same.
+func (sn snapshot) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	cache := sn.s.rstmts
+	if sn.helper {
+		cache = sn.s.hstmts
+	}
+	sn.s.stmtMu.Lock()
+	st := cache[q]
+	sn.s.stmtMu.Unlock()
+	if st == nil {
+		return sn.PrepareContext(ctx, q)
+	}
+	return sn.StmtContext(ctx, st), nil
+}
+
+// limitClause is " LIMIT n" written into the SQL: SQLite plans a bound
+// LIMIT by its value, so a statement with "LIMIT ?" is prepared again on
+// every run, which costs as much as the query itself. The few limits
+// callers use keep the statement cache small.
+func limitClause(n int) string { return " LIMIT " + strconv.Itoa(n) }
 
 // read runs a read on the reader pool through its prepared statement.
 func (s *Store) read(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
@@ -389,29 +415,21 @@ func (s *Store) read(ctx context.Context, q string, args ...any) (*sql.Rows, err
 }
 
 // readRow is read for one row.
+//
+// A one-row lookup takes microseconds, so once ctx is checked it runs
+// detached from it: watching a context costs the driver and database/sql
+// a goroutine each per query, more than the lookup itself.
 func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
 	st, err := s.readStmt(ctx, q)
-	if err != nil || st == nil {
-		return s.r.QueryRowContext(ctx, q, args...)
+	if err != nil || st == nil || ctx.Err() != nil {
+		return s.r.QueryRowContext(ctx, q, args...) // the error surfaces from Scan
 	}
-	return st.QueryRowContext(ctx, args...)
+	return st.QueryRowContext(context.WithoutCancel(ctx), args...)
 }
 
-// txStmt is the prepared statement for q bound to tx. It never prepares on
-// s.w: inside a transaction the writer's only connection is taken, so the
-// statements used here are prepared by Open.
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	st, ok := s.stmts[q]
-	s.stmtMu.Unlock()
-	if !ok {
-		return tx.PrepareContext(ctx, q)
-	}
-	return tx.StmtContext(ctx, st), nil
-}
-
-// tx runs fn in a write transaction (BEGIN IMMEDIATE).
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+// migrateTx runs fn in a write transaction (BEGIN IMMEDIATE) straight on
+// the writer pool: migrations run before the writer goroutine starts.
+func (s *Store) migrateTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err

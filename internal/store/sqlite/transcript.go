@@ -95,7 +95,7 @@ var errStale = errors.New("transcript changed between snapshots")
 // holds exactly hi-lo messages and each reader fills its own stretch of
 // out in place. Should a part hold any other count, the whole range is
 // read again in one pass: correct whatever the rows are.
-func (s *Store) loadRange(ctx context.Context, tx *sql.Tx, sessionID string, v transcriptVersion, from int64, out []store.Message) ([]store.Message, error) {
+func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v transcriptVersion, from int64, out []store.Message) ([]store.Message, error) {
 	total := v.nextSeq - from
 	parts := int(min(int64(runtime.GOMAXPROCS(0)), maxHelpers+1, total/minPart))
 	if parts < 2 || s.helpers == nil {
@@ -158,14 +158,19 @@ func (s *Store) helperLoad(ctx context.Context, sessionID string, v transcriptVe
 	if testHookBeforeHelper != nil {
 		testHookBeforeHelper()
 	}
-	tx, err := s.helpers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.beginRead(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
+	version, err := tx.stmt(ctx, transcriptVersionSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer version.Close()
 	var got transcriptVersion
-	err = tx.QueryRowContext(ctx, `SELECT created_at, generation, next_seq FROM sessions WHERE id = ?`, sessionID).
-		Scan(&got.createdAt, &got.generation, &got.nextSeq)
+	var n, liveFrom int64
+	err = version.QueryRowContext(ctx, sessionID).Scan(&got.createdAt, &got.generation, &got.nextSeq, &n, &liveFrom)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && (got.createdAt != v.createdAt || got.generation != v.generation || got.nextSeq < v.nextSeq) {
 		return nil, errStale
 	}
@@ -177,11 +182,11 @@ func (s *Store) helperLoad(ctx context.Context, sessionID string, v transcriptVe
 
 // loadLive appends the live messages with from <= seq < until to out, in
 // seq order, reading in the snapshot of tx.
-func loadLive(ctx context.Context, tx *sql.Tx, sessionID string, from, until int64, out []store.Message) ([]store.Message, error) {
+func loadLive(ctx context.Context, tx snapshot, sessionID string, from, until int64, out []store.Message) ([]store.Message, error) {
 	if from >= until {
 		return out, nil
 	}
-	packed, err := tx.PrepareContext(ctx, packedLiveSQL)
+	packed, err := tx.stmt(ctx, packedLiveSQL)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +220,7 @@ func loadLive(ctx context.Context, tx *sql.Tx, sessionID string, from, until int
 }
 
 // loadLiveRows is the plain query, for chunks the packed one cannot serve.
-func loadLiveRows(ctx context.Context, tx *sql.Tx, sessionID string, from, until int64, out []store.Message) ([]store.Message, error) {
+func loadLiveRows(ctx context.Context, tx snapshot, sessionID string, from, until int64, out []store.Message) ([]store.Message, error) {
 	rows, err := tx.QueryContext(ctx, liveRowsSQL, sessionID, from, until)
 	if err != nil {
 		return nil, err

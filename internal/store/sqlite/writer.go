@@ -1,0 +1,323 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Group commit. Every write of the store runs on one goroutine that owns
+// the writer connection. Writes queued while a transaction runs are done
+// together in the next one, each in a savepoint of its own, so a write
+// that fails is undone alone and gets its own error while the others
+// commit. Committing is most of a small write's cost (WAL frames for each
+// page it touched, the WAL index and its locks), and writes queued at
+// the same time mostly touch the same pages, so a batch costs little more
+// than one write. Every caller returns only once its write is committed
+// (or failed): what the store promises about a write returned holds as
+// before.
+//
+// A statement runs detached from its caller's context: SQLite answers an
+// interrupted write inside a transaction by rolling the whole transaction
+// back, which would undo the other writes of the batch. A caller that
+// gives up before its write started withdraws it; once started, it waits
+// the batch out (a few milliseconds).
+
+// maxBatch bounds the writes committed together, so the write lock, which
+// the other process on the file waits for, is held briefly.
+const maxBatch = 128
+
+// maxWriteStmts bounds the writer's prepared statements; the store's
+// writes have a fixed set of shapes, far fewer.
+const maxWriteStmts = 128
+
+// errStoreClosed answers writes made after Close.
+var errStoreClosed = errors.New("the store is closed")
+
+// errBatchRolledBack answers the writes of a batch that SQLite rolled back
+// whole because of another write's failure (a full disk, an I/O error):
+// none of them is stored, and each may be tried again.
+var errBatchRolledBack = errors.New("not stored: the transaction it shared with another write was rolled back")
+
+// A write op is queued, then either started by the writer or withdrawn
+// by its caller: never both.
+const (
+	opQueued int32 = iota
+	opStarted
+	opWithdrawn
+)
+
+type writeOp struct {
+	fn    func(tx *wtx) error
+	state atomic.Int32
+	done  chan error // buffered: the writer never waits for the caller
+}
+
+// writer is the goroutine that owns the writer connection.
+type writer struct {
+	conn  *sql.Conn
+	ops   chan *writeOp // unbuffered: a write sent was taken by the writer
+	quit  chan struct{}
+	ended chan struct{}
+	stmts map[string]*sql.Stmt // prepared on conn; used by the writer goroutine only
+	stop  sync.Once
+	// waiting counts writes handed to tx and not yet taken; commits counts
+	// transactions committed. Tests read them.
+	waiting, commits atomic.Int64
+}
+
+// startWriter takes the writer connection and starts the goroutine that
+// runs every write.
+func (s *Store) startWriter(ctx context.Context) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	w := &writer{conn: conn, ops: make(chan *writeOp), quit: make(chan struct{}), ended: make(chan struct{}),
+		stmts: map[string]*sql.Stmt{}}
+	s.writer = w
+	go w.run()
+	return nil
+}
+
+// stopWriter ends the writer goroutine after the batch it runs, and
+// releases the connection.
+func (s *Store) stopWriter() error {
+	w := s.writer
+	if w == nil {
+		return nil
+	}
+	var err error
+	w.stop.Do(func() {
+		close(w.quit)
+		<-w.ended
+		for _, st := range w.stmts {
+			st.Close()
+		}
+		err = w.conn.Close()
+	})
+	return err
+}
+
+func (w *writer) run() {
+	defer close(w.ended)
+	batch := make([]*writeOp, 0, maxBatch)
+	for {
+		select {
+		case <-w.quit:
+			return
+		case op := <-w.ops:
+			w.waiting.Add(-1)
+			batch = append(batch[:0], op)
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case op := <-w.ops:
+				w.waiting.Add(-1)
+				batch = append(batch, op)
+			default:
+				break more
+			}
+		}
+		w.commit(batch)
+		clear(batch) // let the ops' closures go
+	}
+}
+
+// commit runs the batch's writes in one transaction and answers each.
+func (w *writer) commit(batch []*writeOp) {
+	var begun bool
+	savepoints := len(batch) > 1
+	var done []*writeOp // ran without error, answered after the commit
+	for i, op := range batch {
+		if !op.state.CompareAndSwap(opQueued, opStarted) {
+			continue // its caller gave up
+		}
+		if !begun {
+			if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
+				op.done <- err
+				for _, rest := range batch[i+1:] {
+					if rest.state.CompareAndSwap(opQueued, opStarted) {
+						rest.done <- err
+					}
+				}
+				return
+			}
+			begun = true
+		}
+		if !savepoints {
+			if err := op.fn(&wtx{w: w}); err != nil {
+				w.rollback()
+				op.done <- err
+				return
+			}
+			done = append(done, op)
+			continue
+		}
+		if _, err := w.exec("SAVEPOINT op"); err != nil {
+			w.abort(op, err, done, batch[i+1:])
+			return
+		}
+		err := op.fn(&wtx{w: w})
+		if err == nil {
+			if _, err := w.exec("RELEASE op"); err != nil {
+				w.abort(op, err, done, batch[i+1:])
+				return
+			}
+			done = append(done, op)
+			continue
+		}
+		// Undo this write alone. If SQLite rolled the whole transaction
+		// back already, the savepoint is gone with it.
+		if _, rerr := w.exec("ROLLBACK TO op"); rerr != nil {
+			w.abort(op, err, done, batch[i+1:])
+			return
+		}
+		if _, rerr := w.exec("RELEASE op"); rerr != nil {
+			w.abort(op, err, done, batch[i+1:])
+			return
+		}
+		op.done <- err
+	}
+	if !begun {
+		return
+	}
+	if _, err := w.exec("COMMIT"); err != nil {
+		w.rollback()
+		for _, op := range done {
+			op.done <- err
+		}
+		return
+	}
+	w.commits.Add(1)
+	for _, op := range done {
+		op.done <- nil
+	}
+}
+
+// abort ends a batch whose transaction is lost or cannot go on: failed
+// gets err, the writes done before it are not stored, and the writes
+// after it run in a new transaction.
+func (w *writer) abort(failed *writeOp, err error, done, rest []*writeOp) {
+	w.rollback()
+	failed.done <- err
+	for _, op := range done {
+		op.done <- fmt.Errorf("%w (%v)", errBatchRolledBack, err)
+	}
+	if len(rest) > 0 {
+		w.commit(rest)
+	}
+}
+
+func (w *writer) rollback() {
+	_, _ = w.exec("ROLLBACK") // fails harmlessly when SQLite rolled back already
+}
+
+// stmt is q prepared on the writer connection, once.
+func (w *writer) stmt(q string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[q]; ok {
+		return st, nil
+	}
+	if len(w.stmts) >= maxWriteStmts {
+		return nil, nil
+	}
+	st, err := w.conn.PrepareContext(context.Background(), q)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[q] = st
+	return st, nil
+}
+
+func (w *writer) exec(q string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return w.conn.ExecContext(context.Background(), q, args...)
+	}
+	return st.ExecContext(context.Background(), args...)
+}
+
+// wtx is the writer connection inside a write's transaction (or its
+// savepoint). Statements are prepared once and run without a context:
+// see the comment at the top of this file.
+type wtx struct{ w *writer }
+
+// Exec runs a statement that returns no rows.
+func (tx *wtx) Exec(q string, args ...any) (sql.Result, error) { return tx.w.exec(q, args...) }
+
+// QueryRow runs a statement that returns at most one row; scan it before
+// running the next statement.
+func (tx *wtx) QueryRow(q string, args ...any) *sql.Row {
+	st, err := tx.w.stmt(q)
+	if err != nil || st == nil {
+		// Let the error surface from Scan, as database/sql does.
+		return tx.w.conn.QueryRowContext(context.Background(), q, args...)
+	}
+	return st.QueryRowContext(context.Background(), args...)
+}
+
+// Query runs a statement that returns rows; close them before running
+// the next statement.
+func (tx *wtx) Query(q string, args ...any) (*sql.Rows, error) {
+	st, err := tx.w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return tx.w.conn.QueryContext(context.Background(), q, args...)
+	}
+	return st.QueryContext(context.Background(), args...)
+}
+
+// tx runs fn as one write: in a transaction shared with the writes queued
+// beside it, undone alone if it fails. It returns once the write is
+// committed, or with why not.
+func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w := s.writer
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	w.waiting.Add(1)
+	select {
+	case w.ops <- op:
+	case <-w.quit:
+		w.waiting.Add(-1)
+		return errStoreClosed
+	case <-ctx.Done():
+		w.waiting.Add(-1)
+		return ctx.Err()
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-ctx.Done():
+		if op.state.CompareAndSwap(opQueued, opWithdrawn) {
+			return ctx.Err()
+		}
+		return <-op.done // started: it ends with its batch
+	}
+}
+
+// exec runs one statement as a write (see tx).
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := s.tx(ctx, func(tx *wtx) (err error) {
+		res, err = tx.Exec(q, args...)
+		return err
+	})
+	return res, err
+}
+
+// queryRow runs one statement that returns at most one row as a write
+// (see tx), handing the row to scan inside the write.
+func (s *Store) queryRow(ctx context.Context, scan func(*sql.Row) error, q string, args ...any) error {
+	return s.tx(ctx, func(tx *wtx) error { return scan(tx.QueryRow(q, args...)) })
+}
