@@ -62,14 +62,14 @@ func (s *Store) ClaimIdentity(ctx context.Context, id store.Identity) (store.Ide
 		return store.Identity{}, fmt.Errorf("claim identity: platform and platform user id are required: %w", store.ErrInvalid)
 	}
 	out := store.Identity{Platform: id.Platform, PlatformUserID: id.PlatformUserID}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
+	err := s.tx(ctx, func(tx *wtx) error {
+		if _, err := tx.Exec(`INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, platform_user_id) DO NOTHING`,
 			id.Platform, id.PlatformUserID, id.UserID, id.DisplayName, now()); err != nil {
 			return err
 		}
 		var t int64
-		if err := tx.QueryRowContext(ctx, `SELECT user_id, display_name, created_at FROM identities
+		if err := tx.QueryRow(`SELECT user_id, display_name, created_at FROM identities
 			WHERE platform = ? AND platform_user_id = ?`, id.Platform, id.PlatformUserID).Scan(&out.UserID, &out.DisplayName, &t); err != nil {
 			return err
 		}
