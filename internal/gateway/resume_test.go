@@ -291,8 +291,13 @@ func TestGracefulStopDeliversTheRunningTurnsAnswer(t *testing.T) {
 	testutil.Eventually(t, 0, func() bool { return strings.Contains(r.logs.String(), "gateway stopping") }, "the gateway to begin stopping")
 	// What is said now is kept for the next start, and the person told.
 	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "and another thing", "id": "l2"})
-	pg.await("word of the restart", isMsg("baton is restarting"))
-	pg.await("the later message stored", func(f map[string]any) bool { return f["type"] == "ack" && f["id"] == "l2" })
+	// In either order: the notice is sent apart from the message's receipt.
+	var told, stored bool
+	pg.await("word of the restart and the later message stored", func(f map[string]any) bool {
+		told = told || isMsg("baton is restarting")(f)
+		stored = stored || (f["type"] == "ack" && f["id"] == "l2")
+		return told && stored
+	})
 	close(release)
 	pg.await("the answer, during the grace period", isMsg("The job is finished."))
 	testutil.Receive(t, stopped, "the gateway to stop once the turn is done")
