@@ -44,23 +44,41 @@ func (s *Store) AddNote(ctx context.Context, n store.Note) (store.Note, bool, er
 	if created == 0 {
 		created = now()
 	}
-	var got store.Note
-	err := s.queryRow(ctx, func(r *sql.Row) (err error) { got, err = scanNote(r); return err },
-		insertNoteSQL, handoff, n.Body, n.Fallback, created, n.SessionID)
-	if err == nil {
+	// The insert and, when the handoff has a note already, its read are one
+	// write: that note may be in the same group commit, not yet visible to
+	// a reader.
+	var (
+		got     store.Note
+		isNew   bool
+		earlier bool // the handoff's note was there
+	)
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		got, err = scanNote(tx.QueryRow(insertNoteSQL, handoff, n.Body, n.Fallback, created, n.SessionID))
+		if err == nil {
+			isNew = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) || n.HandoffID <= 0 {
+			return err
+		}
+		got, err = scanNote(tx.QueryRow(`SELECT `+noteCols+` FROM notes WHERE handoff_id = ?`, n.HandoffID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		earlier = err == nil
+		return err
+	})
+	if err == nil && isNew {
 		return got, true, nil
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return store.Note{}, false, fmt.Errorf("add note to session %s: %w", n.SessionID, err)
 	}
+	if earlier && got.SessionID == n.SessionID {
+		return got, false, nil
+	}
 	if n.HandoffID > 0 {
-		got, err := s.HandoffNote(ctx, n.HandoffID)
-		if err == nil && got.SessionID == n.SessionID {
-			return got, false, nil
-		}
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return store.Note{}, false, fmt.Errorf("add note to session %s: %w", n.SessionID, err)
-		}
 		return store.Note{}, false, fmt.Errorf("add note to session %s: no handoff %d of that session: %w", n.SessionID, n.HandoffID, store.ErrNotFound)
 	}
 	return store.Note{}, false, fmt.Errorf("add note: session %s: %w", n.SessionID, store.ErrNotFound)

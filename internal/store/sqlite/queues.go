@@ -39,23 +39,35 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 	if received == 0 {
 		received = now()
 	}
-	var got store.Inbound
-	err := s.queryRow(ctx, func(r *sql.Row) (err error) { got, err = scanInbound(r); return err }, insertInboundSQL,
-		in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received)
-	if err == nil {
-		return got, true, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	// The insert and, for a redelivery, the read of the earlier row are
+	// one write: the earlier row may be in the same group commit, not yet
+	// visible to a reader. Inbound rows are never deleted, so it is there.
+	var (
+		got   store.Inbound
+		isNew bool
+	)
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		got, err = scanInbound(tx.QueryRow(insertInboundSQL,
+			in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received))
+		if err == nil {
+			isNew = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		got, err = scanInbound(tx.QueryRow(`SELECT `+inboundCols+` FROM inbound
+			WHERE platform = ? AND platform_msg_id = ? AND platform_msg_id <> ''`, in.Platform, in.PlatformMsgID))
+		if err != nil {
+			return fmt.Errorf("read earlier delivery: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
 		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: %w", in.Platform, in.PlatformMsgID, err)
 	}
-	// A redelivery: inbound rows are never deleted, so the earlier one is
-	// there to read.
-	got, err = scanInbound(s.readRow(ctx, `SELECT `+inboundCols+` FROM inbound
-		WHERE platform = ? AND platform_msg_id = ? AND platform_msg_id <> ''`, in.Platform, in.PlatformMsgID))
-	if err != nil {
-		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: read earlier delivery: %w", in.Platform, in.PlatformMsgID, err)
-	}
-	return got, false, nil
+	return got, isNew, nil
 }
 
 // PendingInbound lists events not yet done after id after, first stored

@@ -129,10 +129,19 @@ func (w *writer) run() {
 }
 
 // commit runs the batch's writes in one transaction and answers each.
+// Every answer, a failure's too, waits for the transaction's end, so that
+// a caller who reads after its answer sees what the batch stored (the row
+// a conflicting insert ran into, say).
 func (w *writer) commit(batch []*writeOp) {
 	var begun bool
 	savepoints := len(batch) > 1
 	var done []*writeOp // ran without error, answered after the commit
+	var failed []failure
+	defer func() {
+		for _, f := range failed {
+			f.op.done <- f.err
+		}
+	}()
 	for i, op := range batch {
 		if !op.state.CompareAndSwap(opQueued, opStarted) {
 			continue // its caller gave up
@@ -181,7 +190,7 @@ func (w *writer) commit(batch []*writeOp) {
 			w.abort(op, err, done, batch[i+1:])
 			return
 		}
-		op.done <- err
+		failed = append(failed, failure{op, err})
 	}
 	if !begun {
 		return
@@ -197,6 +206,12 @@ func (w *writer) commit(batch []*writeOp) {
 	for _, op := range done {
 		op.done <- nil
 	}
+}
+
+// failure is a write of a batch that failed alone, and why.
+type failure struct {
+	op  *writeOp
+	err error
 }
 
 // abort ends a batch whose transaction is lost or cannot go on: failed
