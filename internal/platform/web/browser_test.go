@@ -333,8 +333,25 @@ func repeatShownOnce(t *testing.T, tab context.Context, w size) {
 		t.Fatal(err)
 	}
 	c.poll(t, "the later message", `document.getElementById("messages").innerText.includes("Then this.")`)
-	if n := browser.Eval[int](c.ctx, t, `[...document.querySelectorAll("#messages li")].filter(l => l.innerText.includes("Shown once.")).length`); n != 1 {
+	shownOnce := `[...document.querySelectorAll("#messages li")].filter(l => l.innerText.includes("Shown once.")).length`
+	if n := browser.Eval[int](c.ctx, t, shownOnce); n != 1 {
 		t.Errorf("a message sent twice is shown %d times", n)
+	}
+
+	// A reload keeps what the page showed, and still knows it as shown
+	// when it is sent once more.
+	c.do(t, chromedp.Reload())
+	c.poll(t, "the reloaded page to connect", `document.querySelectorAll("#conversations li").length > 0 && document.getElementById("status").innerText === ""`)
+	c.poll(t, "the message kept across the reload", shownOnce+` === 1`)
+	if _, err := c.a.Send(ctx, Home, "Shown once."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.a.Send(t.Context(), Home, "And that."); err != nil {
+		t.Fatal(err)
+	}
+	c.poll(t, "the message after the reload", `document.getElementById("messages").innerText.includes("And that.")`)
+	if n := browser.Eval[int](c.ctx, t, shownOnce); n != 1 {
+		t.Errorf("after a reload, a message sent again is shown %d times", n)
 	}
 }
 

@@ -24,6 +24,16 @@
   // shown: the ids of the messages received lately. The gateway sends a
   // message again until a page says it showed it, so one may come twice.
   const shown = new Set(), maxShown = 1000;
+  // A reload keeps both (for this tab): the extras stay on the page, and a
+  // message sent again after the reload is still known as shown.
+  const kept = "baton.page";
+  try {
+    const k = JSON.parse(sessionStorage.getItem(kept) || "null");
+    if (k) { Object.assign(extras, k.extras || {}); (k.shown || []).forEach((id) => shown.add(id)); }
+  } catch (e) { /* storage off or its value unreadable: start afresh */ }
+  function keep() {
+    try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown] })); } catch (e) { /* full or off */ }
+  }
 
   function connect() {
     ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
@@ -52,6 +62,10 @@
 
   // receive is where every frame from the gateway is handled, once each.
   function receive(f) {
+    handle(f);
+    if (f.type === "message" || f.type === "ack" || f.type === "history") keep();
+  }
+  function handle(f) {
     switch (f.type) {
       case "conversations":
         conversations = f.items || [];
@@ -385,6 +399,7 @@
   }
   function answer(x, cmd) {
     x.answer = cmd;
+    keep();
     say("/" + cmd, false);
   }
 
@@ -418,6 +433,7 @@
     if (text.startsWith("/")) {
       // Commands are answered but not stored: the page keeps them.
       (extras[current] = extras[current] || []).push({ role: "user", text, at: Date.now(), local: true });
+      keep();
     }
     say(text, true);
   }
