@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/keepalive"
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/anthropic"
 	"github.com/baton-agent/baton/internal/llm/offline"
@@ -53,19 +54,11 @@ func New(m config.ModelConfig, o Options) (llm.Provider, error) {
 }
 
 // MaxModelConns is how many connections to the model's host are open at
-// most, all kept alive. The gateway runs a turn per conversation at once;
-// with the standard library's default of two idle ones, most calls would
-// open (and over HTTPS, handshake) a new connection, and with no bound a
-// burst of a thousand conversations opened a thousand, most closed again
-// right after. Beyond the bound a call waits for a connection to be free.
+// most, all kept alive (see package keepalive): the gateway runs a turn
+// per conversation at once.
 const MaxModelConns = 64
 
-func modelClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = MaxModelConns
-	t.MaxConnsPerHost = MaxModelConns
-	return &http.Client{Transport: t}
-}
+func modelClient() *http.Client { return keepalive.Client(MaxModelConns) }
 
 // IsOffline reports whether p is the offline responder, which the
 // terminal announces at start.
