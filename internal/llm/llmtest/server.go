@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -247,6 +248,15 @@ func serveReply(w http.ResponseWriter, hr *http.Request, proto string, req Reque
 	}
 	if sw.cutting() {
 		hangUp(w)
+		return
+	}
+	if r.HoldEnd > 0 {
+		t := time.NewTimer(r.HoldEnd)
+		select {
+		case <-hr.Context().Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 

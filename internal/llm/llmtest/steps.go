@@ -18,6 +18,10 @@ type Reply struct {
 	ToolCalls []Call
 	Usage     Usage         // zero: a rough estimate from the request size
 	Delay     time.Duration // pause before each streamed chunk: a slow model
+	// HoldEnd keeps a streamed body open this long after its last event
+	// before ending it, as a proxy that flushes events ahead of the
+	// stream's end does.
+	HoldEnd time.Duration
 }
 
 // Call is a tool call in a Reply.

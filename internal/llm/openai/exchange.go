@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // maxErrorBody bounds how much of an error response is kept.
@@ -102,6 +103,7 @@ type sseFilter struct {
 	ex      *exchange
 	pending []byte
 	err     error
+	done    bool // the stream's [DONE] event was read
 }
 
 func (f *sseFilter) Read(p []byte) (int, error) {
@@ -118,7 +120,22 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (f *sseFilter) Close() error { return f.body.Close() }
+// drainWait bounds how long Close waits for the end of a finished stream.
+const drainWait = time.Second
+
+// Close reads what is left of a stream that finished with [DONE] (usually
+// just the end of the chunked body, often still in flight) before closing
+// it: the library stops reading at [DONE], and a body closed before its
+// end takes its connection down with it, so the next call would open a
+// new one. A stream cut short is closed at once.
+func (f *sseFilter) Close() error {
+	if f.done && f.err == nil {
+		stop := time.AfterFunc(drainWait, func() { _ = f.body.Close() })
+		_, _ = io.Copy(io.Discard, io.LimitReader(f.src, 64<<10))
+		stop.Stop()
+	}
+	return f.body.Close()
+}
 
 // pass returns what of line goes on to the library.
 func (f *sseFilter) pass(line []byte) []byte {
@@ -129,6 +146,9 @@ func (f *sseFilter) pass(line []byte) []byte {
 	data, ok := bytes.CutPrefix(trimmed, []byte("data:"))
 	if !ok {
 		return nil
+	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		f.done = true
 	}
 	if f.ex.errorEvent == nil && isErrorEvent(data) {
 		f.ex.errorEvent = bytes.TrimSpace(data)

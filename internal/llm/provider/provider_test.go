@@ -149,3 +149,28 @@ func TestConcurrentCallsReuseConnections(t *testing.T) {
 		t.Errorf("the second round of %d calls opened %d new connections (the first opened %d)", calls, opened, first)
 	}
 }
+
+// A server that flushes the last event before it ends the body (a proxy
+// often does) must not cost the connection: one call after another runs
+// on the one connection, for each wire protocol.
+func TestStreamEndingLateKeepsTheConnection(t *testing.T) {
+	for _, prov := range []string{config.ProviderOpenAI, config.ProviderAnthropic} {
+		t.Run(prov, func(t *testing.T) {
+			srv := llmtest.Start(t)
+			p, err := provider.New(config.ModelConfig{Provider: prov, BaseURL: srv.URL, APIKey: "k", Name: "x"}, provider.Options{NoRetry: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				srv.Push(llmtest.Reply{Text: fmt.Sprint("answer ", i), HoldEnd: 50 * time.Millisecond})
+				resp, err := p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+				if err != nil || resp.Text != fmt.Sprint("answer ", i) {
+					t.Fatalf("call %d: %q, %v", i, resp.Text, err)
+				}
+			}
+			if n := srv.Connections(); n != 1 {
+				t.Errorf("three calls one after another opened %d connections, want 1", n)
+			}
+		})
+	}
+}
