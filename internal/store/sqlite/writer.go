@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
 
-// Group commit. Every write of the store runs on one goroutine that owns
-// the writer connection. Writes queued while a transaction runs are done
+// Group commit. Every write of the store runs on the writer connection,
+// one batch at a time. Writes queued while a transaction runs are done
 // together in the next one, each in a savepoint of its own, so a write
 // that fails is undone alone and gets its own error while the others
 // commit. Committing is most of a small write's cost (WAL frames for each
@@ -19,6 +20,12 @@ import (
 // than one write. Every caller returns only once its write is committed
 // (or failed): what the store promises about a write returned holds as
 // before.
+//
+// A write that finds nobody writing runs its batch on its own goroutine
+// (the usual case: one person, one turn at a time), which saves two
+// goroutine switches per write. If writes queued meanwhile, a goroutine
+// goes on committing them until the queue is empty, so the caller that
+// led returns once its own write is done.
 //
 // A statement runs detached from its caller's context: SQLite answers an
 // interrupted write inside a transaction by rolling the whole transaction
@@ -54,77 +61,93 @@ type writeOp struct {
 	fn    func(tx *wtx) error
 	state atomic.Int32
 	done  chan error // buffered: the writer never waits for the caller
+	taken bool       // out of the queue, into a batch; guarded by writer.mu
 }
 
-// writer is the goroutine that owns the writer connection.
+// writer runs every write on the writer connection.
 type writer struct {
 	conn  *sql.Conn
-	ops   chan *writeOp // unbuffered: a write sent was taken by the writer
-	quit  chan struct{}
-	ended chan struct{}
-	stmts map[string]*sql.Stmt // prepared on conn; used by the writer goroutine only
-	stop  sync.Once
-	// waiting counts writes handed to tx and not yet taken; commits counts
-	// transactions committed. Tests read them.
+	stmts map[string]*sql.Stmt // prepared on conn; used by the leader only
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when leading ends
+	queue   []*writeOp
+	leading bool // a goroutine runs batches; the queue is empty when nobody does
+	closed  bool
+
+	// waiting counts writes queued and not yet taken into a batch;
+	// commits counts transactions committed. Tests read them.
 	waiting, commits atomic.Int64
 }
 
-// startWriter takes the writer connection and starts the goroutine that
-// runs every write.
+// startWriter takes the writer connection.
 func (s *Store) startWriter(ctx context.Context) error {
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	w := &writer{conn: conn, ops: make(chan *writeOp), quit: make(chan struct{}), ended: make(chan struct{}),
-		stmts: map[string]*sql.Stmt{}}
+	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}}
+	w.idle = sync.NewCond(&w.mu)
 	s.writer = w
-	go w.run()
 	return nil
 }
 
-// stopWriter ends the writer goroutine after the batch it runs, and
-// releases the connection.
+// stopWriter refuses new writes, waits for the batches of those queued,
+// and releases the connection.
 func (s *Store) stopWriter() error {
 	w := s.writer
 	if w == nil {
 		return nil
 	}
-	var err error
-	w.stop.Do(func() {
-		close(w.quit)
-		<-w.ended
-		for _, st := range w.stmts {
-			st.Close()
-		}
-		err = w.conn.Close()
-	})
-	return err
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	for w.leading {
+		w.idle.Wait()
+	}
+	w.mu.Unlock()
+	for _, st := range w.stmts {
+		st.Close()
+	}
+	return w.conn.Close()
 }
 
-func (w *writer) run() {
-	defer close(w.ended)
-	batch := make([]*writeOp, 0, maxBatch)
+// next takes the next batch off the queue, or ends leading when the queue
+// is empty. Called with w.mu held.
+func (w *writer) next() []*writeOp {
+	if len(w.queue) == 0 {
+		w.leading = false
+		w.idle.Broadcast()
+		return nil
+	}
+	n := min(len(w.queue), maxBatch)
+	batch := make([]*writeOp, n)
+	copy(batch, w.queue)
+	clear(w.queue[:n])
+	w.queue = w.queue[n:]
+	if len(w.queue) == 0 {
+		w.queue = nil // let the backing array go
+	}
+	for _, op := range batch {
+		op.taken = true
+	}
+	w.waiting.Add(-int64(n))
+	return batch
+}
+
+// lead commits batches until the queue is empty.
+func (w *writer) lead() {
 	for {
-		select {
-		case <-w.quit:
+		w.mu.Lock()
+		batch := w.next()
+		w.mu.Unlock()
+		if batch == nil {
 			return
-		case op := <-w.ops:
-			w.waiting.Add(-1)
-			batch = append(batch[:0], op)
-		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case op := <-w.ops:
-				w.waiting.Add(-1)
-				batch = append(batch, op)
-			default:
-				break more
-			}
 		}
 		w.commit(batch)
-		clear(batch) // let the ops' closures go
 	}
 }
 
@@ -300,20 +323,42 @@ func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
 	}
 	w := s.writer
 	op := &writeOp{fn: fn, done: make(chan error, 1)}
-	w.waiting.Add(1)
-	select {
-	case w.ops <- op:
-	case <-w.quit:
-		w.waiting.Add(-1)
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return errStoreClosed
-	case <-ctx.Done():
-		w.waiting.Add(-1)
-		return ctx.Err()
 	}
+	w.queue = append(w.queue, op)
+	w.waiting.Add(1)
+	if !w.leading {
+		// Nobody writes: run the batch here. The queue was empty, so this
+		// write is in the first batch.
+		w.leading = true
+		batch := w.next()
+		w.mu.Unlock()
+		w.commit(batch)
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			go w.lead()
+		} else {
+			w.next() // ends leading
+		}
+		w.mu.Unlock()
+		return <-op.done
+	}
+	w.mu.Unlock()
 	select {
 	case err := <-op.done:
 		return err
 	case <-ctx.Done():
+		w.mu.Lock()
+		if !op.taken {
+			w.queue = slices.DeleteFunc(w.queue, func(o *writeOp) bool { return o == op })
+			w.waiting.Add(-1)
+			w.mu.Unlock()
+			return ctx.Err()
+		}
+		w.mu.Unlock()
 		if op.state.CompareAndSwap(opQueued, opWithdrawn) {
 			return ctx.Err()
 		}
