@@ -266,38 +266,6 @@ func TestBadPath(t *testing.T) {
 	}
 }
 
-func TestPendingListUsesIndex(t *testing.T) {
-	path := filepath.Join(t.TempDir(), sqlite.FileName)
-	s, err := sqlite.Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	db, _ := sql.Open("sqlite", path)
-	defer db.Close()
-	for _, q := range []string{
-		`SELECT id FROM handoffs WHERE state = 'pending' ORDER BY requested_at, id`,
-		`SELECT id FROM handoffs WHERE state = 'pending' AND platform IN ('web') ORDER BY requested_at, id`,
-	} {
-		rows, err := db.Query(`EXPLAIN QUERY PLAN ` + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			rows.Scan(&id, &parent, &unused, &detail)
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		joined := strings.Join(plan, "; ")
-		if !strings.Contains(joined, "handoffs_pending") || strings.Contains(joined, "TEMP B-TREE") {
-			t.Fatalf("plan for %q does not use the pending index without sorting: %s", q, joined)
-		}
-	}
-}
-
 func TestFTSQuery(t *testing.T) {
 	cases := map[string]string{
 		`foo`:        `"foo"`,

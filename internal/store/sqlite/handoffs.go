@@ -81,9 +81,14 @@ func (s *Store) GetHandoff(ctx context.Context, id int64) (store.Handoff, error)
 	return h, nil
 }
 
+// liveHandoff is handoffs_live's condition, written into a query so that
+// SQLite walks that index (the few live handoffs) instead of the table,
+// which keeps every finished one.
+const liveHandoff = `state IN ('pending', 'running')`
+
 // PendingHandoffs lists pending handoffs, oldest request first.
 func (s *Store) PendingHandoffs(ctx context.Context, platforms ...string) ([]store.Handoff, error) {
-	q := `SELECT ` + handoffCols + ` FROM handoffs WHERE state = 'pending'`
+	q := `SELECT ` + handoffCols + ` FROM handoffs WHERE ` + liveHandoff + ` AND state = 'pending'`
 	args := make([]any, len(platforms))
 	if len(platforms) > 0 {
 		q += ` AND platform IN (?` + strings.Repeat(", ?", len(platforms)-1) + `)`
@@ -169,7 +174,7 @@ func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued int, f
 		failed = nil
 		rows, err := tx.Query(`UPDATE handoffs SET state = 'failed', lease_until = 0, finished_at = ?,
 			error = 'the gateway working on it stopped answering (lease expired after ' || attempts || ' attempts; last claimed by ' || claimed_by || ')'
-			WHERE state = 'running' AND lease_until < ? AND attempts >= ? RETURNING id`, cut, cut, store.MaxHandoffAttempts)
+			WHERE `+liveHandoff+` AND state = 'running' AND lease_until < ? AND attempts >= ? RETURNING id`, cut, cut, store.MaxHandoffAttempts)
 		if err != nil {
 			return err
 		}
@@ -186,7 +191,7 @@ func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued int, f
 			return err
 		}
 		res, err := tx.Exec(`UPDATE handoffs SET state = 'pending', claimed_by = '', lease_until = 0
-			WHERE state = 'running' AND lease_until < ?`, cut)
+			WHERE `+liveHandoff+` AND state = 'running' AND lease_until < ?`, cut)
 		if err != nil {
 			return err
 		}
