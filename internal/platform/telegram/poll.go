@@ -41,7 +41,7 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			return conflictAdvice(err)
 		}
 		for _, raw := range raws {
 			id, ev, ok, err := decodeUpdate(raw, a.Username())
@@ -65,6 +65,23 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 		}
 	}
 	return nil
+}
+
+// conflictAdvice says what to do about a 409 Conflict from getUpdates:
+// Telegram hands a bot's updates to one reader, so either another program
+// polls with the same token (each poll ends the other's, and the messages
+// are split between them) or a webhook is set. Other errors pass as they
+// are. Either way Run ends and is restarted with backoff, so baton takes
+// over once the other reader stops.
+func conflictAdvice(err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) || ae.Code != http.StatusConflict {
+		return err
+	}
+	if strings.Contains(strings.ToLower(ae.Description), "webhook") {
+		return fmt.Errorf("telegram: a webhook is set for this bot, and baton reads updates by polling: delete the webhook (the Bot API's deleteWebhook) or give baton a bot of its own: %w", err)
+	}
+	return fmt.Errorf("telegram: another program is reading this bot's updates (a second baton gateway with the same token?): stop it or give each its own bot; messages are split between the two until then: %w", err)
 }
 
 // offset is the next update id to ask for.

@@ -624,3 +624,41 @@ func TestLink(t *testing.T) {
 		}
 	}
 }
+
+// Two programs polling one bot: Telegram ends the older long poll with 409
+// Conflict. Run ends with what is going on and what to do, not the bare
+// API error, and the other program's poll goes on.
+func TestRunSaysAnotherProgramReadsTheBot(t *testing.T) {
+	f := setup(t)
+	first := make(chan error, 1)
+	go func() {
+		first <- f.tg.Run(t.Context(), platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	}()
+	testutil.Eventually(t, testutil.Patience, func() bool { return f.srv.CallCount("getUpdates") > 0 }, "the first program to poll")
+
+	other, err := telegram.New(telegram.Config{Token: token, ServerURL: f.srv.URL(), PollTimeout: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	second := make(chan error, 1)
+	go func() {
+		second <- other.Run(ctx, platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+	}()
+	err = testutil.Receive(t, first, "the first program's Run to end")
+	if err == nil || !strings.Contains(err.Error(), "another program is reading this bot's updates") || !strings.Contains(err.Error(), "409") {
+		t.Errorf("Run after another program polled: %v, want the conflict explained", err)
+	}
+	if errors.Is(err, platform.ErrRefused) {
+		t.Errorf("a conflict is not a refused token: %v (it must be retried)", err)
+	}
+	select {
+	case err := <-second:
+		t.Errorf("the second program's Run ended too: %v", err)
+	default:
+	}
+	cancel()
+	if err := testutil.Receive(t, second, "the second program's Run to end"); err != nil {
+		t.Errorf("second Run at its end: %v", err)
+	}
+}

@@ -100,6 +100,7 @@ type Server struct {
 	commands   []json.RawMessage
 	rejectHTML int
 	forbidden  []string // texts whose sends and edits answer 403
+	polls      int64    // getUpdates calls so far: a newer one ends an older one's wait
 }
 
 // New starts a fake Bot API for token on 127.0.0.1, closed when tb ends.
@@ -506,9 +507,22 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 		limit = 100
 	}
 	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
+	// As Telegram does, a long poll still waiting when another getUpdates
+	// arrives for the bot (a second program with the same token) ends
+	// with 409 Conflict.
+	s.mu.Lock()
+	s.polls++
+	poll := s.polls
+	s.changed()
+	s.mu.Unlock()
 	for {
 		wake := s.kit.Changes() // before looking, so a change is not missed
 		s.mu.Lock()
+		if s.polls != poll {
+			s.mu.Unlock()
+			s.reply(w, r, "getUpdates", p, 409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running", 0, nil)
+			return
+		}
 		if offset > 0 {
 			// An offset confirms every update below it, for good.
 			keptU, keptID := s.updates[:0:0], s.updateIDs[:0:0]
