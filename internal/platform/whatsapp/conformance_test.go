@@ -28,10 +28,31 @@ func newAdapter(t *testing.T, fake *whatsapptest.Fake, home string) *whatsapp.Ad
 // with WhatsApp's server codes (the HTTP-like statuses whatsmeow reports),
 // which the adapter classifies as the suite expects.
 func TestConformance(t *testing.T) {
+	t.Run("in-process", func(t *testing.T) { conformance(t, false) })
+	t.Run("through-baton-whatsapp", func(t *testing.T) { conformance(t, true) })
+}
+
+// conformance runs the suite with the adapter talking to the fake
+// directly, or through baton-whatsapp's protocol (Serve on pipes) as the
+// gateway does.
+func conformance(t *testing.T, piped bool) {
 	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
 		fake := whatsapptest.New(self)
+		var client whatsapp.Client = fake
+		if piped {
+			p, _, err := whatsapp.StartPiped(t.Context(), fake, nil, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			client = p
+		}
+		a, err := whatsapp.New(whatsapp.Config{Client: client, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		return platformtest.Harness{
-			Adapter: newAdapter(t, fake, ""),
+			Adapter: a,
 			Home:    whatsapp.HomeAddress(self),
 			Person:  self,
 			Say: func(_ context.Context, at platform.Address, sender, text string) (string, error) {
