@@ -52,7 +52,7 @@ func FindProgram() (string, error) {
 type Process struct {
 	spawn spawnFunc
 	log   *slog.Logger
-	self string
+	self  string
 
 	mu  sync.Mutex
 	cur *child
