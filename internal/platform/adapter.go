@@ -2,6 +2,9 @@ package platform
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
 	"time"
 )
 
@@ -143,4 +146,21 @@ func WithDeliveryKey(ctx context.Context, key string) context.Context {
 func DeliveryKey(ctx context.Context) string {
 	k, _ := ctx.Value(deliveryKey{}).(string)
 	return k
+}
+
+// DeliveryToken is a token of n hex digits (at most 64) standing for one
+// message of the delivery a Send is a try of: part counts the messages
+// that one Send posts (0 for the first). It is the same for every try of
+// that delivery, in this run and after a restart, and differs for another
+// delivery, place or part, so an adapter can hand it to a service that
+// drops a repeat by a key the sender chooses (a Matrix transaction id, a
+// Discord nonce, a WhatsApp message id). ok is false when ctx carries no
+// delivery key: the message is not stored, and nothing can repeat it.
+func DeliveryToken(ctx context.Context, to Address, part, n int) (token string, ok bool) {
+	key := DeliveryKey(ctx)
+	if key == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(to.Key() + "\x00" + key + "\x00" + strconv.Itoa(part)))
+	return hex.EncodeToString(sum[:])[:min(max(n, 1), 2*sha256.Size)], true
 }
