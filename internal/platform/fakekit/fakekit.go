@@ -95,6 +95,7 @@ type Server struct {
 	closed      bool
 	holds       map[string]chan struct{} // methods whose requests wait for release
 	held        map[string]int           // requests waiting now, by method
+	lose        map[string]int           // answers to cut, by method (LoseNext)
 }
 
 // New starts a server on 127.0.0.1 (a free port) in front of h, closed
@@ -114,6 +115,7 @@ func New(tb testing.TB, cfg Config, h http.Handler) *Server {
 		unsupported: map[string]bool{},
 		holds:       map[string]chan struct{}{},
 		held:        map[string]int{},
+		lose:        map[string]int{},
 	}
 	// Listen ourselves: tests may use loopback IPv4 only.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -211,6 +213,17 @@ func (s *Server) FailNext(method string, status int, retryAfter time.Duration) {
 	defer s.mu.Unlock()
 	k := strings.ToLower(method)
 	s.failures[k] = append(s.failures[k], Failure{Method: method, Status: status, RetryAfter: retryAfter})
+}
+
+// LoseNext makes the service carry out the next call of method but never
+// answer it: the connection is cut once the fake's handler is done, as when
+// the network fails, or the client dies, right after the service accepted
+// a message. Losses queue as FailNext's failures do. The call is recorded
+// with status 0.
+func (s *Server) LoseNext(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose[strings.ToLower(method)]++
 }
 
 // Unsupported makes methods answer 404, as a server without them would.
@@ -354,6 +367,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	down, mode := s.down, s.downMode
 	key := strings.ToLower(method)
 	var fail *Failure
+	lose := false
 	switch {
 	case down:
 	case s.unsupported[key]:
@@ -362,6 +376,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		f := s.failures[key][0]
 		s.failures[key] = s.failures[key][1:]
 		fail = &f
+	case s.lose[key] > 0:
+		s.lose[key]--
+		lose = true
 	}
 	s.mu.Unlock()
 
@@ -395,6 +412,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		ctx := context.WithValue(r.Context(), paramsKey{}, parsed{params, perr})
 		ctx = context.WithValue(ctx, noteKey{}, &note)
+		if lose {
+			// Done, but the answer goes nowhere; recorded before the
+			// hang-up, as for a service down in Hangup mode.
+			s.handler.ServeHTTP(httptest.NewRecorder(), r.WithContext(ctx))
+			record()
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
 		s.handler.ServeHTTP(rec, r.WithContext(ctx))
 	}
 	record()

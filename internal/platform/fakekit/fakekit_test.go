@@ -235,3 +235,27 @@ func TestHold(t *testing.T) {
 		t.Errorf("after release: held %d, calls %d", s.Held("/slow"), s.CallCount("/slow"))
 	}
 }
+
+// A lost answer: the service does the work, the client hears nothing.
+func TestLoseNext(t *testing.T) {
+	e := newEcho(t)
+	e.kit.LoseNext("PUT")
+	resp, err := http.Get(e.kit.URL() + "/put?v=a")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("the lost call was answered %d", resp.StatusCode)
+	}
+	e.mu.Lock()
+	box := append([]string(nil), e.box...)
+	e.mu.Unlock()
+	if len(box) != 1 || box[0] != "a" {
+		t.Errorf("the service did not carry out the lost call: %q", box)
+	}
+	if calls := e.kit.Calls(); len(calls) != 1 || calls[0].Status != 0 {
+		t.Errorf("calls %+v, want one unanswered", calls)
+	}
+	// Only the next one is lost.
+	if status, _, _ := get(t, e.kit, "/put?v=b"); status != http.StatusOK {
+		t.Errorf("the call after answered %d", status)
+	}
+}
