@@ -66,18 +66,20 @@ func room(to platform.Address) (id.RoomID, error) {
 // clients without threads). Text longer than MaxMessageLen is split first
 // (the gateway normally has done it already); a part whose event would
 // still be too large goes as plain text, or is split further. It returns
-// the id of the first event posted.
+// the id of the first event posted. A try of a stored delivery posts no
+// event twice (see txnID).
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	r, err := room(to)
 	if err != nil {
 		return "", err
 	}
 	var first string
+	events := 0 // events posted so far; each has its own transaction id
 	for _, part := range platform.Split(text, MaxMessageLen, a.MessageLen) {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		ids, err := a.sendPart(ctx, r, to, part)
+		ids, err := a.sendPart(ctx, r, to, part, &events)
 		if first == "" && len(ids) > 0 {
 			first = ids[0]
 		}
@@ -92,8 +94,9 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 }
 
 // sendPart posts one part, as HTML if the event fits, else as plain text,
-// else in halves.
-func (a *Adapter) sendPart(ctx context.Context, r id.RoomID, to platform.Address, md string) ([]string, error) {
+// else in halves. events counts the events this Send posted, for their
+// transaction ids.
+func (a *Adapter) sendPart(ctx context.Context, r id.RoomID, to platform.Address, md string, events *int) ([]string, error) {
 	var body []byte
 	for _, plain := range []bool{false, true} {
 		c := formatted(md, plain)
@@ -110,7 +113,7 @@ func (a *Adapter) sendPart(ctx context.Context, r id.RoomID, to platform.Address
 	if body == nil {
 		var ids []string
 		for _, half := range platform.Split(md, max(len(md)/2, 1), a.MessageLen) {
-			got, err := a.sendPart(ctx, r, to, half)
+			got, err := a.sendPart(ctx, r, to, half, events)
 			ids = append(ids, got...)
 			if err != nil {
 				return ids, err
@@ -118,7 +121,8 @@ func (a *Adapter) sendPart(ctx context.Context, r id.RoomID, to platform.Address
 		}
 		return ids, nil
 	}
-	ev, err := a.sendEvent(ctx, r, body)
+	ev, err := a.sendEvent(ctx, r, a.txnID(ctx, to, *events), body)
+	*events++
 	if err != nil {
 		return nil, failure("send", err, false)
 	}
@@ -141,14 +145,29 @@ func (a *Adapter) threadRelation(to platform.Address) *relatesTo {
 	return &relatesTo{RelType: "m.thread", EventID: to.Thread, IsFallingBack: true, InReplyTo: &inReplyTo{EventID: string(reply)}}
 }
 
-// sendEvent puts one m.room.message event with an encoded content.
-func (a *Adapter) sendEvent(ctx context.Context, r id.RoomID, content []byte) (id.EventID, error) {
+// txnID is the transaction id of the event-th event of a Send. The
+// homeserver answers a repeated PUT with the same transaction id (from the
+// same access token) with the event it created the first time, so for a
+// stored delivery it is derived from the delivery key: a try after a
+// failure or a restart posts nothing twice. The split into events is the
+// same on every try of one delivery, so the count names the same event.
+// Without a key it is random.
+func (a *Adapter) txnID(ctx context.Context, to platform.Address, event int) string {
+	if tok, ok := platform.DeliveryToken(ctx, to, event, 32); ok {
+		return "baton." + tok
+	}
+	return a.cli.TxnID()
+}
+
+// sendEvent puts one m.room.message event with an encoded content under a
+// transaction id.
+func (a *Adapter) sendEvent(ctx context.Context, r id.RoomID, txnID string, content []byte) (id.EventID, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
 	var resp mautrix.RespSendEvent
 	_, err := a.cli.MakeFullRequest(ctx, mautrix.FullRequest{
 		Method:       http.MethodPut,
-		URL:          a.cli.BuildClientURL("v3", "rooms", r, "send", "m.room.message", a.cli.TxnID()),
+		URL:          a.cli.BuildClientURL("v3", "rooms", r, "send", "m.room.message", txnID),
 		Headers:      http.Header{"Content-Type": {"application/json"}},
 		RequestBytes: content,
 		ResponseJSON: &resp,
@@ -191,7 +210,7 @@ func (a *Adapter) Edit(ctx context.Context, at platform.Address, msgID, text str
 			body = nil
 		}
 	}
-	if _, err := a.sendEvent(ctx, r, body); err != nil {
+	if _, err := a.sendEvent(ctx, r, a.cli.TxnID(), body); err != nil {
 		err = failure("edit", err, true)
 		if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported {
 			a.refused.Log(a.log, "edit", err)
@@ -240,7 +259,7 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 	if err != nil {
 		return platform.Address{}, platform.Permanent(fmt.Errorf("matrix: new thread in %s: encode: %w", home.Key(), err))
 	}
-	ev, err := a.sendEvent(ctx, r, body)
+	ev, err := a.sendEvent(ctx, r, a.cli.TxnID(), body)
 	if err != nil {
 		return platform.Address{}, fmt.Errorf("matrix: new thread in %s: %w", home.Key(), failure("send", err, false))
 	}

@@ -15,8 +15,8 @@ import (
 )
 
 // Proxy stands between an adapter and the homeserver, passing everything
-// on, with the kit's failures on demand: FailNext(method, …), Unsupported
-// (method), Down and Up. Methods are named after the API call: "sync",
+// on, with the kit's failures on demand: FailNext(method, …), LoseNext
+// (method: passed on, the answer lost), Unsupported(method), Down and Up. Methods are named after the API call: "sync",
 // "send" (a message), "edit" (a message replacing another), "typing",
 // "whoami", "join", "leave", "messages"; anything else by its path.
 type Proxy struct {
