@@ -47,6 +47,9 @@ const MaxMessageLen = 2000
 // maxThreadName is Discord's limit on a channel (thread) name.
 const maxThreadName = 100
 
+// maxNonce is the longest string nonce a message may carry.
+const maxNonce = 25
+
 // EnvToken is the environment variable the bot token is read from when
 // config.yaml has none.
 const EnvToken = "DISCORD_BOT_TOKEN"

@@ -27,24 +27,31 @@ const (
 // Send posts markdown (Discord renders it itself) to an address and
 // returns the id of the first message posted. Text longer than
 // MaxMessageLen is split first (the gateway normally has done it already).
-// Every message mentions nobody. A refusal Discord will repeat (unknown
-// channel, missing access, bad request) wraps platform.ErrPermanent; a 429
-// asks for its retry_after; other failures are transient.
+// Every message mentions nobody. A message of a stored delivery carries
+// a nonce derived from its key, enforced: Discord gives back the message
+// that nonce made in the last few minutes instead of posting another, so
+// a try after a lost answer or a restart posts nothing twice. A refusal
+// Discord will repeat (unknown channel, missing access, bad request)
+// wraps platform.ErrPermanent; a 429 asks for its retry_after; other
+// failures are transient.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	ch, err := channelOf(to)
 	if err != nil {
 		return "", err
 	}
 	var first string
-	for _, part := range platform.Split(text, MaxMessageLen, platform.UTF16Len) {
+	for i, part := range platform.Split(text, MaxMessageLen, platform.UTF16Len) {
 		if strings.TrimSpace(part) == "" {
 			continue // Discord refuses empty messages
 		}
 		var m struct {
 			ID string `json:"id"`
 		}
-		err := a.call(ctx, "POST /channels/{id}/messages", rest.CreateMessage.Compile(nil, ch),
-			discord.MessageCreate{Content: part, AllowedMentions: noMentionsPtr()}, &m)
+		msg := discord.MessageCreate{Content: part, AllowedMentions: noMentionsPtr()}
+		if nonce, ok := deliveryNonce(ctx, to, i); ok {
+			msg.Nonce, msg.EnforceNonce = nonce, true
+		}
+		err := a.call(ctx, "POST /channels/{id}/messages", rest.CreateMessage.Compile(nil, ch), msg, &m)
 		if err != nil {
 			return first, fmt.Errorf("discord: send to %s: %w", to.Key(), final(err))
 		}
@@ -56,6 +63,17 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		return "", fmt.Errorf("discord: send to %s: empty message: %w", to.Key(), platform.ErrPermanent)
 	}
 	return first, nil
+}
+
+// deliveryNonce is the nonce of part i of the stored delivery ctx names
+// (platform.DeliveryToken): 25 characters, Discord's longest, starting
+// with a letter so that it is never read as a number.
+func deliveryNonce(ctx context.Context, to platform.Address, i int) (string, bool) {
+	tok, ok := platform.DeliveryToken(ctx, to, i, maxNonce-1)
+	if !ok {
+		return "", false
+	}
+	return "b" + tok, true
 }
 
 // Edit replaces a message's content. An edit cannot be split, so text

@@ -2,12 +2,13 @@
 // the gateway websocket on 127.0.0.1, speaking Discord's wire protocol —
 // HELLO, IDENTIFY, READY and GUILD_CREATE, heartbeats and their ACKs,
 // RESUME with the events missed replayed, MESSAGE_CREATE and
-// THREAD_CREATE dispatches, the intents deciding what a session sees — and
-// the failures the real one shows on demand: route and global 429s with
-// retry_after, 5xx, routes it does not have, thread creation refused for
-// want of a permission (403, code 50013), a refused token, the websocket
-// dropped mid-run, the whole service down. It is built on fakekit, as
-// every fake service is.
+// THREAD_CREATE dispatches, the intents deciding what a session sees, a
+// message created with an enforced nonce given back instead of made again
+// — and the failures the real one shows on demand: route and global 429s
+// with retry_after, 5xx, routes it does not have, thread creation refused
+// for want of a permission (403, code 50013), a refused token, the
+// websocket dropped mid-run, an answer lost, the whole service down. It is
+// built on fakekit, as every fake service is.
 package discordtest
 
 import (
@@ -73,6 +74,23 @@ type Post struct {
 	// Pings is what the message would have pinged by Discord's rules:
 	// "everyone" for @everyone/@here, role and user ids.
 	Pings []string
+	// Nonce is the nonce a created message carried ("" for none);
+	// Enforced says whether enforce_nonce was set.
+	Nonce    string
+	Enforced bool
+}
+
+// NonceWindow is how long an enforced nonce finds the message it made.
+// Discord says only "the past few minutes".
+const NonceWindow = 5 * time.Minute
+
+// maxNonce is the longest string nonce Discord takes.
+const maxNonce = 25
+
+// nonced is a message created with an enforced nonce.
+type nonced struct {
+	msgID, channelID string
+	at               time.Time
 }
 
 // Server is the fake Discord. Its methods are safe for concurrent use.
@@ -89,6 +107,7 @@ type Server struct {
 	order         []string // channel ids in creation order
 	posts         []Post
 	authors       map[string]string // message id → author id
+	nonces        map[string]nonced // author id + nonce → the message it made
 	sessions      map[string]*session
 	conns         map[*wsConn]bool
 	identifies    int
@@ -109,6 +128,7 @@ func New(tb testing.TB, token string) *Server {
 		next:      uint64(time.Now().UnixMilli()-1420070400000) << 22,
 		channels:  map[string]*Channel{},
 		authors:   map[string]string{},
+		nonces:    map[string]nonced{},
 		sessions:  map[string]*session{},
 		conns:     map[*wsConn]bool{},
 		heartbeat: 41250 * time.Millisecond,
@@ -288,6 +308,11 @@ func (s *Server) RateLimitGlobal(retryAfter time.Duration) {
 	defer s.mu.Unlock()
 	s.globalLimit = retryAfter
 }
+
+// LoseNext makes Discord carry out the next request of route but never
+// answer it (the connection is cut): a message posted that the bot never
+// heard of.
+func (s *Server) LoseNext(route string) { s.kit.LoseNext(route) }
 
 // Unsupported makes routes answer Discord's 404 for an unknown endpoint.
 func (s *Server) Unsupported(routes ...string) { s.kit.Unsupported(routes...) }
@@ -573,11 +598,19 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route strin
 	var body struct {
 		Content         *string         `json:"content"`
 		AllowedMentions json.RawMessage `json:"allowed_mentions"`
+		Nonce           json.RawMessage `json:"nonce"`
+		EnforceNonce    bool            `json:"enforce_nonce"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 		return false
 	}
+	nonce, ok := parseNonce(body.Nonce)
+	if !ok {
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: nonce must be an integer or a string of at most 25 characters")
+		return false
+	}
+
 	s.mu.Lock()
 	c, ok := s.channels[parts[1]]
 	if !ok {
@@ -612,17 +645,37 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route strin
 		return false
 	}
 	s.mu.Lock()
+	if route == RouteCreateMessage && nonce != "" && body.EnforceNonce {
+		// Discord gives back the message this nonce made and creates
+		// none: no post, no MESSAGE_CREATE.
+		if m, found := s.repeatLocked(nonce); found {
+			s.mu.Unlock()
+			fakekit.Annotate(r, "repeat of nonce "+nonce)
+			fakekit.WriteJSON(w, http.StatusOK, m)
+			return true
+		}
+	}
 	if msgID == "" {
 		msgID = s.newID()
 		s.authors[msgID] = s.bot.ID
+		if nonce != "" && body.EnforceNonce {
+			s.nonces[s.bot.ID+"\x00"+nonce] = nonced{msgID: msgID, channelID: ch.ID, at: time.Now()}
+		}
 	}
 	allowed := ""
 	if len(body.AllowedMentions) > 0 {
 		allowed = string(body.AllowedMentions)
 	}
-	s.posts = append(s.posts, Post{Route: route, ChannelID: ch.ID, MessageID: msgID, Content: *body.Content,
-		AllowedMentions: allowed, Pings: pings(*body.Content, body.AllowedMentions)})
+	post := Post{Route: route, ChannelID: ch.ID, MessageID: msgID, Content: *body.Content,
+		AllowedMentions: allowed, Pings: pings(*body.Content, body.AllowedMentions)}
+	if route == RouteCreateMessage {
+		post.Nonce, post.Enforced = nonce, body.EnforceNonce
+	}
+	s.posts = append(s.posts, post)
 	msg := s.messageJSON(&ch, msgID, s.bot, true, *body.Content)
+	if post.Nonce != "" {
+		msg["nonce"] = post.Nonce
+	}
 	if route == RouteCreateMessage {
 		// Discord tells the bot of its own messages too.
 		s.dispatchLocked("MESSAGE_CREATE", msg, &ch, false)
@@ -631,6 +684,47 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route strin
 	s.mu.Unlock()
 	fakekit.WriteJSON(w, http.StatusOK, msg)
 	return true
+}
+
+// parseNonce reads a message's nonce, an integer or a string of at most
+// 25 characters; "" for none, ok false for one Discord refuses.
+func parseNonce(raw json.RawMessage) (nonce string, ok bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", true
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str, utf8.RuneCountInString(str) <= maxNonce
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		if _, err := n.Int64(); err == nil {
+			return n.String(), true
+		}
+	}
+	return "", false
+}
+
+// repeatLocked is the message the bot made with nonce within NonceWindow,
+// as Discord answers a create that enforces it; s.mu held.
+func (s *Server) repeatLocked(nonce string) (map[string]any, bool) {
+	n, ok := s.nonces[s.bot.ID+"\x00"+nonce]
+	if !ok || time.Since(n.at) > NonceWindow {
+		return nil, false
+	}
+	c, ok := s.channels[n.channelID]
+	if !ok {
+		return nil, false
+	}
+	content := ""
+	for _, p := range s.posts {
+		if p.MessageID == n.msgID {
+			content = p.Content // the latest edit
+		}
+	}
+	m := s.messageJSON(c, n.msgID, s.bot, true, content)
+	m["nonce"] = nonce
+	return m, true
 }
 
 func (s *Server) messageJSON(c *Channel, id string, author User, bot bool, content string) map[string]any {

@@ -151,3 +151,52 @@ func TestRESTNeedsTheBotToken(t *testing.T) {
 		}
 	}
 }
+
+// createMessage posts a message as a bot would and returns the status and
+// the answer.
+func createMessage(t *testing.T, s *Server, channel string, body map[string]any) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, s.APIURL()+"/channels/"+channel+"/messages", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bot "+s.Token())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// A create with an enforced nonce the bot used before gives back the
+// message that nonce made; without enforce_nonce, or with another nonce,
+// a message is made. A nonce over 25 characters is refused.
+func TestEnforcedNonceGivesBackTheMessage(t *testing.T) {
+	s := New(t, "tok")
+	home, other := s.Home(), s.AddChannel("other")
+	status, first := createMessage(t, s, home, map[string]any{"content": "hello", "nonce": "n1", "enforce_nonce": true})
+	if status != http.StatusOK || first["nonce"] != "n1" {
+		t.Fatalf("first create: %d %v", status, first)
+	}
+	// Per author, whatever the channel, and whatever the content.
+	for _, c := range []struct{ channel, content string }{{home, "hello"}, {other, "changed"}} {
+		status, again := createMessage(t, s, c.channel, map[string]any{"content": c.content, "nonce": "n1", "enforce_nonce": true})
+		if status != http.StatusOK || again["id"] != first["id"] || again["content"] != "hello" || again["channel_id"] != home {
+			t.Errorf("repeat in %s: %d %v, want the first message %v", c.channel, status, again, first["id"])
+		}
+	}
+	if _, notEnforced := createMessage(t, s, home, map[string]any{"content": "hello", "nonce": "n1"}); notEnforced["id"] == first["id"] {
+		t.Error("a nonce not enforced gave back the old message")
+	}
+	if _, otherNonce := createMessage(t, s, home, map[string]any{"content": "hello", "nonce": 42, "enforce_nonce": true}); otherNonce["id"] == first["id"] || otherNonce["nonce"] != "42" {
+		t.Errorf("an integer nonce: %v", otherNonce)
+	}
+	if status, refused := createMessage(t, s, home, map[string]any{"content": "hello", "nonce": strings.Repeat("n", 26), "enforce_nonce": true}); status != http.StatusBadRequest || refused["code"] != float64(50035) {
+		t.Errorf("a 26-character nonce: %d %v", status, refused)
+	}
+	if shown := s.Shown(); len(shown) != 3 {
+		t.Errorf("%d messages shown, want 3: %+v", len(shown), shown)
+	}
+}
