@@ -38,6 +38,9 @@ type frame struct {
 	Seq  int64  `json:"seq,omitempty"` // a message and its ack
 	Chat string `json:"chat,omitempty"`
 	Text string `json:"text,omitempty"`
+	// MsgID is the message id a send asks for ("": WhatsApp's client
+	// makes one up); see Client.SendText.
+	MsgID string `json:"msg_id,omitempty"`
 
 	// From baton-whatsapp: hello (first), connected, message, ended
 	// (Listen returned), or a reply.
@@ -182,7 +185,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, c Client, openErr e
 			}
 		case "send":
 			work.Go(func() {
-				id, err := c.SendText(ctx, f.Chat, f.Text)
+				id, err := c.SendText(ctx, f.Chat, f.MsgID, f.Text)
 				write(frame{Reply: f.ID, Result: id, Error: toWire(err)})
 			})
 		case "composing":

@@ -168,9 +168,9 @@ func (p *Process) Listen(ctx context.Context, connected func(), handle func(cont
 	}
 }
 
-// SendText asks the child to send text to chat.
-func (p *Process) SendText(ctx context.Context, chat, text string) (string, error) {
-	f, err := p.call(ctx, frame{Op: "send", Chat: chat, Text: text})
+// SendText asks the child to send text to chat as the message with id.
+func (p *Process) SendText(ctx context.Context, chat, id, text string) (string, error) {
+	f, err := p.call(ctx, frame{Op: "send", Chat: chat, MsgID: id, Text: text})
 	if err != nil {
 		return "", err
 	}

@@ -58,7 +58,7 @@ func TestProcessRestartsAfterTheChildDies(t *testing.T) {
 		t.Fatalf("after the restart got %q, want %q again", m.ID, id)
 	}
 	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Acked(id) }, "the message to be acknowledged")
-	if _, err := p.SendText(t.Context(), self, "answer"); err != nil {
+	if _, err := p.SendText(t.Context(), self, "", "answer"); err != nil {
 		t.Fatalf("send after the restart: %v", err)
 	}
 	if s := fake.Sent(); len(s) != 1 || s[0].Text != "answer" {
@@ -90,7 +90,7 @@ func TestProcessCarriesErrorKinds(t *testing.T) {
 	}
 	defer p.Close()
 	fake.FailNextSend(429, 0)
-	_, err = p.SendText(t.Context(), self, "x")
+	_, err = p.SendText(t.Context(), self, "", "x")
 	var se *whatsapp.ServerError
 	if !errors.As(err, &se) || se.Code != 429 {
 		t.Errorf("a 429 through the pipe: %v (%T)", err, err)

@@ -87,8 +87,11 @@ type Client interface {
 	// error for is not acknowledged, so WhatsApp delivers it again on the
 	// next connection; Listen then disconnects and returns that error.
 	Listen(ctx context.Context, connected func(), handle func(context.Context, Message) error) error
-	// SendText sends text to a chat once and returns the message's id.
-	SendText(ctx context.Context, chat, text string) (string, error)
+	// SendText sends text to a chat once as the message with id ("": the
+	// client makes one up) and returns the message's id. WhatsApp's
+	// clients drop a message whose id they already have, so sending one
+	// id again shows nothing new.
+	SendText(ctx context.Context, chat, id, text string) (string, error)
 	// Composing shows "typing…" in a chat.
 	Composing(ctx context.Context, chat string) error
 }
@@ -166,19 +169,21 @@ var marks = styled.Marks{
 func Render(md string) string { return styled.Render(md, marks).Plain }
 
 // Send posts markdown text as WhatsApp-formatted text, split at
-// MaxMessageLen, and returns the id of the first message.
+// MaxMessageLen, and returns the id of the first message. The messages of
+// a stored delivery take their ids from its key (see MessageID), so a try
+// after a lost answer or a restart shows nothing twice.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	chat, err := a.chat(to)
 	if err != nil {
 		return "", err
 	}
 	var first string
-	for _, part := range platform.Split(text, MaxMessageLen, a.MessageLen) {
+	for i, part := range platform.Split(text, MaxMessageLen, a.MessageLen) {
 		body := Render(part)
 		if strings.TrimSpace(body) == "" {
 			continue
 		}
-		id, err := a.client.SendText(ctx, chat, body)
+		id, err := a.client.SendText(ctx, chat, MessageID(ctx, to, i), body)
 		if err != nil {
 			return first, fmt.Errorf("whatsapp: send to %s: %w", to.Key(), classify(err, false))
 		}
@@ -191,6 +196,18 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		return "", platform.Permanent(fmt.Errorf("whatsapp: send to %s: empty message", to.Key()))
 	}
 	return first, nil
+}
+
+// MessageID is the id of part i of the stored delivery ctx names
+// (platform.WithDeliveryKey): the same on every try of it, in the form
+// whatsmeow gives the ids it makes ("3EB0" and 18 upper-case hex digits);
+// "" when ctx names none, for the client to make one up.
+func MessageID(ctx context.Context, to platform.Address, i int) string {
+	tok, ok := platform.DeliveryToken(ctx, to, i, 18)
+	if !ok {
+		return ""
+	}
+	return "3EB0" + strings.ToUpper(tok)
 }
 
 // Typing shows "typing…" (the "composing" presence) in the chat.

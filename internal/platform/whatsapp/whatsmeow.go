@@ -247,13 +247,15 @@ func textOf(m *waE2E.Message) string {
 	return ""
 }
 
-// SendText sends a plain text message (WhatsApp reads its own *markers*).
-func (w *Whatsmeow) SendText(ctx context.Context, chat, text string) (string, error) {
+// SendText sends a plain text message (WhatsApp reads its own *markers*)
+// as the message with id, or one whatsmeow makes up for "".
+func (w *Whatsmeow) SendText(ctx context.Context, chat, id, text string) (string, error) {
 	to, err := types.ParseJID(chat)
 	if err != nil || to.User == "" {
 		return "", fmt.Errorf("%w: %q", ErrBadChat, chat)
 	}
-	resp, err := w.cli.SendMessage(ctx, to, &waE2E.Message{Conversation: proto.String(text)})
+	resp, err := w.cli.SendMessage(ctx, to, &waE2E.Message{Conversation: proto.String(text)},
+		whatsmeow.SendRequestExtra{ID: types.MessageID(id)})
 	if err != nil {
 		return "", sendError(err)
 	}

@@ -125,7 +125,7 @@ func (s selfOnly) Self() string { return string(s) }
 func (selfOnly) Listen(context.Context, func(), func(context.Context, Message) error) error {
 	return errors.New("not connected")
 }
-func (selfOnly) SendText(context.Context, string, string) (string, error) {
+func (selfOnly) SendText(context.Context, string, string, string) (string, error) {
 	return "", errors.New("not connected")
 }
 func (selfOnly) Composing(context.Context, string) error { return errors.New("not connected") }

@@ -44,6 +44,7 @@ type Fake struct {
 	down       bool
 	loggedOut  bool
 	failSend   *whatsapp.ServerError
+	loseSend   bool
 	noPresence bool
 	hold       chan struct{} // sends wait for it to close while not nil
 	held       int
@@ -53,6 +54,9 @@ var _ whatsapp.Client = (*Fake)(nil)
 
 // errNotConnected is what whatsmeow answers a send with while offline.
 var errNotConnected = errors.New("whatsapptest: websocket not connected")
+
+// errNoAck is a send WhatsApp took whose acknowledgement never came.
+var errNoAck = errors.New("whatsapptest: timed out waiting for the server's ack")
 
 // New makes an account whose own JID is self (user@s.whatsapp.net).
 func New(self string) *Fake {
@@ -126,8 +130,9 @@ func (f *Fake) Listen(ctx context.Context, connected func(), handle func(context
 }
 
 // SendText records the message, unless a failure was asked for or sends
-// are held.
-func (f *Fake) SendText(ctx context.Context, chat, text string) (string, error) {
+// are held; with LoseNextSend it records it and fails. A message gets the
+// id given, or a new one for "".
+func (f *Fake) SendText(ctx context.Context, chat, id, text string) (string, error) {
 	f.mu.Lock()
 	if hold := f.hold; hold != nil {
 		f.held++
@@ -155,9 +160,15 @@ func (f *Fake) SendText(ctx context.Context, chat, text string) (string, error) 
 	if len(chat) < 3 || chat[0] == '@' {
 		return "", fmt.Errorf("%w: %q", whatsapp.ErrBadChat, chat)
 	}
-	id := f.id()
+	if id == "" {
+		id = f.id()
+	}
 	f.sent = append(f.sent, Sent{ID: id, Chat: chat, Text: text})
 	f.changed()
+	if f.loseSend {
+		f.loseSend = false
+		return "", errNoAck
+	}
 	return id, nil
 }
 
@@ -208,11 +219,28 @@ func (f *Fake) PushFrom(chat, sender, name, text string) string {
 	return f.Push(whatsapp.Message{Chat: chat, Sender: sender, SenderName: name, Text: text})
 }
 
-// Sent is every message sent, in order.
+// Sent is every message sent, in order, repeats of an id included.
 func (f *Fake) Sent() []Sent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Sent(nil), f.sent...)
+}
+
+// Shown is what the account's phones show of the messages sent: every
+// message once, in order — a WhatsApp client drops a message whose id it
+// already has.
+func (f *Fake) Shown() []Sent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Sent
+	seen := map[string]bool{}
+	for _, m := range f.sent {
+		if !seen[m.Chat+"/"+m.ID] {
+			seen[m.Chat+"/"+m.ID] = true
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Composing is every chat "typing…" was shown in.
@@ -281,6 +309,14 @@ func (f *Fake) FailNextSend(code int, wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failSend = &whatsapp.ServerError{Code: code, Text: "fake failure", Wait: wait}
+}
+
+// LoseNextSend makes the next SendText reach WhatsApp but fail as if its
+// acknowledgement never came: sent, and the adapter not told so.
+func (f *Fake) LoseNextSend() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loseSend = true
 }
 
 // NoPresence makes Composing refused from now on.
