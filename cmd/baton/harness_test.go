@@ -16,14 +16,16 @@ import (
 	"github.com/creack/pty"
 )
 
-// batonBin is the real baton binary, built once by TestMain.
-var batonBin string
+// batonBin is the real baton binary, built once by TestMain, and
+// whatsappBin baton-whatsapp, built beside it (where baton looks first).
+var batonBin, whatsappBin string
 
 func TestMain(m *testing.M) {
 	// BATON_BIN runs the tests and benchmarks against a binary built
 	// beforehand (scripts/bench measures the release build this way).
 	if bin := os.Getenv("BATON_BIN"); bin != "" {
 		batonBin = bin
+		whatsappBin = filepath.Join(filepath.Dir(bin), "baton-whatsapp")
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "baton-bin-")
@@ -36,12 +38,15 @@ func TestMain(m *testing.M) {
 	if _, err := os.Stat(goTool); err != nil {
 		goTool = "go"
 	}
-	build := exec.Command(goTool, "build", "-o", batonBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build baton:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	whatsappBin = filepath.Join(dir, "baton-whatsapp")
+	for _, b := range [][2]string{{batonBin, "."}, {whatsappBin, "../baton-whatsapp"}} {
+		build := exec.Command(goTool, "build", "-o", b[0], b[1])
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", filepath.Base(b[0])+":", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

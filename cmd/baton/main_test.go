@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -33,6 +35,7 @@ func TestVersion(t *testing.T) {
 func TestPlatformSubcommands(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("BATON_HOME", home)
+	t.Setenv("BATON_WHATSAPP", whatsappBin) // the test binary has no baton-whatsapp beside it
 	root := newRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
@@ -101,5 +104,23 @@ func TestVersionFlag(t *testing.T) {
 	}
 	if flagOut.String() != cmdOut.String() || !strings.HasPrefix(flagOut.String(), "baton ") {
 		t.Fatalf("--version printed %q; baton version prints %q", flagOut.String(), cmdOut.String())
+	}
+}
+
+// WhatsApp's protocol library lives in baton-whatsapp alone: linked into
+// baton it made every command start twice as slowly (docs/BENCHMARKS.md).
+func TestBatonLinksNoWhatsAppLibrary(t *testing.T) {
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "go.mau.fi/whatsmeow") || strings.HasPrefix(pkg, "github.com/mdp/qrterminal") {
+			t.Errorf("baton links %s; it belongs in cmd/baton-whatsapp", pkg)
+		}
 	}
 }

@@ -32,6 +32,9 @@ const helloWait = time.Minute
 // else the one beside the running baton, else the one on PATH.
 func FindProgram() (string, error) {
 	if p := os.Getenv("BATON_WHATSAPP"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: BATON_WHATSAPP names %s, which is not there: %s", ErrNoProgram, p, InstallHint)
+		}
 		return p, nil
 	}
 	if exe, err := os.Executable(); err == nil {

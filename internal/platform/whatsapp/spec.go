@@ -2,8 +2,10 @@ package whatsapp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -43,7 +45,7 @@ the gateway. You then talk to baton in your chat with yourself; nothing
 else on your account reaches it. Run it again if the phone logs the
 device out; ` + "`baton whatsapp unlink`" + ` forgets a device to link another.`,
 	Run: func(ctx context.Context, env platform.SubcommandEnv) error {
-		return LinkInTerminal(ctx, env.StoreFile, env.Out, env.Log)
+		return runProgram(ctx, env, "link")
 	},
 }
 
@@ -60,12 +62,20 @@ func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
 	if sec.Home = strings.TrimSpace(sec.Home); sec.Home != "" && !strings.Contains(sec.Home, "@") {
 		return nil, fmt.Errorf("whatsapp: home %q is not a chat JID (like 120363…@g.us)", sec.Home)
 	}
-	dev, err := OpenDevice(ctx, s.StoreFile, s.Log)
+	if s.StoreFile == "" {
+		return nil, errors.New("whatsapp: the device is kept in baton's SQLite store, and the configured store is none")
+	}
+	prog, err := FindProgram()
 	if err != nil {
+		// The rest of the gateway runs; the warning says what to install.
+		err = fmt.Errorf("%w: whatsapp is enabled, but %w", platform.ErrNotConfigured, err)
+		if s.Log != nil {
+			s.Log.Warn(err.Error())
+		}
 		return nil, err
 	}
-	if !dev.Linked() {
-		dev.Close()
+	client, err := StartProcess(ctx, []string{prog, "serve", "--store", s.StoreFile}, s.Log)
+	if errors.Is(err, ErrNotLinked) {
 		hint := LinkHint
 		if s.Home != "" {
 			if _, err := os.Stat(filepath.Join(s.Home, LegacyStoreFile)); err == nil {
@@ -78,13 +88,44 @@ func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
 		}
 		return nil, err
 	}
-	return New(Config{Client: NewWhatsmeow(dev, s.Log), Home: sec.Home, Logger: s.Log})
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{Client: client, Home: sec.Home, Logger: s.Log})
+}
+
+// LegacyStoreFile is where the device was kept before it moved into
+// baton's database; a device there has to be linked again.
+const LegacyStoreFile = "whatsapp.db"
+
+// runProgram runs `baton-whatsapp <verb> --store <baton's store>` in the
+// terminal: linking shows its QR codes there.
+func runProgram(ctx context.Context, env platform.SubcommandEnv, verb string) error {
+	prog, err := FindProgram()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, prog, verb, "--store", env.StoreFile)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, env.Out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return fmt.Errorf("whatsapp %s: %s said why above (%s)", verb, ProgramName, exit.ProcessState)
+		}
+		return fmt.Errorf("whatsapp %s: %w", verb, err)
+	}
+	return nil
 }
 
 var unlinkCommand = platform.Subcommand{
 	Name:  "unlink",
 	Short: "Forget the linked WhatsApp device (then remove it on the phone too)",
 	Run: func(ctx context.Context, env platform.SubcommandEnv) error {
-		return UnlinkInTerminal(ctx, env.StoreFile, env.Out, env.Log)
+		return runProgram(ctx, env, "unlink")
 	},
+}
+
+// ConfigFor is the config.yaml lines that enable the account jid.
+func ConfigFor(jid string) string {
+	return fmt.Sprintf("whatsapp:\n  enabled: true\ngateway:\n  owners:\n    whatsapp: [%q]\n  homes:\n    whatsapp: %q\n", jid, HomeAddress(jid).Key())
 }

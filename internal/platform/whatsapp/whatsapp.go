@@ -12,7 +12,9 @@
 // ("120363…@g.us").
 //
 // The adapter's logic sits behind Client, so that it is tested without
-// WhatsApp's servers; NewWhatsmeow is the real Client.
+// WhatsApp's servers. The real Client is Process: it runs baton-whatsapp
+// (cmd/baton-whatsapp, with package device on whatsmeow) as a child, so
+// that whatsmeow is linked into no other baton program.
 package whatsapp
 
 import (
@@ -74,8 +76,9 @@ type Message struct {
 	Time       time.Time // when WhatsApp says it was sent
 }
 
-// Client is what the adapter needs of WhatsApp. NewWhatsmeow implements it
-// with whatsmeow; whatsapptest.Fake in memory.
+// Client is what the adapter needs of WhatsApp. device.Whatsmeow implements
+// it with whatsmeow (in baton-whatsapp), Process through that program, and
+// whatsapptest.Fake in memory.
 type Client interface {
 	// Self is the account's own JID (user@s.whatsapp.net); its chat with
 	// itself is the default home.

@@ -162,6 +162,7 @@ func TestSpec(t *testing.T) {
 	if strings.Join(subs, " ") != "link unlink" {
 		t.Errorf("subcommands %v", subs)
 	}
+	asProgram(t)
 	home := t.TempDir()
 	file := filepath.Join(home, "state.db")
 	open := func(yaml string) (platform.Adapter, error) {
@@ -210,6 +211,14 @@ func TestSpec(t *testing.T) {
 	}
 	if _, err := open("bad home"); err == nil || errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("a home that is no JID: %v", err)
+	}
+
+	// Without baton-whatsapp the rest of the gateway runs, and the
+	// warning says what to install.
+	t.Setenv("BATON_WHATSAPP", filepath.Join(home, "nowhere", whatsapp.ProgramName))
+	_, err = open("enabled")
+	if !errors.Is(err, platform.ErrNotConfigured) || !errors.Is(err, whatsapp.ErrNoProgram) || !strings.Contains(err.Error(), "go install") {
+		t.Errorf("enabled, no baton-whatsapp: %v", err)
 	}
 }
 

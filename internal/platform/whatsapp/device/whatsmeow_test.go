@@ -1,8 +1,10 @@
-package whatsapp
+package device
 
 import (
 	"context"
 	"errors"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // The owner's account, as a linked device (device 7) sees it.
@@ -44,10 +47,6 @@ func text(s string) *waE2E.Message { return &waE2E.Message{Conversation: proto.S
 func TestRecordedEventsMapped(t *testing.T) {
 	self := ownPN.ToNonAD().String()
 	home := group.String()
-	a, err := New(Config{Client: selfOnly(self), Home: home})
-	if err != nil {
-		t.Fatal(err)
-	}
 	extended := &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{Text: proto.String("see https://example.com")}}
 	edit := recorded(phone, phone, true, text("edited"))
 	edit.IsEdit = true
@@ -60,13 +59,13 @@ func TestRecordedEventsMapped(t *testing.T) {
 		want *platform.Event // nil: not baton's
 	}{
 		{"own chat from the phone", recorded(phone, phone, true, text("hello baton")),
-			&platform.Event{At: platform.Address{Platform: Name, Kind: platform.DM, Chat: self}, SenderID: self, Sender: "Owner", Text: "hello baton"}},
+			&platform.Event{At: platform.Address{Platform: whatsapp.Name, Kind: platform.DM, Chat: self}, SenderID: self, Sender: "Owner", Text: "hello baton"}},
 		{"own chat by LID", recorded(ownLID, ownLID, true, extended),
-			&platform.Event{At: platform.Address{Platform: Name, Kind: platform.DM, Chat: self}, SenderID: self, Sender: "Owner", Text: "see https://example.com"}},
+			&platform.Event{At: platform.Address{Platform: whatsapp.Name, Kind: platform.DM, Chat: self}, SenderID: self, Sender: "Owner", Text: "see https://example.com"}},
 		{"home group, the owner", recorded(group, phone, true, text("in the group")),
-			&platform.Event{At: platform.Address{Platform: Name, Kind: platform.Group, Chat: home}, SenderID: self, Sender: "Owner", Text: "in the group"}},
+			&platform.Event{At: platform.Address{Platform: whatsapp.Name, Kind: platform.Group, Chat: home}, SenderID: self, Sender: "Owner", Text: "in the group"}},
 		{"home group, someone by LID", lidSender,
-			&platform.Event{At: platform.Address{Platform: Name, Kind: platform.Group, Chat: home}, SenderID: friend.String(), Sender: "Owner", Text: "from a LID"}},
+			&platform.Event{At: platform.Address{Platform: whatsapp.Name, Kind: platform.Group, Chat: home}, SenderID: friend.String(), Sender: "Owner", Text: "from a LID"}},
 		{"a friend writing to the owner", recorded(friend, friend, false, text("are you free?")), nil},
 		{"the owner writing to a friend", recorded(friend, phone, true, text("yes")), nil},
 		{"another group", recorded(types.JID{User: "120363999", Server: types.GroupServer}, phone, true, text("family")), nil},
@@ -80,9 +79,7 @@ func TestRecordedEventsMapped(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var got *platform.Event
 			if m, ok := messageOf(c.evt, ownSelf); ok {
-				if ev, ok := a.event(m); ok {
-					got = &ev
-				}
+				got = throughAdapter(t, self, home, m)
 			}
 			if c.want == nil {
 				if got != nil {
@@ -102,14 +99,49 @@ func TestRecordedEventsMapped(t *testing.T) {
 	}
 }
 
+// whatsmeow's send errors reach the gateway classified: a 429 without a
+// wait is retried with the gateway's backoff, a 403 is not.
 func TestSendErrorsMapped(t *testing.T) {
-	if cl, _ := platform.Classify(classify(sendError(&whatsmeowIQ429), false)); cl != platform.ClassTransient {
-		// A 429 without a wait is retried with the gateway's backoff.
-		t.Errorf("429 without a wait: %v", cl)
+	for _, c := range []struct {
+		iq   whatsmeow.IQError
+		want platform.Class
+	}{{whatsmeowIQ429, platform.ClassTransient}, {whatsmeowIQ403, platform.ClassPermanent}} {
+		a, err := whatsapp.New(whatsapp.Config{Client: fixed{self: ownPN.ToNonAD().String(), sendErr: sendError(&c.iq)}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = a.Send(t.Context(), whatsapp.HomeAddress(ownPN.ToNonAD().String()), "hi")
+		if cl, _ := platform.Classify(err); cl != c.want {
+			t.Errorf("%d: %v, want %v", c.iq.Code, cl, c.want)
+		}
 	}
-	if cl, _ := platform.Classify(classify(sendError(&whatsmeowIQ403), false)); cl != platform.ClassPermanent {
-		t.Errorf("403: %v", cl)
+}
+
+// throughAdapter hands m to the adapter as its Client would and returns
+// the event the adapter handed the gateway, nil for none.
+func throughAdapter(t *testing.T, self, home string, m whatsapp.Message) *platform.Event {
+	t.Helper()
+	replayed := make(chan struct{})
+	a, err := whatsapp.New(whatsapp.Config{Client: fixed{self: self, msgs: []whatsapp.Message{m}, replayed: replayed}, Home: home, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var got *platform.Event
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, platform.ReceiverFunc(func(_ context.Context, ev platform.Event) error {
+			got = &ev
+			return nil
+		}))
+	}()
+	testutil.Receive(t, replayed, "the message to be handed over")
+	cancel()
+	if err := testutil.Receive(t, done, "Run to end"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return got
 }
 
 var (
@@ -117,15 +149,30 @@ var (
 	whatsmeowIQ403 = whatsmeow.IQError{Code: 403, Text: "forbidden"}
 )
 
-// selfOnly answers Self; the mapping needs nothing else of a Client (the
-// import cycle keeps whatsapptest out of this internal test).
-type selfOnly string
+// fixed is a Client that hands over msgs once connected (then says so on
+// replayed) and answers every send with sendErr.
+type fixed struct {
+	self     string
+	msgs     []whatsapp.Message
+	replayed chan struct{}
+	sendErr  error
+}
 
-func (s selfOnly) Self() string { return string(s) }
-func (selfOnly) Listen(context.Context, func(), func(context.Context, Message) error) error {
-	return errors.New("not connected")
+func (f fixed) Self() string { return f.self }
+func (f fixed) Listen(ctx context.Context, connected func(), handle func(context.Context, whatsapp.Message) error) error {
+	connected()
+	for _, m := range f.msgs {
+		if err := handle(ctx, m); err != nil {
+			return err
+		}
+	}
+	if f.replayed != nil {
+		close(f.replayed)
+	}
+	<-ctx.Done()
+	return nil
 }
-func (selfOnly) SendText(context.Context, string, string, string) (string, error) {
-	return "", errors.New("not connected")
+func (f fixed) SendText(context.Context, string, string, string) (string, error) {
+	return "", f.sendErr
 }
-func (selfOnly) Composing(context.Context, string) error { return errors.New("not connected") }
+func (fixed) Composing(context.Context, string) error { return errors.New("not connected") }

@@ -1,10 +1,11 @@
-package whatsapp
+package device
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"log/slog"
 	"net/url"
 	"os"
@@ -30,10 +31,6 @@ import (
 // doctor`. whatsmeow reaches it through a pool of its own with one
 // connection that, like baton's writer, takes the write lock at BEGIN
 // and waits for the other's transaction, so the two never deadlock.
-
-// LegacyStoreFile is where the device was kept before it moved into
-// baton's database; a device there has to be linked again.
-const LegacyStoreFile = "whatsapp.db"
 
 // Device is the linked device kept in the store.
 type Device struct {
@@ -96,7 +93,7 @@ type Whatsmeow struct {
 	log *slog.Logger
 }
 
-var _ Client = (*Whatsmeow)(nil)
+var _ whatsapp.Client = (*Whatsmeow)(nil)
 
 // NewWhatsmeow makes the client of a linked device; it connects in Listen.
 func NewWhatsmeow(d *Device, log *slog.Logger) *Whatsmeow {
@@ -125,9 +122,9 @@ func (w *Whatsmeow) Self() string {
 
 // Listen connects and hands messages to handle until ctx ends or the
 // connection does.
-func (w *Whatsmeow) Listen(ctx context.Context, connected func(), handle func(context.Context, Message) error) error {
+func (w *Whatsmeow) Listen(ctx context.Context, connected func(), handle func(context.Context, whatsapp.Message) error) error {
 	if w.cli.Store.ID == nil {
-		return ErrLoggedOut
+		return whatsapp.ErrLoggedOut
 	}
 	done := make(chan error, 1)
 	var once sync.Once
@@ -154,13 +151,13 @@ func (w *Whatsmeow) Listen(ctx context.Context, connected func(), handle func(co
 				return false
 			}
 		case *events.LoggedOut:
-			end(ErrLoggedOut)
+			end(whatsapp.ErrLoggedOut)
 		case *events.StreamReplaced:
 			end(errors.New("whatsapp: another connection took over this device"))
 		case *events.TemporaryBan:
-			end(&ServerError{Code: 403, Text: "temporarily banned: " + e.String()})
+			end(&whatsapp.ServerError{Code: 403, Text: "temporarily banned: " + e.String()})
 		case *events.ClientOutdated:
-			end(&ServerError{Code: 405, Text: "this WhatsApp client version is outdated; update baton"})
+			end(&whatsapp.ServerError{Code: 405, Text: "this WhatsApp client version is outdated; update baton"})
 		case *events.ConnectFailure:
 			end(fmt.Errorf("whatsapp: connect failed: %d %s", e.Reason, e.Message))
 		case *events.Disconnected:
@@ -206,17 +203,17 @@ func (s selfIDs) is(j types.JID) bool {
 // carries no text (reactions, receipts, media without a caption), edits
 // (their original was answered already), broadcasts and newsletters, and
 // what this very device sent (baton's own replies).
-func messageOf(e *events.Message, self selfIDs) (Message, bool) {
+func messageOf(e *events.Message, self selfIDs) (whatsapp.Message, bool) {
 	info := e.Info
 	if info.IsFromMe && !self.pn.IsEmpty() && info.Sender.Device == self.pn.Device && self.is(info.Sender) {
-		return Message{}, false
+		return whatsapp.Message{}, false
 	}
 	if e.IsEdit || info.Chat.Server == types.BroadcastServer || info.Chat.Server == types.NewsletterServer {
-		return Message{}, false
+		return whatsapp.Message{}, false
 	}
 	text := textOf(e.Message)
 	if strings.TrimSpace(text) == "" {
-		return Message{}, false
+		return whatsapp.Message{}, false
 	}
 	chat := info.Chat.ToNonAD()
 	if self.is(chat) {
@@ -229,7 +226,7 @@ func messageOf(e *events.Message, self selfIDs) (Message, bool) {
 	if info.IsFromMe && !self.pn.IsEmpty() {
 		sender = self.pn.ToNonAD()
 	}
-	return Message{
+	return whatsapp.Message{
 		ID: info.ID, Chat: chat.String(), Sender: sender.String(), SenderName: info.PushName,
 		FromMe: info.IsFromMe, Text: text, Time: info.Timestamp,
 	}, true
@@ -252,7 +249,7 @@ func textOf(m *waE2E.Message) string {
 func (w *Whatsmeow) SendText(ctx context.Context, chat, id, text string) (string, error) {
 	to, err := types.ParseJID(chat)
 	if err != nil || to.User == "" {
-		return "", fmt.Errorf("%w: %q", ErrBadChat, chat)
+		return "", fmt.Errorf("%w: %q", whatsapp.ErrBadChat, chat)
 	}
 	resp, err := w.cli.SendMessage(ctx, to, &waE2E.Message{Conversation: proto.String(text)},
 		whatsmeow.SendRequestExtra{ID: types.MessageID(id)})
@@ -266,7 +263,7 @@ func (w *Whatsmeow) SendText(ctx context.Context, chat, id, text string) (string
 func (w *Whatsmeow) Composing(ctx context.Context, chat string) error {
 	to, err := types.ParseJID(chat)
 	if err != nil || to.User == "" {
-		return fmt.Errorf("%w: %q", ErrBadChat, chat)
+		return fmt.Errorf("%w: %q", whatsapp.ErrBadChat, chat)
 	}
 	if err := w.cli.SendChatPresence(ctx, to, types.ChatPresenceComposing, types.ChatPresenceMediaText); err != nil {
 		return sendError(err)
@@ -275,14 +272,14 @@ func (w *Whatsmeow) Composing(ctx context.Context, chat string) error {
 }
 
 // sendError turns whatsmeow's failures into the package's: server codes
-// as ServerError, a missing device as ErrLoggedOut.
+// as ServerError, a missing device as whatsapp.ErrLoggedOut.
 func sendError(err error) error {
 	var iq *whatsmeow.IQError
 	switch {
 	case errors.Is(err, whatsmeow.ErrNotLoggedIn):
-		return fmt.Errorf("%w: %v", ErrLoggedOut, err)
+		return fmt.Errorf("%w: %v", whatsapp.ErrLoggedOut, err)
 	case errors.As(err, &iq):
-		return fmt.Errorf("%w: %w", &ServerError{Code: iq.Code, Text: iq.Text}, err)
+		return fmt.Errorf("%w: %w", &whatsapp.ServerError{Code: iq.Code, Text: iq.Text}, err)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package whatsapp
+package device
 
 import (
 	"database/sql"

@@ -1,9 +1,10 @@
-package whatsapp
+package device
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"io"
 	"log/slog"
 
@@ -67,7 +68,7 @@ func LinkInTerminal(ctx context.Context, path string, out io.Writer, log *slog.L
 		return err
 	}
 	fmt.Fprintf(out, "\nLinked as %s; the device is kept in %s.\n", jid, path)
-	fmt.Fprintf(out, "Now, in config.yaml:\n\n%s\nand restart the gateway. Talk to baton in your chat with yourself.\n", ConfigFor(jid))
+	fmt.Fprintf(out, "Now, in config.yaml:\n\n%s\nand restart the gateway. Talk to baton in your chat with yourself.\n", whatsapp.ConfigFor(jid))
 	return nil
 }
 
@@ -82,11 +83,6 @@ func ShowCode(out io.Writer, code string) {
 		QuietZone: 2,
 	})
 	fmt.Fprintf(out, "(code: %s — a new one follows if it expires)\n", code)
-}
-
-// ConfigFor is the config.yaml lines that enable the account jid.
-func ConfigFor(jid string) string {
-	return fmt.Sprintf("whatsapp:\n  enabled: true\ngateway:\n  owners:\n    whatsapp: [%q]\n  homes:\n    whatsapp: %q\n", jid, HomeAddress(jid).Key())
 }
 
 // Unlink forgets the linked device kept in baton's store at path and
