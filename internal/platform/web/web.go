@@ -76,6 +76,10 @@ const (
 	// finding every page's queue full is not delivered (the gateway tries
 	// it again), and a live update (a delta) is skipped for that page.
 	PageQueue = 256
+	// PageWork is how many frames of one page wait to be handled in order
+	// (messages said, conversations opened); past it, reading the page
+	// waits.
+	PageWork = 32
 	// DefaultAckWait is how long a message waits for a page to say it
 	// showed it.
 	DefaultAckWait = 5 * time.Second
@@ -596,8 +600,33 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	}()
 	// What was sent while no page was open (or none showed it) comes now.
 	a.redeliver(platform.Address{Platform: Name})
+	a.read(ctx, c)
+}
+
+// read reads a page's frames until it goes away. Acknowledgements and
+// other cheap frames are handled as they arrive; frames that wait on the
+// store (a message said, a transcript opened) go to one worker per page,
+// in order, so a Send waiting for this page's acknowledgement never waits
+// behind the page's own message being stored. The worker's queue is
+// bounded: when it is full, reading waits.
+func (a *Adapter) read(ctx context.Context, c *client) {
+	work := make(chan frame, PageWork)
+	worked := make(chan struct{})
+	go func() {
+		defer close(worked)
+		for f := range work {
+			a.serveStored(ctx, c, f)
+		}
+	}()
+	// What was read is handled even when the page has gone: a message
+	// taken from the socket is stored (or the page, if it comes back,
+	// sends it again, unacknowledged).
+	defer func() {
+		close(work)
+		<-worked
+	}()
 	for {
-		_, data, err := conn.Read(ctx)
+		_, data, err := c.conn.Read(ctx)
 		if err != nil {
 			return
 		}
@@ -606,7 +635,14 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 			c.send(frame{Type: "error", Error: "not a JSON frame"})
 			continue
 		}
-		a.serveFrame(ctx, c, f)
+		if a.serveCheap(c, f) {
+			continue
+		}
+		select {
+		case work <- f:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -657,7 +693,35 @@ func (c *client) send(f frame) bool {
 	}
 }
 
+// serveFrame handles one frame of a page, at once.
 func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
+	if !a.serveCheap(c, f) {
+		a.serveStored(ctx, c, f)
+	}
+}
+
+// serveCheap handles f at once if it needs no store, and reports whether
+// it did.
+func (a *Adapter) serveCheap(c *client, f frame) bool {
+	switch f.Type {
+	case "ack":
+		// The page showed a message (or had shown it before).
+		if f.ID != "" && len(f.ID) <= MaxID {
+			a.acknowledge(f.ID)
+		}
+	case "new":
+		addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: HomeChat, Thread: newID()}
+		c.send(frame{Type: "conversation", Key: addr.Key(), Title: "New conversation", Focus: true})
+	case "list", "open", "say":
+		return false
+	default:
+		c.send(frame{Type: "error", Error: "unknown frame type " + f.Type})
+	}
+	return true
+}
+
+// serveStored handles a frame that reads or writes the store.
+func (a *Adapter) serveStored(ctx context.Context, c *client, f frame) {
 	switch f.Type {
 	case "list":
 		items, err := a.conversations(ctx)
@@ -684,18 +748,8 @@ func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 		if addr, err := platform.ParseKey(f.Key); err == nil {
 			a.redeliver(addr)
 		}
-	case "ack":
-		// The page showed a message (or had shown it before).
-		if f.ID != "" && len(f.ID) <= MaxID {
-			a.acknowledge(f.ID)
-		}
-	case "new":
-		addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: HomeChat, Thread: newID()}
-		c.send(frame{Type: "conversation", Key: addr.Key(), Title: "New conversation", Focus: true})
 	case "say":
 		a.say(ctx, c, f)
-	default:
-		c.send(frame{Type: "error", Error: "unknown frame type " + f.Type})
 	}
 }
 
