@@ -645,7 +645,8 @@ func TestPageScreenshots(t *testing.T) {
 // TestTwoTabs: one conversation open in two tabs. The answer to a
 // command typed in one tab reaches that tab even when it was away (a
 // reload, a lost connection) while the other tab showed it; an approval
-// question shows in a tab opened after it was asked.
+// question shows in a tab opened after it was asked, and its answer in
+// every tab.
 func TestTwoTabs(t *testing.T) {
 	first := browser.Start(t)
 	store := &memTranscripts{}
@@ -683,6 +684,7 @@ func TestTwoTabs(t *testing.T) {
 		t.Fatalf("the third tab answered %q", ev.Text)
 	}
 	c.poll(t, "the answer in place of the buttons", `!!document.querySelector('li.approval[data-state="deny"]') && !document.querySelector("li.approval button")`)
+	b.poll(t, "the answer given in the third tab shown in tab B", `!!document.querySelector('li.approval[data-state="deny"]') && !document.querySelector("li.approval button")`)
 
 	// Answered: a tab opened now is not asked again.
 	d := a.newTab(t)

@@ -127,7 +127,7 @@ func TestAnswerReachesTheTabThatAskedWhenItIsBack(t *testing.T) {
 // gets it too, until it is answered (in any tab) or expires.
 func TestApprovalQuestionShownInEveryTab(t *testing.T) {
 	a := serve(t, Config{AckWait: time.Hour}, &asker{})
-	tabA := connectTab(t, a, "a")
+	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
 	q := sendShown(t, a, tabA, Home, platform.ApprovalQuestion("shell", "rm -rf build"))
 
 	// openHome opens the home conversation in a new tab and returns the
@@ -151,6 +151,13 @@ func TestApprovalQuestionShownInEveryTab(t *testing.T) {
 	}
 
 	say(t, tabA, "p1", "/yes")
+	// A tab that shows the question is told it is answered, and how.
+	if f := readFrame(t, tabB); f.Type != "message" || f.ID != q.ID {
+		t.Fatalf("tab B got %+v, want the question", f)
+	}
+	if f := readFrame(t, tabB); f.Type != "answered" || f.Key != Home.Key() || f.Text != "approve" {
+		t.Fatalf("tab B got %+v, want the question answered with approve", f)
+	}
 	if got := openHome("d"); len(got) != 1 || got[0].Type != "history" {
 		t.Fatalf("a tab opened after the answer got %+v, want only the history", got)
 	}

@@ -928,26 +928,33 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
 		return
 	}
-	if a.isApprovalAnswer(f.Text) {
+	if answer, ok := a.approvalAnswer(f.Text); ok {
+		// Other pages stop offering the question's buttons.
 		a.mu.Lock()
 		delete(a.questions, f.Key)
+		for other := range a.clients {
+			if other != c {
+				other.send(frame{Type: "answered", Key: f.Key, Text: answer})
+			}
+		}
 		a.mu.Unlock()
 	}
 	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key, At: time.Now().UnixMilli()})
 }
 
-// isApprovalAnswer reports whether text answers an approval question
-// (/approve, /always, /deny or an alias of one), as the gateway reads it.
-func (a *Adapter) isApprovalAnswer(text string) bool {
+// approvalAnswer is the answer to an approval question text gives
+// ("approve", "always" or "deny", whichever alias was typed), as the
+// gateway reads it.
+func (a *Adapter) approvalAnswer(text string) (string, bool) {
 	inv, err := a.cmds.Parse(text, command.Chat)
 	if err != nil {
-		return false
+		return "", false
 	}
 	switch inv.Command.Name {
 	case "approve", "always", "deny":
-		return true
+		return inv.Command.Name, true
 	}
-	return false
+	return "", false
 }
 
 // sayTooBig says which bound a said message passes, or "".

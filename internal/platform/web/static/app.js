@@ -119,6 +119,14 @@
         // sends it again (to this page or the next one to connect).
         if (f.id) send({ type: "ack", id: f.id });
         break;
+      case "answered":
+        // Another tab answered the waiting question: its buttons go.
+        if (answers[f.text]) {
+          let changed = false;
+          (extras[f.key] || []).forEach((x) => { if (pending(x)) { x.answer = f.text; changed = true; } });
+          if (changed) { keep(); if (f.key === current) send({ type: "open", key: current }); }
+        }
+        break;
       case "ack": {
         const said = unacked.get(f.id);
         unacked.delete(f.id);
