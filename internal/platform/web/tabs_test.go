@@ -225,3 +225,29 @@ func TestNobodyShowedTheAnswer(t *testing.T) {
 		t.Fatalf("Send nobody showed: %v, want %v", err, errNotShown)
 	}
 }
+
+// The tab that asked comes back while its answer waits for another tab:
+// once shown there, it is sent to the tab that asked at once.
+func TestTabBackDuringTheWaitGetsTheAnswer(t *testing.T) {
+	a := serve(t, Config{AckWait: time.Hour}, &asker{})
+	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
+	say(t, tabB, "p1", "/status")
+	tabB.Close(websocket.StatusGoingAway, "reload")
+	testutil.Eventually(t, 0, func() bool { return pages(a) == 1 }, "tab B to be gone")
+
+	sent := make(chan error, 1)
+	go func() {
+		_, err := a.Send(testutil.Context(t, 0), Home, "status: all well")
+		sent <- err
+	}()
+	f := readFrame(t, tabA)
+	back := connectTab(t, a, "b")
+	testutil.Eventually(t, 0, func() bool { return pages(a) == 2 }, "tab B to be back")
+	writeFrame(t, tabA, frame{Type: "ack", ID: f.ID})
+	if err := testutil.Receive(t, sent, "Send to return"); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if got := readFrame(t, back); got.Type != "message" || got.ID != f.ID {
+		t.Fatalf("tab B back got %+v, want the answer", got)
+	}
+}

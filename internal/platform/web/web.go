@@ -469,9 +469,15 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	select {
 	case <-shown:
 		if asker != "" && w.tab == "" {
-			// Another page showed it while the tab that asked was away.
+			// Another page showed it while the tab that asked was away;
+			// should that tab have come back meanwhile, it is sent now.
 			a.mu.Lock()
 			a.rememberMissed(asker, f)
+			for c := range a.clients {
+				if c.tab == asker {
+					c.send(f)
+				}
+			}
 			a.mu.Unlock()
 		}
 		return id, nil
