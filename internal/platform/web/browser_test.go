@@ -641,3 +641,73 @@ func TestPageScreenshots(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoTabs: one conversation open in two tabs. The answer to a
+// command typed in one tab reaches that tab even when it was away (a
+// reload, a lost connection) while the other tab showed it; an approval
+// question shows in a tab opened after it was asked, and its answer in
+// every tab.
+func TestTwoTabs(t *testing.T) {
+	first := browser.Start(t)
+	store := &memTranscripts{}
+	store.add(Home.Key(), Line{Role: "user", Text: "hello", Time: time.Now()}, Line{Role: "assistant", Text: "Hi!", Time: time.Now()})
+	a := openChat(t, first, store, 1280, 800)
+	b := a.newTab(t)
+
+	// Tab B asks, and leaves before the answer comes; tab A shows it.
+	b.do(t, chromedp.SendKeys(chromedp.CSS("#input"), "/status"), enter())
+	if ev := b.said(t); ev.Text != "/status" {
+		t.Fatalf("tab B said %q", ev.Text)
+	}
+	b.do(t, chromedp.Navigate("about:blank"))
+	testutil.Eventually(t, 0, func() bool { return pages(a.a) == 1 }, "tab B's page to be gone")
+	if _, err := a.a.Send(platform.WithDeliveryKey(t.Context(), "in:1:part:0"), Home, "All **well**."); err != nil {
+		t.Fatal(err)
+	}
+	a.poll(t, "the answer in tab A", `document.getElementById("messages").innerText.includes("All well.")`)
+
+	// Tab B comes back: the answer is there, after the command it typed.
+	b.do(t, chromedp.Navigate("http://"+a.a.Addr()+"/"))
+	b.poll(t, "the answer in tab B, after its command", `(() => { const t = document.getElementById("messages").innerText;
+		return t.includes("/status") && t.indexOf("/status") < t.indexOf("All well."); })()`)
+
+	// A question asked while tab B shows the conversation; a third tab
+	// opened afterwards shows it too, and can answer it.
+	if _, err := a.a.Send(t.Context(), Home, platform.ApprovalQuestion("shell", "make deploy")); err != nil {
+		t.Fatal(err)
+	}
+	b.poll(t, "the question in tab B", `document.querySelectorAll('li.approval[data-state="pending"] button').length === 3`)
+	c := a.newTab(t)
+	c.poll(t, "the question in a tab opened after it", `document.querySelectorAll('li.approval[data-state="pending"] button').length === 3`)
+	c.do(t, chromedp.Click(chromedp.CSS(`li.approval button[data-answer="deny"]`)))
+	if ev := c.said(t); ev.Text != "/deny" {
+		t.Fatalf("the third tab answered %q", ev.Text)
+	}
+	c.poll(t, "the answer in place of the buttons", `!!document.querySelector('li.approval[data-state="deny"]') && !document.querySelector("li.approval button")`)
+	b.poll(t, "the answer given in the third tab shown in tab B", `!!document.querySelector('li.approval[data-state="deny"]') && !document.querySelector("li.approval button")`)
+
+	// Answered: a tab opened now is not asked again.
+	d := a.newTab(t)
+	d.poll(t, "the transcript in a fourth tab", `document.getElementById("messages").innerText.includes("Hi!")`)
+	// A question would have come right after the transcript, before this.
+	if _, err := a.a.Send(t.Context(), Home, "Not deployed."); err != nil {
+		t.Fatal(err)
+	}
+	d.poll(t, "the next message in the fourth tab", `document.getElementById("messages").innerText.includes("Not deployed.")`)
+	if n := browser.Eval[int](d.ctx, t, `document.querySelectorAll("li.approval").length`); n != 0 {
+		t.Errorf("a tab opened after the question was answered shows %d approval cards", n)
+	}
+}
+
+// newTab opens the page in another tab of the same browser (signed in
+// already), sharing the adapter and what the pages say.
+func (c *chat) newTab(t *testing.T) *chat {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(c.ctx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(1280, 800), chromedp.Navigate("http://"+c.a.Addr()+"/")); err != nil {
+		t.Fatal(err)
+	}
+	browser.Poll(tab, t, "the new tab to connect", `document.querySelectorAll("#conversations li").length > 0 && document.getElementById("status").innerText === ""`)
+	return &chat{a: c.a, store: c.store, events: c.events, ctx: tab}
+}

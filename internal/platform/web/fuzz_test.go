@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -22,9 +23,10 @@ func FuzzFrame(f *testing.F) {
 			return
 		}
 		var got []platform.Event
-		a := &Adapter{cfg: Config{Transcripts: staticTranscripts{}}, clients: map[*client]bool{},
+		a := &Adapter{cfg: Config{Transcripts: staticTranscripts{}}, cmds: command.Default(), clients: map[*client]bool{},
+			askers: map[string]string{}, missed: map[string][]frame{}, questions: map[string]frame{},
 			recv: platform.ReceiverFunc(func(_ context.Context, ev platform.Event) error { got = append(got, ev); return nil })}
-		c := &client{out: make(chan frame, 8)}
+		c := &client{tab: "t1", out: make(chan frame, 8)}
 		a.serveFrame(context.Background(), c, f)
 		for _, ev := range got {
 			if ev.At.Platform != Name || len(ev.ID) > MaxID || ev.ID == "" || len(ev.Text) > MaxText || ev.At.Key() != f.Key {

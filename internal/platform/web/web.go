@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -76,6 +78,10 @@ const (
 	// finding every page's queue full is not delivered (the gateway tries
 	// it again), and a live update (a delta) is skipped for that page.
 	PageQueue = 256
+	// PageWork is how many frames of one page wait to be handled in order
+	// (messages said, conversations opened); past it, reading the page
+	// waits.
+	PageWork = 32
 	// DefaultAckWait is how long a message waits for a page to say it
 	// showed it.
 	DefaultAckWait = 5 * time.Second
@@ -86,6 +92,7 @@ var (
 	errNoPage      = errors.New("no web chat page is open")
 	errPagesBehind = errors.New("every open web chat page is behind (its queue is full)")
 	errNotShown    = errors.New("no web chat page said it showed the message")
+	errAskerBehind = errors.New("the web chat page that asked is behind (its queue is full)")
 )
 
 // Config sets up the web chat.
@@ -115,14 +122,28 @@ type Adapter struct {
 	cfg  Config
 	addr string // where the page is served, resolved once
 	log  *slog.Logger
+	cmds *command.Registry // to tell an answer to an approval question
+	// ackTimeout is when a Send stops waiting for a page: time.After, or
+	// a test's own signal.
+	ackTimeout func(time.Duration) <-chan time.Time
 
 	mu      sync.Mutex
 	ln      net.Listener // nil after a failure closed it
 	clients map[*client]bool
 	recv    platform.Receiver
-	// shown holds a channel per message sent and not yet acknowledged,
-	// closed when a page says it showed it.
-	shown map[string]chan struct{}
+	// shown holds each message sent and not yet acknowledged.
+	shown map[string]*waiter
+	// What is remembered of tabs, each bounded by maxRemembered. A tab is
+	// a page's id that outlives its reconnections (and reloads).
+	// askers: conversation key → the tab that said something there last,
+	// whose acknowledgement a message to that conversation waits for.
+	askers map[string]string
+	// missed: tab → messages for it that another page showed while it was
+	// away; sent to it when it connects, until it acknowledges them.
+	missed map[string][]frame
+	// questions: conversation key → the approval question waiting for an
+	// answer there, shown to every page that opens the conversation.
+	questions map[string]frame
 	// streams holds the reply being written in each conversation, so each
 	// delta can carry it whole, rendered; Send ends it.
 	streams map[string]*strings.Builder
@@ -165,7 +186,8 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web chat: listen on %s: %w (set web.listen in config.yaml to another port)", cfg.Listen, err)
 	}
-	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, clients: map[*client]bool{}, shown: map[string]chan struct{}{}, streams: map[string]*strings.Builder{}}, nil
+	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, cmds: command.Default(), ackTimeout: time.After, clients: map[*client]bool{}, shown: map[string]*waiter{},
+		askers: map[string]string{}, missed: map[string][]frame{}, questions: map[string]frame{}, streams: map[string]*strings.Builder{}}, nil
 }
 
 // LoadToken reads the token kept in home, creating it (mode 0600) on first use.
@@ -383,12 +405,19 @@ func (a *Adapter) unauthorized(w http.ResponseWriter, why string) {
 }
 
 // Send shows an assistant message in every open page, and succeeds once a
-// page says it showed it. With no page open it fails as platform.Away (the
-// gateway keeps it until a page connects: see Redeliver); when every page
-// is behind, or none answers within Config.AckWait, it fails to be tried again.
-// Each try of a stored delivery carries the same id, so a page shows it
-// once however often it is sent. An approval question comes with what the
-// page needs to offer its answers as buttons.
+// page says it showed it: the tab that said something in the conversation
+// last (it asked, so it must see the answer) if it is open, else any page;
+// the tab that asked, when it comes back, is sent what it missed. (Should
+// the tab that asked stay silent for Config.AckWait while another page
+// showed the message, that counts.) With no
+// page open it fails as platform.Away (the gateway keeps it until a page
+// connects: see Redeliver); when every page (or the one that asked) is
+// behind, or the page it waits for does not answer within Config.AckWait,
+// it fails to be tried again. Each try of a stored delivery carries the
+// same id, so a page shows it once however often it is sent. An approval
+// question comes with what the page needs to offer its answers as
+// buttons, and is shown to every page that opens the conversation until it
+// is answered or expires.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	id := messageID(ctx, to)
 	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: text, HTML: renderMarkdown(text), ID: id, At: time.Now().UnixMilli()}
@@ -409,11 +438,20 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		a.mu.Unlock()
 		return "", fmt.Errorf("send to %s: message %s is being sent already", to.Key(), id)
 	}
-	a.shown[id] = shown
-	taken := 0
+	a.rememberQuestion(to.Key(), f)
+	asker := a.askers[to.Key()]
+	w := &waiter{shown: shown}
+	for c := range a.clients {
+		if asker != "" && c.tab == asker {
+			w.tab = asker // open: its acknowledgement is the one that counts
+		}
+	}
+	a.shown[id] = w
+	taken, askerTook := 0, false
 	for c := range a.clients {
 		if c.send(f) {
 			taken++
+			askerTook = askerTook || (w.tab != "" && c.tab == w.tab)
 		}
 	}
 	a.mu.Unlock()
@@ -425,15 +463,101 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	if taken == 0 {
 		return "", fmt.Errorf("send to %s: %w", to.Key(), errPagesBehind)
 	}
-	wait := time.NewTimer(a.cfg.AckWait)
-	defer wait.Stop()
+	if w.tab != "" && !askerTook {
+		return "", fmt.Errorf("send to %s: %w", to.Key(), errAskerBehind)
+	}
 	select {
 	case <-shown:
+		if asker != "" && w.tab == "" {
+			// Another page showed it while the tab that asked was away;
+			// should that tab have come back meanwhile, it is sent now.
+			a.mu.Lock()
+			a.rememberMissed(asker, f)
+			for c := range a.clients {
+				if c.tab == asker {
+					c.send(f)
+				}
+			}
+			a.mu.Unlock()
+		}
 		return id, nil
-	case <-wait.C:
+	case <-a.ackTimeout(a.cfg.AckWait):
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if w.elsewhere {
+			// The tab that asked is open but silent (a frozen background
+			// tab): another page showed it, so the conversation goes on,
+			// and the tab that asked gets it again when it reconnects.
+			a.rememberMissed(asker, f)
+			return id, nil
+		}
 		return "", fmt.Errorf("send to %s: %w within %s", to.Key(), errNotShown, a.cfg.AckWait)
 	case <-ctx.Done():
 		return "", fmt.Errorf("send to %s: %w", to.Key(), ctx.Err())
+	}
+}
+
+// waiter is a message sent and waiting to be shown.
+type waiter struct {
+	shown     chan struct{} // closed when the page it waits for showed it
+	tab       string        // that page's tab; "": any page
+	elsewhere bool          // another page showed it
+}
+
+// maxRemembered bounds each of the adapter's memories of tabs, and
+// maxMissed what is kept for one tab.
+const (
+	maxRemembered = 1024
+	maxMissed     = 64
+)
+
+// makeRoom forgets one entry of m, any, when it is full, so it stays
+// within maxRemembered.
+func makeRoom[V any](m map[string]V, key string) {
+	if _, ok := m[key]; ok || len(m) < maxRemembered {
+		return
+	}
+	for k := range m {
+		delete(m, k)
+		return
+	}
+}
+
+// rememberAsker notes that tab said something in the conversation key.
+// a.mu is held.
+func (a *Adapter) rememberAsker(key, tab string) {
+	if tab == "" {
+		return
+	}
+	makeRoom(a.askers, key)
+	a.askers[key] = tab
+}
+
+// rememberMissed keeps f for tab until it acknowledges it. a.mu is held.
+func (a *Adapter) rememberMissed(tab string, f frame) {
+	makeRoom(a.missed, tab)
+	list := a.missed[tab]
+	for _, m := range list {
+		if m.ID == f.ID {
+			return
+		}
+	}
+	if len(list) >= maxMissed {
+		list = list[1:]
+	}
+	a.missed[tab] = append(list, f)
+}
+
+// rememberQuestion keeps an approval question to show to pages that open
+// its conversation later, and forgets it when it expires. a.mu is held.
+func (a *Adapter) rememberQuestion(key string, f frame) {
+	switch {
+	case f.Approval == nil:
+	case f.Approval.Expired:
+		delete(a.questions, key)
+	default:
+		makeRoom(a.questions, key)
+		a.questions[key] = f
 	}
 }
 
@@ -449,13 +573,25 @@ func messageID(ctx context.Context, to platform.Address) string {
 	return "d" + hex.EncodeToString(sum[:12])
 }
 
-// acknowledge is a page saying it showed message id.
-func (a *Adapter) acknowledge(id string) {
+// acknowledge is page c saying it showed message id.
+func (a *Adapter) acknowledge(c *client, id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ch, ok := a.shown[id]; ok {
-		close(ch)
-		delete(a.shown, id)
+	if w, ok := a.shown[id]; ok {
+		if w.tab == "" || w.tab == c.tab {
+			close(w.shown)
+			delete(a.shown, id)
+		} else {
+			w.elsewhere = true
+		}
+	}
+	if list, ok := a.missed[c.tab]; ok && c.tab != "" {
+		list = slices.DeleteFunc(list, func(f frame) bool { return f.ID == id })
+		if len(list) == 0 {
+			delete(a.missed, c.tab)
+		} else {
+			a.missed[c.tab] = list
+		}
 	}
 }
 
@@ -549,6 +685,7 @@ type approval struct {
 const maxFrame = 1 << 20
 
 type client struct {
+	tab     string // the page's tab (see Adapter.askers); "" from a page that gives none
 	conn    *websocket.Conn
 	out     chan frame
 	closing chan struct{} // closed by closeClients: send what is queued, then close
@@ -560,6 +697,9 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Hold a place before accepting, so a flood of pages is refused with
 	// a reason instead of taking memory.
 	c := &client{out: make(chan frame, PageQueue), closing: make(chan struct{}), done: make(chan struct{})}
+	if tab := r.URL.Query().Get("tab"); len(tab) <= MaxID {
+		c.tab = tab
+	}
 	a.mu.Lock()
 	if len(a.clients) >= a.cfg.MaxPages {
 		a.mu.Unlock()
@@ -567,6 +707,13 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.clients[c] = true
+	if c.tab != "" {
+		// What this tab asked for and another page showed while it was
+		// away comes first (the queue is empty, and larger than maxMissed).
+		for _, f := range a.missed[c.tab] {
+			c.send(f)
+		}
+	}
 	a.mu.Unlock()
 	conn, err := websocket.Accept(w, r, nil) // same-origin only (the default)
 	if err != nil {
@@ -596,8 +743,33 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	}()
 	// What was sent while no page was open (or none showed it) comes now.
 	a.redeliver(platform.Address{Platform: Name})
+	a.read(ctx, c)
+}
+
+// read reads a page's frames until it goes away. Acknowledgements and
+// other cheap frames are handled as they arrive; frames that wait on the
+// store (a message said, a transcript opened) go to one worker per page,
+// in order, so a Send waiting for this page's acknowledgement never waits
+// behind the page's own message being stored. The worker's queue is
+// bounded: when it is full, reading waits.
+func (a *Adapter) read(ctx context.Context, c *client) {
+	work := make(chan frame, PageWork)
+	worked := make(chan struct{})
+	go func() {
+		defer close(worked)
+		for f := range work {
+			a.serveStored(ctx, c, f)
+		}
+	}()
+	// What was read is handled even when the page has gone: a message
+	// taken from the socket is stored (or the page, if it comes back,
+	// sends it again, unacknowledged).
+	defer func() {
+		close(work)
+		<-worked
+	}()
 	for {
-		_, data, err := conn.Read(ctx)
+		_, data, err := c.conn.Read(ctx)
 		if err != nil {
 			return
 		}
@@ -606,7 +778,14 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 			c.send(frame{Type: "error", Error: "not a JSON frame"})
 			continue
 		}
-		a.serveFrame(ctx, c, f)
+		if a.serveCheap(c, f) {
+			continue
+		}
+		select {
+		case work <- f:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -657,7 +836,35 @@ func (c *client) send(f frame) bool {
 	}
 }
 
+// serveFrame handles one frame of a page, at once.
 func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
+	if !a.serveCheap(c, f) {
+		a.serveStored(ctx, c, f)
+	}
+}
+
+// serveCheap handles f at once if it needs no store, and reports whether
+// it did.
+func (a *Adapter) serveCheap(c *client, f frame) bool {
+	switch f.Type {
+	case "ack":
+		// The page showed a message (or had shown it before).
+		if f.ID != "" && len(f.ID) <= MaxID {
+			a.acknowledge(c, f.ID)
+		}
+	case "new":
+		addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: HomeChat, Thread: newID()}
+		c.send(frame{Type: "conversation", Key: addr.Key(), Title: "New conversation", Focus: true})
+	case "list", "open", "say":
+		return false
+	default:
+		c.send(frame{Type: "error", Error: "unknown frame type " + f.Type})
+	}
+	return true
+}
+
+// serveStored handles a frame that reads or writes the store.
+func (a *Adapter) serveStored(ctx context.Context, c *client, f frame) {
 	switch f.Type {
 	case "list":
 		items, err := a.conversations(ctx)
@@ -681,21 +888,18 @@ func (a *Adapter) serveFrame(ctx context.Context, c *client, f frame) {
 			return
 		}
 		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(lines)})
+		a.mu.Lock()
+		q, waiting := a.questions[f.Key]
+		a.mu.Unlock()
+		if waiting {
+			// Whichever page the person looks at can answer it.
+			c.send(q)
+		}
 		if addr, err := platform.ParseKey(f.Key); err == nil {
 			a.redeliver(addr)
 		}
-	case "ack":
-		// The page showed a message (or had shown it before).
-		if f.ID != "" && len(f.ID) <= MaxID {
-			a.acknowledge(f.ID)
-		}
-	case "new":
-		addr := platform.Address{Platform: Name, Kind: platform.Thread, Chat: HomeChat, Thread: newID()}
-		c.send(frame{Type: "conversation", Key: addr.Key(), Title: "New conversation", Focus: true})
 	case "say":
 		a.say(ctx, c, f)
-	default:
-		c.send(frame{Type: "error", Error: "unknown frame type " + f.Type})
 	}
 }
 
@@ -722,12 +926,41 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not ready yet; try again"})
 		return
 	}
+	a.mu.Lock()
+	a.rememberAsker(f.Key, c.tab)
+	a.mu.Unlock()
 	ev := platform.Event{At: addr, SenderID: Owner, Sender: Owner, Text: f.Text, ID: eventID(f.Key, f.ID), Time: time.Now()}
 	if err := h.Receive(ctx, ev); err != nil {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
 		return
 	}
+	if answer, ok := a.approvalAnswer(f.Text); ok {
+		// Other pages stop offering the question's buttons.
+		a.mu.Lock()
+		delete(a.questions, f.Key)
+		for other := range a.clients {
+			if other != c {
+				other.send(frame{Type: "answered", Key: f.Key, Text: answer})
+			}
+		}
+		a.mu.Unlock()
+	}
 	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key, At: time.Now().UnixMilli()})
+}
+
+// approvalAnswer is the answer to an approval question text gives
+// ("approve", "always" or "deny", whichever alias was typed), as the
+// gateway reads it.
+func (a *Adapter) approvalAnswer(text string) (string, bool) {
+	inv, err := a.cmds.Parse(text, command.Chat)
+	if err != nil {
+		return "", false
+	}
+	switch inv.Command.Name {
+	case "approve", "always", "deny":
+		return inv.Command.Name, true
+	}
+	return "", false
 }
 
 // sayTooBig says which bound a said message passes, or "".

@@ -34,9 +34,22 @@
   function keep() {
     try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown] })); } catch (e) { /* full or off */ }
   }
+  // tab names this tab to the gateway across reconnections and reloads:
+  // an answer to what this tab asked waits until this tab showed it, and
+  // one shown elsewhere while it was away is sent when it is back.
+  const tab = (() => {
+    const k = "baton.tab";
+    let t = null;
+    try { t = sessionStorage.getItem(k); } catch (e) { /* storage off */ }
+    if (!t) {
+      t = "t" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
+      try { sessionStorage.setItem(k, t); } catch (e) { /* storage off: a new name each load */ }
+    }
+    return t;
+  })();
 
   function connect() {
-    ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+    ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws?tab=" + encodeURIComponent(tab));
     ws.onopen = () => {
       status(unacked.size ? "sending…" : "");
       send({ type: "list" });
@@ -105,6 +118,14 @@
         // Until a page says so, the gateway counts it not delivered and
         // sends it again (to this page or the next one to connect).
         if (f.id) send({ type: "ack", id: f.id });
+        break;
+      case "answered":
+        // Another tab answered the waiting question: its buttons go.
+        if (answers[f.text]) {
+          let changed = false;
+          (extras[f.key] || []).forEach((x) => { if (pending(x)) { x.answer = f.text; changed = true; } });
+          if (changed) { keep(); if (f.key === current) send({ type: "open", key: current }); }
+        }
         break;
       case "ack": {
         const said = unacked.get(f.id);
