@@ -55,7 +55,18 @@ func TestConformance(t *testing.T) {
 				}
 				return fake.Say(ch, discordtest.User{ID: sender, Username: "person"}, text)
 			},
-			Acked:    fake.Acked,
+			Acked:     fake.Acked,
+			LoseSend:  func() { fake.LoseNext(discordtest.RouteCreateMessage) },
+			Restarted: func(t *testing.T) platform.Adapter { return newAdapter(t, fake, token) },
+			Shown: func(at platform.Address) []string {
+				var out []string
+				for _, p := range fake.Shown() {
+					if p.ChannelID == at.Chat {
+						out = append(out, p.Content)
+					}
+				}
+				return out
+			},
 			Down:     fake.Down,
 			Up:       fake.Up,
 			FailSend: func(status int, wait time.Duration) { fake.FailNext(discordtest.RouteCreateMessage, status, wait) },

@@ -44,9 +44,18 @@ func TestConformance(t *testing.T) {
 				again, err := w.Bot.SyncedAfter(context.Background(), since, id)
 				return err == nil && !again
 			},
-			Down:     proxy.Down,
-			Up:       proxy.Up,
-			FailSend: func(status int, wait time.Duration) { proxy.FailNext("send", status, wait) },
+			Down:      proxy.Down,
+			Up:        proxy.Up,
+			FailSend:  func(status int, wait time.Duration) { proxy.FailNext("send", status, wait) },
+			LoseSend:  func() { proxy.LoseNext("send") },
+			Restarted: func(t *testing.T) platform.Adapter { return w.adapter(t, w.hs.URL(), newMemory()) },
+			Shown: func(at platform.Address) []string {
+				msgs, err := w.Owner.Messages(context.Background(), at.Chat)
+				if err != nil {
+					return nil
+				}
+				return botBodies(w, msgs)
+			},
 			Unsupport: func(capability string) bool {
 				m, ok := methods[capability]
 				if ok {
@@ -57,4 +66,15 @@ func TestConformance(t *testing.T) {
 			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter"},
 		}
 	})
+}
+
+// botBodies is the bot's messages among msgs, in order.
+func botBodies(w *world, msgs []matrixtest.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Sender == w.Bot.ID {
+			out = append(out, m.Body)
+		}
+	}
+	return out
 }

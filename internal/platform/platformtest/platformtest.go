@@ -55,6 +55,17 @@ type Harness struct {
 	// in-process").
 	NoService string
 
+	// LoseSend makes the service carry out the adapter's next message
+	// send and lose its answer, as a cut connection does; Restarted is a
+	// new adapter on the same service, as after a restart; Shown is the
+	// text of each message a person sees at an address, in order. All
+	// three are set for a service that drops a repeated send (by a key
+	// the adapter gives it: see platform.DeliveryToken), nil for one
+	// that cannot.
+	LoseSend  func()
+	Restarted func(t *testing.T) platform.Adapter
+	Shown     func(at platform.Address) []string
+
 	// Caps are the optional interfaces the adapter must implement, by
 	// name: "Threader", "Typer", "Editor", "EditPacer", "Limiter",
 	// "Streamer", "Commander".
@@ -89,6 +100,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("DownAtStart", func(t *testing.T) { testDownAtStart(t, newHarness(t)) })
 	t.Run("DownMidRun", func(t *testing.T) { testDownMidRun(t, newHarness(t)) })
 	t.Run("MessageLength", func(t *testing.T) { testLimiter(t, newHarness(t)) })
+	t.Run("RepeatedDeliveryShownOnce", func(t *testing.T) { testRepeatedDelivery(t, newHarness(t)) })
 }
 
 // Recorder is the Receiver the suite supervises adapters with: it keeps
@@ -531,4 +543,78 @@ func fill(l platform.Limiter, n int) string {
 		b.WriteString("x")
 	}
 	return b.String()
+}
+
+// testRepeatedDelivery: a stored delivery sent again — after the
+// service took it but its answer was lost, and by a new adapter as after
+// a restart — is shown once, each of its messages; the same words as
+// another delivery, or not stored, are new messages.
+func testRepeatedDelivery(t *testing.T, h Harness) {
+	if h.LoseSend == nil {
+		t.Skip("the service cannot drop a repeated send")
+	}
+	ctx := testutil.Context(t, 0)
+	restarted := h.Restarted(t)
+	once := platform.WithDeliveryKey(ctx, "suite:1")
+	h.LoseSend()
+	if _, err := h.Adapter.Send(once, h.Home, "said once"); err == nil {
+		t.Fatal("a Send whose answer was lost succeeded")
+	}
+	first, err := h.Adapter.Send(once, h.Home, "said once")
+	if err != nil {
+		t.Fatalf("the Send again: %v", err)
+	}
+	again, err := restarted.Send(once, h.Home, "said once")
+	if err != nil {
+		t.Fatalf("the Send after a restart: %v", err)
+	}
+	if again != first {
+		t.Errorf("one delivery made messages %q and %q", first, again)
+	}
+	want := []string{"said once"}
+
+	// A reply of two messages whose first answer was lost: two messages.
+	if l, ok := h.Adapter.(platform.Limiter); ok {
+		para := strings.Repeat("a", l.MaxMessageLen()-10)
+		twoParts := platform.WithDeliveryKey(ctx, "suite:2")
+		h.LoseSend()
+		if _, err := h.Adapter.Send(twoParts, h.Home, para+"\n\n"+"b"+para[1:]); err == nil {
+			t.Fatal("a Send whose first answer was lost succeeded")
+		}
+		for _, a := range []platform.Adapter{h.Adapter, restarted} {
+			if _, err := a.Send(twoParts, h.Home, para+"\n\n"+"b"+para[1:]); err != nil {
+				t.Fatalf("the two-message Send again: %v", err)
+			}
+		}
+		want = append(want, "a…", "b…")
+	}
+
+	if other, err := h.Adapter.Send(platform.WithDeliveryKey(ctx, "suite:3"), h.Home, "said once"); err != nil || other == first {
+		t.Errorf("another delivery of the same words: %q, %v", other, err)
+	}
+	if _, err := h.Adapter.Send(ctx, h.Home, "said once"); err != nil {
+		t.Errorf("a Send not stored: %v", err)
+	}
+	want = append(want, "said once", "said once")
+
+	// Shown may lag the sends (a homeserver's timeline), so it is read
+	// until it holds as many messages as were made.
+	var got []string
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		got = got[:0]
+		for _, text := range h.Shown(h.Home) {
+			switch {
+			case strings.HasPrefix(text, "aaaa"):
+				got = append(got, "a…")
+			case strings.HasPrefix(text, "baaa"):
+				got = append(got, "b…")
+			default:
+				got = append(got, text)
+			}
+		}
+		return len(got) >= len(want)
+	}, "the messages made to be shown")
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("shown %q, want %q", got, want)
+	}
 }

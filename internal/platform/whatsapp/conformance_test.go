@@ -38,19 +38,24 @@ func TestConformance(t *testing.T) {
 func conformance(t *testing.T, piped bool) {
 	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
 		fake := whatsapptest.New(self)
-		var client whatsapp.Client = fake
-		if piped {
-			p, _, err := whatsapp.StartPiped(t.Context(), fake, nil, slog.New(slog.DiscardHandler))
+		// adapter is one run of the adapter on the fake account.
+		adapter := func(t *testing.T) platform.Adapter {
+			var client whatsapp.Client = fake
+			if piped {
+				p, _, err := whatsapp.StartPiped(t.Context(), fake, nil, slog.New(slog.DiscardHandler))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { p.Close() })
+				client = p
+			}
+			a, err := whatsapp.New(whatsapp.Config{Client: client, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { p.Close() })
-			client = p
+			return a
 		}
-		a, err := whatsapp.New(whatsapp.Config{Client: client, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := adapter(t)
 		return platformtest.Harness{
 			Adapter: a,
 			Home:    whatsapp.HomeAddress(self),
@@ -63,9 +68,20 @@ func conformance(t *testing.T, piped bool) {
 				_, msgID, _ := cut(id)
 				return fake.Acked(msgID)
 			},
-			Down:     fake.Down,
-			Up:       fake.Up,
-			FailSend: func(status int, wait time.Duration) { fake.FailNextSend(status, wait) },
+			Down:      fake.Down,
+			Up:        fake.Up,
+			FailSend:  func(status int, wait time.Duration) { fake.FailNextSend(status, wait) },
+			LoseSend:  fake.LoseNextSend,
+			Restarted: adapter,
+			Shown: func(at platform.Address) []string {
+				var out []string
+				for _, m := range fake.Shown() {
+					if m.Chat == at.Chat {
+						out = append(out, m.Text)
+					}
+				}
+				return out
+			},
 			Unsupport: func(capability string) bool {
 				if capability != "Typer" {
 					return false
