@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 )
@@ -53,6 +56,50 @@ func BenchmarkPrintOnce(b *testing.B) {
 // BenchmarkVersion is `baton version` as a whole process: start-up (every
 // package's initialization) and exit. It reports the largest peak
 // resident memory of the runs.
+// BenchmarkVersionVsPeer runs `baton version` and `$BATON_PEER version`
+// (another agent's binary, built from source on the same machine) in
+// turn, so that both see the same machine: medians of each's wall time
+// and of the ratio pair by pair, and each's peak RSS.
+func BenchmarkVersionVsPeer(b *testing.B) {
+	peer := os.Getenv("BATON_PEER")
+	if peer == "" {
+		b.Skip("BATON_PEER names the peer's binary")
+	}
+	env := cleanEnv(b.TempDir())
+	run := func(bin string) (time.Duration, int64) {
+		cmd := exec.Command(bin, "version")
+		cmd.Env = env
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s version: %v", bin, err)
+		}
+		d := time.Since(start)
+		var peak int64
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			peak = ru.Maxrss // KiB on Linux
+		}
+		return d, peak
+	}
+	var ours, theirs, ratios []float64
+	var ourPeak, theirPeak int64
+	for b.Loop() {
+		d, p := run(batonBin)
+		ours, ourPeak = append(ours, float64(d.Microseconds())/1e3), max(ourPeak, p)
+		d, p = run(peer)
+		theirs, theirPeak = append(theirs, float64(d.Microseconds())/1e3), max(theirPeak, p)
+		ratios = append(ratios, ours[len(ours)-1]/theirs[len(theirs)-1])
+	}
+	median := func(xs []float64) float64 {
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	b.ReportMetric(median(ours), "baton-ms")
+	b.ReportMetric(median(theirs), "peer-ms")
+	b.ReportMetric(median(ratios), "ratio")
+	b.ReportMetric(float64(ourPeak)/1024, "baton-peak-MiB")
+	b.ReportMetric(float64(theirPeak)/1024, "peer-peak-MiB")
+}
+
 func BenchmarkVersion(b *testing.B) {
 	home := b.TempDir()
 	env := cleanEnv(home)
