@@ -13,8 +13,15 @@ import (
 // defaultEditEvery paces streamed edits on a platform that does not say.
 const defaultEditEvery = time.Second
 
+// firstPostWait is how long a reply is written before its first words are
+// posted (or the platform's pace, if shorter): a reply finished sooner is
+// posted once, whole, by the outbox — one call to the service instead of a
+// post and an edit, and nothing shown half-written.
+const firstPostWait = 300 * time.Millisecond
+
 // editStream shows a reply while the model writes it, on a platform that
-// can edit messages: the first words are posted, and the message is
+// can edit messages: the first words are posted (once the reply has been
+// written for firstPostWait), and the message is
 // edited as more arrive, at most once per the platform's pace; past the
 // length limit the rest goes on in a new message. Text written before a
 // tool call stays as it was shown; the text after it starts anew. The
@@ -103,6 +110,7 @@ func (s *editStream) finish() []string {
 
 func (s *editStream) loop(ctx context.Context) {
 	defer close(s.done)
+	first := true
 	for {
 		select {
 		case <-ctx.Done():
@@ -110,6 +118,19 @@ func (s *editStream) loop(ctx context.Context) {
 		case <-s.stop:
 			return
 		case <-s.wake:
+		}
+		if first {
+			first = false
+			t := time.NewTimer(min(s.every, firstPostWait))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-s.stop:
+				t.Stop()
+				return // finished within the wait: the outbox posts it whole
+			case <-t.C:
+			}
 		}
 		s.mu.Lock()
 		text := s.text

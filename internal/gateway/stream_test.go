@@ -97,7 +97,8 @@ func TestStreamedReplyIsPacedAndFinishedAtOnce(t *testing.T) {
 	fake := telegramtest.New(t, botToken)
 	r := streamRig(t, fake, time.Hour)
 	reply := words(10)
-	r.model.Push(llmtest.Reply{Text: reply, Delay: 5 * time.Millisecond})
+	// Written over a second: longer than the wait before the first post.
+	r.model.Push(llmtest.Reply{Text: reply, Delay: 100 * time.Millisecond})
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
 	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
 	waitAllSent(t, r.st)
@@ -111,6 +112,24 @@ func TestStreamedReplyIsPacedAndFinishedAtOnce(t *testing.T) {
 	}
 	if sent[1].Method != "editMessageText" || sent[1].MessageID != sent[0].MessageID || sent[1].Plain != reply {
 		t.Errorf("then the same message is edited into the reply: %+v", sent[1])
+	}
+}
+
+// A reply the model finishes at once is posted once, whole: no first
+// words posted and then edited (two calls and a flicker for nothing).
+func TestQuickReplyIsPostedOnce(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := streamRig(t, fake, time.Hour)
+	reply := words(10)
+	r.model.Push(llmtest.Reply{Text: reply})
+	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
+	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	waitAllSent(t, r.st)
+	if sent := inDM(fake); len(sent) != 1 || sent[0].Method != "sendMessage" {
+		t.Errorf("want the reply posted once, got %+v", sent)
+	}
+	if n := fake.CallCount("editMessageText"); n != 0 {
+		t.Errorf("%d edits of a reply posted whole", n)
 	}
 }
 
