@@ -121,15 +121,8 @@ func (s *editStream) loop(ctx context.Context) {
 		}
 		if first {
 			first = false
-			t := time.NewTimer(min(s.every, firstPostWait))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-s.stop:
-				t.Stop()
+			if !s.wait(ctx, min(s.every, firstPostWait)) {
 				return // finished within the wait: the outbox posts it whole
-			case <-t.C:
 			}
 		}
 		s.mu.Lock()
@@ -137,16 +130,24 @@ func (s *editStream) loop(ctx context.Context) {
 		s.mu.Unlock()
 		s.show(ctx, text)
 		// Pace: at most one round of edits per interval.
-		t := time.NewTimer(s.every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !s.wait(ctx, s.every) {
 			return
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-t.C:
 		}
+	}
+}
+
+// wait waits d, unless the stream is finished or ctx ends first; it
+// reports whether the whole wait passed.
+func (s *editStream) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.stop:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
