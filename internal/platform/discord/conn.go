@@ -323,6 +323,10 @@ func (c *conn) message(ctx context.Context, raw json.RawMessage) error {
 		c.a.log.Warn("discord: undecodable message skipped", "err", err)
 		return nil
 	}
+	if m.ID == "" || m.ChannelID == "" || m.Author.ID == "" {
+		c.a.log.Warn("discord: message without an id, channel or author skipped")
+		return nil
+	}
 	botID := c.a.BotID()
 	if m.Author.Bot || m.Author.System || m.WebhookID != "" || m.Author.ID == botID || (m.Type != 0 && m.Type != 19) {
 		return nil
