@@ -129,19 +129,6 @@ func (a *App) NewSession(ctx context.Context) (store.Session, error) {
 	return s, nil
 }
 
-// Latest is the owner's most recently active session; store.ErrNotFound
-// if there is none.
-func (a *App) Latest(ctx context.Context) (store.Session, error) {
-	ss, err := a.Store.ListSessions(ctx, store.SessionFilter{OwnerID: a.Owner.ID, Limit: 1})
-	if err != nil {
-		return store.Session{}, fmt.Errorf("find latest session: %w", err)
-	}
-	if len(ss) == 0 {
-		return store.Session{}, fmt.Errorf("no session to continue yet: %w", store.ErrNotFound)
-	}
-	return ss[0], nil
-}
-
 // Resolve finds one of the owner's sessions by id, id prefix or title.
 func (a *App) Resolve(ctx context.Context, ref string) (store.Session, error) {
 	s, err := a.Store.ResolveSession(ctx, a.Owner.ID, ref)
