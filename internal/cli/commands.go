@@ -89,10 +89,11 @@ func (r *REPL) help(arg string) {
 			r.out.Printf("%v\n", err)
 			return
 		}
-		r.out.Printf("%s", s)
+		r.out.Printf("%s", wrapColumns(s, r.out.width()))
 		return
 	}
-	r.out.Printf("%s\nAnything else you type goes to baton. Enter sends; %s starts a new line (a pasted block stays one message).\nTab lists commands, and the platforms and sessions /handoff and /resume take. Ctrl-C stops a running answer; Ctrl-D leaves.\n", r.reg.Help(command.Terminal), NewlineKeys)
+	help := fmt.Sprintf("%s\nAnything else you type goes to baton. Enter sends; %s starts a new line (a pasted block stays one message).\nTab lists commands, and the platforms and sessions /handoff and /resume take. Ctrl-C stops a running answer; Ctrl-D leaves.\n", r.reg.Help(command.Terminal), NewlineKeys)
+	r.out.Printf("%s", wrapColumns(help, r.out.width()))
 }
 
 // changesSession reports whether c changes the current conversation or

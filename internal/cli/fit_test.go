@@ -184,7 +184,7 @@ func TestREPLSessionsMarksThisOne(t *testing.T) {
 func TestREPLHelpNamesTheNewlineKey(t *testing.T) {
 	app := testApp(t, nil)
 	out := runREPL(t, app, Config{}, "/help")
-	if !strings.Contains(out, "Alt+Enter or Ctrl+J starts a new line") {
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), "Alt+Enter or Ctrl+J starts a new line") {
 		t.Fatalf("help:\n%s", out)
 	}
 }
@@ -229,5 +229,47 @@ func TestREPLCompletes(t *testing.T) {
 		if len(cs) > 0 && prefix != tc.prefix {
 			t.Errorf("complete(%q) replaces %q, want %q", tc.line, prefix, tc.prefix)
 		}
+	}
+}
+
+// On a narrow terminal /help breaks its lines between words, each
+// description's continuation under its own column, instead of the
+// terminal breaking words at its edge; nothing is lost.
+func TestREPLHelpWrapsToTheTerminal(t *testing.T) {
+	app := testApp(t, nil)
+	const width = 44
+	out := runREPL(t, app, Config{Width: func() int { return width }}, "/help")
+	help := out[strings.Index(out, "› /help")+len("› /help"):]
+	end := strings.Index(help, "leaves.")
+	if end < 0 {
+		t.Fatalf("no help in:\n%s", out)
+	}
+	help = help[:end+len("leaves.")]
+	for _, line := range strings.Split(help, "\n") {
+		if n := len([]rune(line)); n > width && strings.Contains(strings.TrimSpace(line), " ") {
+			t.Errorf("a line of %d columns on a %d-column terminal: %q", n, width, line)
+		}
+		// A command's description is never flush with the commands.
+		if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "  /") && !strings.HasPrefix(line, "      ") {
+			t.Errorf("a description line not indented under its command: %q", line)
+		}
+	}
+	if strings.Join(strings.Fields(help), " ") != strings.Join(strings.Fields(wrapColumns(help, 1000)), " ") ||
+		!strings.Contains(strings.Join(strings.Fields(help), " "), "Ctrl-C stops a running answer; Ctrl-D leaves.") {
+		t.Errorf("words lost in wrapping:\n%s", help)
+	}
+}
+
+func TestWrapColumns(t *testing.T) {
+	got := wrapColumns("  /x <a>  one two three four five six\nshort\n", 24)
+	want := "  /x <a>  one two three\n          four five six\nshort\n"
+	if got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	// A first column past half the width: the rest goes under it.
+	got = wrapColumns("  /resume <id prefix>  switch to an earlier one\n", 24)
+	want = "  /resume <id prefix>\n      switch to an\n      earlier one\n"
+	if got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
