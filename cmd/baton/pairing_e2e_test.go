@@ -62,9 +62,13 @@ func TestPairingEndToEnd(t *testing.T) {
 	if out, err := pairingCmdErr(env, "approve", "ABCD-EFGH"); err == nil || !strings.Contains(out, "no pending pairing") {
 		t.Errorf("a wrong code approved: %v\n%s", err, out)
 	}
-	if out := pairingCmd(t, env, "approve", strings.ToLower(code)); !strings.Contains(out, "Approved Friend (77) on telegram") {
+	if out := pairingCmd(t, env, "approve", strings.ToLower(code)); !strings.Contains(out, "Approved Friend (77) on telegram") || !strings.Contains(out, "they are told so") {
 		t.Errorf("approve:\n%s", out)
 	}
+	// The person hears it, once, without writing again first.
+	waitSent(t, fake, "the welcome", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "77" && m.Plain == gateway.PairingWelcome
+	})
 	if out := pairingCmd(t, env, "list"); !strings.Contains(out, "No pairing requests") {
 		t.Errorf("after approval:\n%s", out)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
 )
 
 // ListPairings prints who asked to talk to baton and who is locked out.
@@ -27,7 +28,13 @@ func ApprovePairing(ctx context.Context, a *app.App, out io.Writer, code string)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(out, "Approved %s on %s: they can talk to baton now.\n", gateway.PairingWho(p), p.Platform)
+	told := "they are told so"
+	if _, err := a.Store.EnqueueDeliveries(ctx, gateway.PairingWelcomeDelivery(p)); err != nil {
+		told = "tell them yourself: baton could not store its message to them (" + err.Error() + ")"
+	} else if err := control.NewClient(control.SocketPath(a.Home)).Kick(ctx); err != nil {
+		told = "they are told so when the gateway runs"
+	}
+	_, err = fmt.Fprintf(out, "Approved %s on %s: they can talk to baton now; %s.\n", gateway.PairingWho(p), p.Platform, told)
 	return err
 }
 

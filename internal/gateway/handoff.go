@@ -82,7 +82,8 @@ func (g *Gateway) names() []string {
 	return out
 }
 
-// Kick wakes the handoff worker.
+// Kick wakes the handoff worker, which also sends the notices other
+// processes stored (sendStoredNotices).
 func (g *Gateway) Kick() {
 	select {
 	case g.kick <- struct{}{}:
@@ -102,8 +103,9 @@ func (g *Gateway) runWorker(ctx, work context.Context) {
 		case <-ctx.Done():
 			return
 		case <-g.kick:
+			g.sendStoredNotices(ctx)
 		case <-tick.C:
-			g.sendLeftNotices(ctx)
+			g.sendStoredNotices(ctx)
 			if n, failed, err := g.st.ReapHandoffs(ctx, time.Now()); err != nil {
 				g.log.Warn("reap handoffs", "err", err)
 			} else if n+len(failed) > 0 {

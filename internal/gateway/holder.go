@@ -182,17 +182,20 @@ func (g *Gateway) carryParked(ctx context.Context, dest platform.Address) {
 	}
 }
 
-// sendLeftNotices sends the notices a terminal stored when it took a
-// session from a chat ("… continues in the terminal now"), which no turn
-// of this gateway's would otherwise flush.
-func (g *Gateway) sendLeftNotices(ctx context.Context) {
+// sendStoredNotices sends the notices another process stored for a chat,
+// which no turn of this gateway's would otherwise flush: a terminal that
+// took a session from a chat ("… continues in the terminal now"), or
+// `baton pairing approve` welcoming the person approved. Those processes
+// kick the gateway after storing; the worker's tick is the fallback.
+func (g *Gateway) sendStoredNotices(ctx context.Context) {
 	pending, err := g.st.PendingDeliveries(ctx, "", 0)
 	if err != nil {
 		return
 	}
 	seen := map[string]bool{}
 	for _, d := range pending {
-		if !strings.Contains(d.Key, ":left:") || d.Attempts > 0 || seen[d.AddressKey] {
+		notice := strings.Contains(d.Key, ":left:") || strings.HasPrefix(d.Key, "pairing:")
+		if !notice || d.Attempts > 0 || seen[d.AddressKey] {
 			continue
 		}
 		seen[d.AddressKey] = true

@@ -123,13 +123,27 @@ func (g *Gateway) pairingCommand(ctx context.Context, args string) string {
 	return "Use /pairing list, /pairing approve CODE or /pairing deny CODE."
 }
 
-// welcome tells a newly approved person they are in.
+// PairingWelcome is what a person is told once the owner approved them.
+const PairingWelcome = "The owner approved you: you can talk to me now."
+
+// PairingWelcomeDelivery is the welcome for approved pairing p, as the
+// outbox keeps it: under the same key whether the owner approved it in a
+// chat or with `baton pairing approve`, so it is sent once.
+func PairingWelcomeDelivery(p store.Pairing) store.Delivery {
+	return store.Delivery{Key: partKey(pairingWelcomeKey(p.Code), 0), AddressKey: p.AddressKey, Text: PairingWelcome}
+}
+
+func pairingWelcomeKey(code string) string { return "pairing:" + code + ":welcome" }
+
+// welcome tells a newly approved person they are in, through the outbox.
 func (g *Gateway) welcome(ctx context.Context, p store.Pairing) {
 	addr, err := platform.ParseKey(p.AddressKey)
 	if err != nil {
 		return
 	}
-	g.sendNow(ctx, addr, "The owner approved you: you can talk to me now.")
+	if err := g.deliver(ctx, addr, pairingWelcomeKey(p.Code), PairingWelcome); err != nil {
+		g.log.Warn("welcome an approved person", "to", addr.Key(), "err", err)
+	}
 }
 
 // PairingWho names the person of a pairing request.
