@@ -22,21 +22,14 @@ import (
 // ErrHeldElsewhere is returned by Once for a session another place holds.
 var ErrHeldElsewhere = errors.New("the session is held elsewhere")
 
-// placeOf names the place an address key is, for people.
+// placeOf names the place an address key is, for people (place.NameOf,
+// with the platforms' display names).
 func placeOf(key string) string {
-	p, _, _ := strings.Cut(key, ":")
-	if p == Platform {
-		return "the terminal"
-	}
+	display := map[string]string{}
 	for _, s := range all.Specs() {
-		if s.Name == p && s.Display != "" {
-			return s.Display
-		}
+		display[s.Name] = s.Display
 	}
-	if p == "" {
-		return "another place"
-	}
-	return strings.ToUpper(p[:1]) + p[1:]
+	return place.NameOf(key, Platform, display)
 }
 
 // whereLine says where s is held.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
@@ -454,18 +455,9 @@ func shortID(id string) string {
 	return id
 }
 
-// placeName names a place for people: the terminal, a platform by its
-// display name, or else its name capitalized.
+// placeName names a place for people (place.Name).
 func (g *Gateway) placeName(p string) string {
-	switch {
-	case p == TerminalPlatform:
-		return "the terminal"
-	case g.cfg.Display[p] != "":
-		return g.cfg.Display[p]
-	case p == "":
-		return p
-	}
-	return strings.ToUpper(p[:1]) + p[1:]
+	return place.Name(p, TerminalPlatform, g.cfg.Display)
 }
 
 // errThreadsRefused is why a handoff lands in the home chat of a platform

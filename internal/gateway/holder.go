@@ -33,8 +33,7 @@ func (g *Gateway) whereLine(sess store.Session) string {
 
 // holderName names the place an address key is, for people.
 func (g *Gateway) holderName(key string) string {
-	p, _, _ := strings.Cut(key, ":")
-	return g.placeName(p)
+	return place.NameOf(key, TerminalPlatform, g.cfg.Display)
 }
 
 // park keeps a message that reached sess from a place not holding it and

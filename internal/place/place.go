@@ -8,6 +8,27 @@ import (
 	"time"
 )
 
+// Name names a place for people: "the terminal" for terminal (the
+// terminal's platform name), a platform by its display name, else its
+// name capitalized; "another place" for none.
+func Name(platform, terminal string, display map[string]string) string {
+	switch {
+	case platform == "":
+		return "another place"
+	case platform == terminal:
+		return "the terminal"
+	case display[platform] != "":
+		return display[platform]
+	}
+	return strings.ToUpper(platform[:1]) + platform[1:]
+}
+
+// NameOf is Name of the platform of an address key ("telegram:dm:42").
+func NameOf(key, terminal string, display map[string]string) string {
+	p, _, _ := strings.Cut(key, ":")
+	return Name(p, terminal, display)
+}
+
 // Moment is a moment as a person reads it: the time today, the date too
 // before today; "a while" for none recorded.
 func Moment(t, now time.Time) string {

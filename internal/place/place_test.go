@@ -24,3 +24,18 @@ func TestWording(t *testing.T) {
 		}
 	}
 }
+
+func TestName(t *testing.T) {
+	display := map[string]string{"telegram": "Telegram", "imessage": "iMessage"}
+	for key, want := range map[string]string{
+		"cli:dm:owner":    "the terminal",
+		"telegram:dm:42":  "Telegram",
+		"imessage:dm:x":   "iMessage",
+		"zulip:group:abc": "Zulip",
+		"":                "another place",
+	} {
+		if got := place.NameOf(key, "cli", display); got != want {
+			t.Errorf("NameOf(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
