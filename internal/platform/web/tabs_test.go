@@ -177,17 +177,7 @@ func TestApprovalQuestionShownInEveryTab(t *testing.T) {
 // frozen background tab): once the wait for it is over, another tab's
 // showing it counts, and the silent tab gets it when it reconnects.
 func TestSilentTabThatAskedDoesNotHoldTheConversation(t *testing.T) {
-	a := serve(t, Config{}, &asker{})
-	waitOver := make(chan time.Time)
-	a.ackTimeout = func(time.Duration) <-chan time.Time { return waitOver }
-	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
-	say(t, tabB, "p1", "/status")
-
-	sent := make(chan error, 1)
-	go func() {
-		_, err := a.Send(testutil.Context(t, 0), Home, "status: all well")
-		sent <- err
-	}()
+	a, tabA, tabB, waitOver, sent := askedInB(t)
 	f := readFrame(t, tabA)
 	writeFrame(t, tabA, frame{Type: "ack", ID: f.ID})
 	settled(t, tabA)
@@ -208,16 +198,7 @@ func TestSilentTabThatAskedDoesNotHoldTheConversation(t *testing.T) {
 // Nobody showed it: the wait ends in a failure, to be tried again, even
 // though a tab asked.
 func TestNobodyShowedTheAnswer(t *testing.T) {
-	a := serve(t, Config{}, &asker{})
-	waitOver := make(chan time.Time)
-	a.ackTimeout = func(time.Duration) <-chan time.Time { return waitOver }
-	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
-	say(t, tabB, "p1", "/status")
-	sent := make(chan error, 1)
-	go func() {
-		_, err := a.Send(testutil.Context(t, 0), Home, "status: all well")
-		sent <- err
-	}()
+	_, tabA, tabB, waitOver, sent := askedInB(t)
 	readFrame(t, tabA)
 	readFrame(t, tabB)
 	close(waitOver)
@@ -250,4 +231,22 @@ func TestTabBackDuringTheWaitGetsTheAnswer(t *testing.T) {
 	if got := readFrame(t, back); got.Type != "message" || got.ID != f.ID {
 		t.Fatalf("tab B back got %+v, want the answer", got)
 	}
+}
+
+// askedInB opens tabs A and B on the home conversation, has B ask for
+// /status and starts sending the answer (its result on sent). The wait
+// for the asking tab's acknowledgement ends when waitOver is closed.
+func askedInB(t *testing.T) (a *Adapter, tabA, tabB *websocket.Conn, waitOver chan time.Time, sent chan error) {
+	t.Helper()
+	a = serve(t, Config{}, &asker{})
+	waitOver = make(chan time.Time)
+	a.ackTimeout = func(time.Duration) <-chan time.Time { return waitOver }
+	tabA, tabB = connectTab(t, a, "a"), connectTab(t, a, "b")
+	say(t, tabB, "p1", "/status")
+	sent = make(chan error, 1)
+	go func() {
+		_, err := a.Send(testutil.Context(t, 0), Home, "status: all well")
+		sent <- err
+	}()
+	return a, tabA, tabB, waitOver, sent
 }
