@@ -42,7 +42,7 @@ func newRoot() *cobra.Command {
 		Long: `baton with no command starts a chat in a new session.
   -c continues the conversation you last chatted in,
   -r resumes one by id prefix or title,
-  -p answers one prompt (or what is piped on stdin) and exits.`,
+  -p PROMPT answers one prompt and exits (what is piped on stdin is added to it).`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
