@@ -36,6 +36,8 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 }
 
 func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
+	a.loadSession(ctx)
+	defer a.saveSession(ctx)
 	a.mu.Lock()
 	st := a.session
 	a.mu.Unlock()
@@ -237,6 +239,7 @@ func (c *conn) heartbeats(ctx context.Context, every time.Duration) {
 		if err := c.beat(ctx); err != nil {
 			return // the reader sees the connection fail
 		}
+		c.a.saveSession(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -282,6 +285,7 @@ func (c *conn) dispatch(ctx context.Context, f frame) error {
 		c.a.mu.Unlock()
 		c.seq = 0
 		c.handled(f.S)
+		c.a.saveSession(ctx)
 		c.r.Live()
 		return nil
 	case gateway.EventTypeResumed:
@@ -438,6 +442,72 @@ func (a *Adapter) forgetSession() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.session = resumeState{}
+}
+
+// memoryKey is where Config.Memory keeps the session to resume.
+const memoryKey = "resume"
+
+// savedSession is the session to resume as Config.Memory keeps it. The
+// bot's id comes with it: a resumed session gets no READY to learn it
+// from, and without it the bot's own messages would look like a person's.
+type savedSession struct {
+	ID    string `json:"session_id"`
+	URL   string `json:"resume_gateway_url"`
+	Seq   int    `json:"seq"`
+	BotID string `json:"bot_id"`
+}
+
+// loadSession reads the session an earlier run of baton left, once.
+func (a *Adapter) loadSession(ctx context.Context) {
+	a.mu.Lock()
+	if a.loaded || a.cfg.Memory == nil {
+		a.loaded = true
+		a.mu.Unlock()
+		return
+	}
+	a.loaded = true
+	a.mu.Unlock()
+	v, err := a.cfg.Memory.Get(ctx, memoryKey)
+	if err != nil || v == "" {
+		if err != nil {
+			a.log.Warn("discord: read the session to resume; identifying afresh", "err", err)
+		}
+		return
+	}
+	var s savedSession
+	if err := json.Unmarshal([]byte(v), &s); err != nil || s.ID == "" || s.BotID == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.session.id == "" {
+		a.session = resumeState{id: s.ID, url: s.URL, seq: s.Seq}
+		a.botID = s.BotID
+	}
+}
+
+// saveSession keeps the session to resume in Config.Memory (none: the
+// next start identifies afresh). It is saved when a session starts, with
+// every heartbeat and when Run ends: after a crash the next start resumes
+// from a little earlier, and what Discord replays twice is dropped by the
+// gateway's inbox, which knows every message by its id.
+func (a *Adapter) saveSession(ctx context.Context) {
+	if a.cfg.Memory == nil {
+		return
+	}
+	a.mu.Lock()
+	st, bot := a.session, a.botID
+	a.mu.Unlock()
+	v := ""
+	if st.id != "" {
+		b, _ := json.Marshal(savedSession{ID: st.id, URL: st.url, Seq: st.seq, BotID: bot})
+		v = string(b)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RequestTimeout)
+	defer cancel()
+	if err := a.cfg.Memory.Set(ctx, memoryKey, v); err != nil {
+		a.log.Warn("discord: keep the session to resume", "err", err)
+	}
 }
 
 // isThread reports whether a channel type is a thread.

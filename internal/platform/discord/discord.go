@@ -81,6 +81,11 @@ type Config struct {
 	// RequestTimeout bounds one REST call and the gateway handshake;
 	// default 30s.
 	RequestTimeout time.Duration
+	// Memory keeps the gateway session to resume across restarts of baton
+	// (its id, resume URL, last event handed over and the bot's id), so
+	// that Discord replays what was said while baton was down; nil keeps
+	// it in memory only, and a restart identifies afresh.
+	Memory platform.Memory
 }
 
 // String describes c without its token.
@@ -110,6 +115,7 @@ type Adapter struct {
 	mu       sync.Mutex
 	botID    string              // the bot's user id, from READY
 	session  resumeState         // what the next Run resumes
+	loaded   bool                // session was read from Config.Memory
 	channels map[string]chanInfo // channel id → what it is, learned from events and REST
 	refused  platform.Refusals   // optional methods already logged as refused
 	// Used by Run alone: messages handed over lately, so a replay after a

@@ -3,6 +3,7 @@ package discord_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -356,5 +357,73 @@ func TestServiceDownIsOneLine(t *testing.T) {
 	_, err = a.Send(testutil.Context(t, 0), platform.Address{Platform: "discord", Kind: platform.Group, Chat: fake.Home()}, "x")
 	if cl, _ := platform.Classify(err); err == nil || cl != platform.ClassTransient || strings.Contains(err.Error(), "<") {
 		t.Errorf("Send with Discord down: %v (%v)", err, cl)
+	}
+}
+
+// memory is platform.Memory in a map, as baton's store keeps it.
+type memory struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (m *memory) Get(_ context.Context, key string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[key], nil
+}
+
+func (m *memory) Set(_ context.Context, key, value string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[key] = value
+	return nil
+}
+
+// baton restarted: a new adapter on the same memory resumes the session
+// the last run left, so what was said while baton was down arrives (a
+// fresh IDENTIFY would never see it), nothing from before comes again,
+// and the bot still knows its own messages.
+func TestResumeAcrossRestart(t *testing.T) {
+	fake := discordtest.New(t, token)
+	mem := &memory{m: map[string]string{}}
+	adapter := func() *discord.Adapter {
+		a, err := discord.New(discord.Config{Token: token, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second,
+			Logger: slog.New(slog.DiscardHandler), Memory: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	home := fake.Home()
+	first := adapter()
+	ev := &events{}
+	stop, _ := run(t, first, ev)
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 1 }, "the connection")
+	before, _ := fake.Say(home, owner, "before the restart")
+	ev.await(t, before)
+	bot := first.BotID()
+	stop()
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 0 }, "the first run to be gone")
+
+	during, _ := fake.Say(home, owner, "while baton is down")
+	second := adapter()
+	ev2 := &events{}
+	run(t, second, ev2)
+	ev2.await(t, during)
+	if fake.Identifies() != 1 || fake.Resumes() != 1 {
+		t.Errorf("%d IDENTIFYs and %d RESUMEs, want the one session resumed", fake.Identifies(), fake.Resumes())
+	}
+	if second.BotID() != bot || bot == "" {
+		t.Errorf("after the restart the bot is %q, want %q", second.BotID(), bot)
+	}
+	if _, err := second.Send(testutil.Context(t, 0), platform.Address{Platform: "discord", Kind: platform.Group, Chat: home}, "from the bot"); err != nil {
+		t.Fatal(err)
+	}
+	marker, _ := fake.Say(home, owner, "marker")
+	ev2.await(t, marker)
+	for _, e := range ev2.all() {
+		if e.Text == "from the bot" || e.ID == before {
+			t.Errorf("after the restart %q came as an event", e.Text)
+		}
 	}
 }

@@ -38,5 +38,5 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	if tok == "" {
 		return nil, platform.ErrNotConfigured
 	}
-	return New(Config{Token: tok, APIURL: sec.APIURL, GatewayURL: sec.GatewayURL, Logger: s.Log})
+	return New(Config{Token: tok, APIURL: sec.APIURL, GatewayURL: sec.GatewayURL, Logger: s.Log, Memory: s.Memory})
 }
