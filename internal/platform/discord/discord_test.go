@@ -12,6 +12,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/discord"
 	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -360,32 +361,13 @@ func TestServiceDownIsOneLine(t *testing.T) {
 	}
 }
 
-// memory is platform.Memory in a map, as baton's store keeps it.
-type memory struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (m *memory) Get(_ context.Context, key string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[key], nil
-}
-
-func (m *memory) Set(_ context.Context, key, value string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[key] = value
-	return nil
-}
-
 // baton restarted: a new adapter on the same memory resumes the session
 // the last run left, so what was said while baton was down arrives (a
 // fresh IDENTIFY would never see it), nothing from before comes again,
 // and the bot still knows its own messages.
 func TestResumeAcrossRestart(t *testing.T) {
 	fake := discordtest.New(t, token)
-	mem := &memory{m: map[string]string{}}
+	mem := platformtest.NewMemory()
 	adapter := func() *discord.Adapter {
 		a, err := discord.New(discord.Config{Token: token, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second,
 			Logger: slog.New(slog.DiscardHandler), Memory: mem})

@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 			// Acknowledged: the stored sync token is past the event, so a
 			// restart would not read it again.
 			Acked: func(id string) bool {
-				since := mem.since()
+				since := since(mem)
 				if since == "" {
 					return false
 				}

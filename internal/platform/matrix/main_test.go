@@ -1,16 +1,15 @@
 package matrix_test
 
 import (
-	"context"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/matrix"
 	"github.com/baton-agent/baton/internal/platform/matrix/matrixtest"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -20,42 +19,11 @@ var homeserver matrixtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(homeserver.Run(m)) }
 
-// memory is a platform.Memory kept in a map, as the store would keep it.
-type memory struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func newMemory() *memory { return &memory{m: map[string]string{}} }
-
-func (m *memory) Get(_ context.Context, k string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[k], nil
-}
-
-func (m *memory) Set(_ context.Context, k, v string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if v == "" {
-		delete(m.m, k)
-	} else {
-		m.m[k] = v
-	}
-	return nil
-}
+// newMemory is the Memory a test adapter keeps its sync token in.
+func newMemory() *platformtest.Memory { return platformtest.NewMemory() }
 
 // since is the stored sync token, whatever account it is for.
-func (m *memory) since() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, v := range m.m {
-		if len(k) > 6 && k[:6] == "since:" {
-			return v
-		}
-	}
-	return ""
-}
+func since(m *platformtest.Memory) string { return m.WithPrefix("since:") }
 
 // world is one test's people and home room on the shared homeserver.
 type world struct {

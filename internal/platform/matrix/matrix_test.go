@@ -101,7 +101,7 @@ func TestRestartNeitherReplaysNorLoses(t *testing.T) {
 	first := say(t, w.Owner, w.Room, "before the restart")
 	testutil.Eventually(t, testutil.Patience, func() bool { return in.has("before the restart") }, "the first message")
 	testutil.Eventually(t, testutil.Patience, func() bool {
-		again, err := w.Bot.SyncedAfter(context.Background(), mem.since(), first)
+		again, err := w.Bot.SyncedAfter(context.Background(), since(mem), first)
 		return err == nil && !again
 	}, "the token stored past the first message")
 	if err := stop(); err != nil {
@@ -128,7 +128,7 @@ func TestLimitedTimelineIsCompleted(t *testing.T) {
 	stop := run(t, w.adapter(t, w.hs.URL(), mem), in)
 	first := say(t, w.Owner, w.Room, "first")
 	testutil.Eventually(t, testutil.Patience, func() bool {
-		again, err := w.Bot.SyncedAfter(context.Background(), mem.since(), first)
+		again, err := w.Bot.SyncedAfter(context.Background(), since(mem), first)
 		return in.has("first") && err == nil && !again
 	}, "the first message, stored")
 	if err := stop(); err != nil {

@@ -618,3 +618,46 @@ func testRepeatedDelivery(t *testing.T, h Harness) {
 		t.Errorf("shown %q, want %q", got, want)
 	}
 }
+
+// Memory is a platform.Memory in a map, as baton's store keeps one: an
+// adapter test hands the same Memory to a second adapter to play a
+// restart.
+type Memory struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// NewMemory is an empty Memory.
+func NewMemory() *Memory { return &Memory{m: map[string]string{}} }
+
+// Get is the value under key; "" for none.
+func (m *Memory) Get(_ context.Context, key string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[key], nil
+}
+
+// Set stores value under key; "" clears it.
+func (m *Memory) Set(_ context.Context, key, value string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if value == "" {
+		delete(m.m, key)
+	} else {
+		m.m[key] = value
+	}
+	return nil
+}
+
+// WithPrefix is the value of a key starting with prefix ("" for none),
+// for keys that carry an account ("since:@bot:hs").
+func (m *Memory) WithPrefix(prefix string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, v := range m.m {
+		if strings.HasPrefix(k, prefix) {
+			return v
+		}
+	}
+	return ""
+}
