@@ -45,7 +45,8 @@ type Store struct {
 	// never waits for another r connection (that could deadlock the pool).
 	helpers *sql.DB // nil when parallel loading is off
 
-	writer *writer // runs every write, on w's one connection (writer.go)
+	writer      *writer       // runs every write, on w's one connection (writer.go)
+	checkpoints *checkpointer // keeps the write-ahead log short (checkpoint.go)
 
 	stmtMu sync.Mutex
 	rstmts map[string]*sql.Stmt // prepared on the reader pool, each connection once
@@ -93,6 +94,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	q.Set("_synchronous", "NORMAL")
 	rq := q.Encode()
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks between processes
+	// Checkpoints run in the background (checkpoint.go); the writer's own
+	// is the backstop.
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", backstopPages))
 	wq := q.Encode()
 
 	w, err := sql.Open("sqlite", path+"?"+wq)
@@ -129,6 +133,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if isDamage(err) {
 			err = damaged(path, err.Error())
 		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if s.checkpoints, err = startCheckpointer(path, rq); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if err := s.startWriter(ctx); err != nil {
@@ -263,11 +271,14 @@ func (s *Store) Close() error {
 	}
 	s.rstmts, s.hstmts = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
 	s.stmtMu.Unlock()
-	var helpers error
+	var helpers, checkpoints error
 	if s.helpers != nil {
 		helpers = s.helpers.Close()
 	}
-	return errors.Join(werr, s.w.Close(), s.r.Close(), helpers)
+	if s.checkpoints != nil {
+		checkpoints = s.checkpoints.close()
+	}
+	return errors.Join(werr, checkpoints, s.w.Close(), s.r.Close(), helpers)
 }
 
 // setUp switches a new file to WAL and migrates it. While another process

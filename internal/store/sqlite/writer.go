@@ -66,8 +66,9 @@ type writeOp struct {
 
 // writer runs every write on the writer connection.
 type writer struct {
-	conn  *sql.Conn
-	stmts map[string]*sql.Stmt // prepared on conn; used by the leader only
+	conn        *sql.Conn
+	stmts       map[string]*sql.Stmt // prepared on conn; used by the leader only
+	checkpoints *checkpointer        // told of each commit; nil in none
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when leading ends
@@ -86,7 +87,7 @@ func (s *Store) startWriter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}}
+	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, checkpoints: s.checkpoints}
 	w.idle = sync.NewCond(&w.mu)
 	s.writer = w
 	return nil
@@ -226,6 +227,9 @@ func (w *writer) commit(batch []*writeOp) {
 		return
 	}
 	w.commits.Add(1)
+	if w.checkpoints != nil {
+		w.checkpoints.committed(w.conn)
+	}
 	for _, op := range done {
 		op.done <- nil
 	}

@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// Checkpoints run in the background. SQLite's own automatic checkpoint
+// runs inside the commit that takes the write-ahead log past 1,000 pages:
+// that commit waits while the log is copied into the database file and
+// both files are synced. In a store that keeps writing, that was about a
+// third of an append's time, paid by whichever turn happened to commit
+// then. Here the writer counts the pages it commits and, past
+// checkpointPages, wakes a goroutine that checkpoints on a connection of
+// its own. The checkpoint is PASSIVE: it copies what no reader still
+// needs and never blocks the writer or a reader, so the next writes go on
+// meanwhile.
+//
+// SQLite starts the log afresh only when a write begins and finds all of
+// it copied. Writes go on during a checkpoint, so once woken the
+// checkpointer runs again every catchUpWait until a run finds the log all
+// copied with no commit since it began: between a person's turns it
+// catches up and the log starts afresh. Under writes that never pause, the writer connection's own
+// automatic checkpoint, at backstopPages, does that.
+const (
+	checkpointPages = 1000 // SQLite's own default mark
+	backstopPages   = 4 * checkpointPages
+	catchUpWait     = 50 * time.Millisecond
+)
+
+// checkpointer checkpoints the store's write-ahead log when woken.
+type checkpointer struct {
+	db      *sql.DB // one connection, used for nothing else
+	wake    chan struct{}
+	stop    context.CancelFunc
+	stopped chan struct{}
+
+	pending int          // pages committed since the last wake; the writer's leader only
+	commits atomic.Int64 // commits counted by committed
+	runs    atomic.Int64 // checkpoints run; tests read it
+	running atomic.Bool  // tests read it
+	behind  atomic.Bool  // the last checkpoint left frames behind
+}
+
+// startCheckpointer opens the checkpointer's connection (lazily, on its
+// first checkpoint) and starts its goroutine.
+func startCheckpointer(path, dsn string) (*checkpointer, error) {
+	db, err := sql.Open("sqlite", path+"?"+dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	// An idle store lets the connection go.
+	db.SetConnMaxIdleTime(time.Minute)
+	ctx, stop := context.WithCancel(context.Background())
+	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: stop, stopped: make(chan struct{})}
+	go c.run(ctx)
+	return c, nil
+}
+
+func (c *checkpointer) run(ctx context.Context) {
+	defer close(c.stopped)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		}
+		for {
+			c.running.Store(true)
+			before := c.commits.Load()
+			caughtUp := c.checkpoint(ctx) && c.commits.Load() == before
+			c.behind.Store(!caughtUp)
+			c.running.Store(false)
+			if caughtUp {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.wake:
+			case <-time.After(catchUpWait):
+			}
+		}
+	}
+}
+
+// checkpoint runs one PASSIVE checkpoint and reports whether the log is
+// all copied now (or trying again would not help). Another process
+// checkpointing at the same time makes it busy: not caught up.
+func (c *checkpointer) checkpoint(ctx context.Context) (caughtUp bool) {
+	var busy, frames, copied int
+	err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	c.runs.Add(1)
+	if err != nil {
+		if ctx.Err() == nil {
+			slog.Warn("background checkpoint of the store", "err", err)
+		}
+		return true // the writer's own checkpoint is the backstop
+	}
+	return busy == 0 && copied >= frames
+}
+
+// idle reports whether the checkpointer has caught up and nothing is due;
+// tests wait for it.
+func (c *checkpointer) idle() bool {
+	return !c.running.Load() && !c.behind.Load() && len(c.wake) == 0
+}
+
+// committed counts the pages the writer connection has written to the log
+// since it was last asked, and wakes the checkpointer past the mark.
+// Called by the writer after each commit.
+func (c *checkpointer) committed(conn *sql.Conn) {
+	c.commits.Add(1)
+	_ = conn.Raw(func(dc any) error {
+		if st, ok := dc.(sqlite.DBStatus); ok {
+			n, _, err := st.Status(sqlite.DBStatusCacheWrite, true)
+			if err == nil {
+				c.pending += n
+			}
+		}
+		return nil
+	})
+	if c.pending < checkpointPages {
+		return
+	}
+	c.pending = 0
+	select {
+	case c.wake <- struct{}{}:
+	default: // one is running or already due
+	}
+}
+
+// close stops the goroutine and releases the connection.
+func (c *checkpointer) close() error {
+	c.stop()
+	<-c.stopped
+	return c.db.Close()
+}
