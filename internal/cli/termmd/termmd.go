@@ -9,12 +9,14 @@ package termmd
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
@@ -71,9 +73,14 @@ type line struct {
 	fixed bool
 }
 
+// gfm parses GitHub-flavoured markdown; built once, when first needed.
+var gfm = sync.OnceValue(func() parser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
+})
+
 func render(md string, width int, opts Options) []line {
 	src := []byte(sanitize(md))
-	doc := goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser().Parse(text.NewReader(src))
+	doc := gfm().Parse(text.NewReader(src))
 	r := &renderer{src: src, color: opts.Color}
 	lines := r.container(doc, max(width, MinWidth), false)
 	for i := range lines {

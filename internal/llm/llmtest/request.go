@@ -26,9 +26,10 @@ type Request struct {
 
 func (r Request) clone() Request {
 	c := Request{Method: r.Method, Path: r.Path, Header: r.Header.Clone(), Raw: append([]byte(nil), r.Raw...)}
-	if r.Body != nil {
-		// Decoding again is the simplest deep copy of a JSON tree.
-		_ = json.Unmarshal(c.Raw, &c.Body)
+	// Decoding again is the simplest deep copy of a JSON tree; a body that
+	// is not JSON stays nil.
+	if json.Unmarshal(c.Raw, &c.Body) != nil {
+		c.Body = nil
 	}
 	return c
 }

@@ -111,7 +111,8 @@ func (s *Server) Pending() int {
 }
 
 // SetDefault sets the answer used when the script is empty; nil restores
-// EchoReply.
+// EchoReply. f gets the request as the server decoded it and must not
+// change it.
 func (s *Server) SetDefault(f func(Request) Step) {
 	if f == nil {
 		f = EchoReply
@@ -146,11 +147,14 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
-// next records req and picks its step.
+// next records req and picks its step. The record keeps req's raw body,
+// which Requests decodes when asked: decoding every transcript again for
+// the record was most of the server's work. The default handler gets req
+// itself, which it must not change; asides get copies.
 func (s *Server) next(req Request) (Step, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reqs = append(s.reqs, req.clone())
+	s.reqs = append(s.reqs, Request{Method: req.Method, Path: req.Path, Header: req.Header, Raw: req.Raw})
 	s.seq++
 	for i := len(s.aside) - 1; i >= 0; i-- { // the newest first
 		if a := s.aside[i]; a.match(req.clone()) {
@@ -162,7 +166,7 @@ func (s *Server) next(req Request) (Step, int) {
 		s.queue = s.queue[1:]
 		return st, s.seq
 	}
-	return s.def(req.clone()), s.seq
+	return s.def(req), s.seq
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {

@@ -1,9 +1,11 @@
 package matrix
 
 import (
+	"bufio"
 	"bytes"
 	"html"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -17,21 +19,26 @@ import (
 // markdown (strikethrough, tables, bare links) with line breaks kept as a
 // chat shows them. Raw HTML in a reply is shown escaped, as the text it
 // is, never passed on as markup.
-var markdown = goldmark.New(
-	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify),
-	goldmark.WithRenderer(renderer.NewRenderer(renderer.WithNodeRenderers(
-		util.Prioritized(ghtml.NewRenderer(ghtml.WithHardWraps()), 1000),
-		util.Prioritized(escapedHTML{}, 100),
-	))),
-)
+var markdown = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify),
+		goldmark.WithRenderer(renderer.NewRenderer(renderer.WithNodeRenderers(
+			util.Prioritized(ghtml.NewRenderer(ghtml.WithHardWraps()), 1000),
+			util.Prioritized(escapedHTML{}, 100),
+		))),
+	)
+})
 
 // renderHTML turns markdown into the formatted body of a message; ok is
 // false when the text has no formatting, so the plain body says it all.
 func renderHTML(md string) (out string, ok bool) {
 	var b bytes.Buffer
-	if err := markdown.Convert([]byte(md), &b); err != nil {
+	// goldmark would wrap b in a 4 KiB buffer of its own per reply.
+	bw := bufio.NewWriterSize(&b, 512)
+	if err := markdown().Convert([]byte(md), bw); err != nil {
 		return "", false
 	}
+	_ = bw.Flush()
 	out = strings.TrimSpace(b.String())
 	inner, isPara := strings.CutPrefix(out, "<p>")
 	if isPara {

@@ -5,12 +5,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	extast "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/baton-agent/baton/internal/platform/styled"
 )
 
 // renderMrkdwn turns a markdown reply into Slack's mrkdwn: *bold*,
@@ -20,8 +19,7 @@ import (
 // as Slack asks, so a reply can never mention @channel or forge a link.
 func renderMrkdwn(md string) string {
 	src := []byte(md)
-	p := goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser()
-	doc := p.Parse(text.NewReader(src))
+	doc := styled.Parse(src)
 	r := &mrkdwnRenderer{src: src}
 	r.blocks(doc, "\n\n", 0)
 	return strings.TrimSpace(r.b.String())

@@ -10,11 +10,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
@@ -37,6 +39,18 @@ type Span struct {
 	Style      Style
 }
 
+// chatParser reads the markdown dialect every chat service's renderer
+// walks: CommonMark with strikethrough. Built once, when first needed
+// (a program that renders nothing never builds it), and safe for
+// concurrent use.
+var chatParser = sync.OnceValue(func() parser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser()
+})
+
+// Parse parses a markdown reply in the chat dialect (CommonMark with
+// strikethrough), for a service's own renderer to walk.
+func Parse(src []byte) ast.Node { return chatParser().Parse(text.NewReader(src)) }
+
 // Text is a rendered reply.
 type Text struct {
 	Plain string // the text with any markers the Marks asked for
@@ -50,7 +64,7 @@ type Marks map[Style][2]string
 // Render renders md, writing marks around styled ranges.
 func Render(md string, marks Marks) Text {
 	src := []byte(md)
-	doc := goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser().Parse(text.NewReader(src))
+	doc := Parse(src)
 	r := &renderer{src: src, marks: marks}
 	r.blocks(doc, "\n\n", 0)
 	plain := r.b.String()

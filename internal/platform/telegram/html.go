@@ -6,13 +6,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	extast "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/renderer/html"
-	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/baton-agent/baton/internal/platform/styled"
 )
 
 // renderHTML turns a markdown reply into the small HTML dialect Telegram's
@@ -24,8 +23,7 @@ import (
 // Telegram asks.
 func renderHTML(md string) string {
 	src := []byte(md)
-	p := goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser()
-	doc := p.Parse(text.NewReader(src))
+	doc := styled.Parse(src)
 	r := &htmlRenderer{src: src, w: html.NewWriter()}
 	r.blocks(doc, "\n\n", 0)
 	return strings.TrimSpace(r.b.String())
@@ -35,6 +33,7 @@ type htmlRenderer struct {
 	src []byte
 	w   html.Writer
 	b   strings.Builder
+	bw  *bufio.Writer // into b, for w; flushed after each use
 }
 
 // blocks renders the block children of n separated by sep; depth is the
@@ -233,11 +232,11 @@ func isLanguage(s string) bool {
 // text writes markdown text: backslash escapes and entity references
 // resolved, then HTML-escaped (goldmark's own writer does both).
 func (r *htmlRenderer) text(v []byte) {
-	var buf bytes.Buffer
-	bw := bufio.NewWriter(&buf)
-	r.w.Write(bw, v)
-	_ = bw.Flush()
-	r.b.Write(buf.Bytes())
+	if r.bw == nil {
+		r.bw = bufio.NewWriterSize(&r.b, 256) // one per reply, not per run of text
+	}
+	r.w.Write(r.bw, v)
+	_ = r.bw.Flush()
 }
 
 // escape writes v literally, HTML-escaped.

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"html"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -21,22 +23,27 @@ import (
 // shown escaped, as the text it is; links keep only http, https and
 // mailto addresses and open in a new tab without an opener or referrer;
 // images become links, so a reply never makes the page load anything.
-var markdown = goldmark.New(
-	goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList, extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
-	goldmark.WithRenderer(renderer.NewRenderer(renderer.WithNodeRenderers(
-		util.Prioritized(ghtml.NewRenderer(ghtml.WithHardWraps()), 1000),
-		util.Prioritized(safeHTML{}, 100),
-	))),
-)
+var markdown = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList, extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
+		goldmark.WithRenderer(renderer.NewRenderer(renderer.WithNodeRenderers(
+			util.Prioritized(ghtml.NewRenderer(ghtml.WithHardWraps()), 1000),
+			util.Prioritized(safeHTML{}, 100),
+		))),
+	)
+})
 
 // renderMarkdown is md as HTML for the page.
 func renderMarkdown(md string) string {
 	var b bytes.Buffer
-	if err := markdown.Convert([]byte(columns(md)), &b); err != nil {
+	// goldmark would wrap b in a 4 KiB buffer of its own per reply.
+	bw := bufio.NewWriterSize(&b, 512)
+	if err := markdown().Convert([]byte(columns(md)), bw); err != nil {
 		// Rendering to memory does not fail; if it ever did, the text
 		// is still shown, as text.
 		return "<p>" + html.EscapeString(md) + "</p>"
 	}
+	_ = bw.Flush()
 	return b.String()
 }
 
