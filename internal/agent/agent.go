@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -60,6 +61,14 @@ type Drafts interface {
 }
 
 var _ Drafts = store.Store(nil)
+
+// usageAppender is the optional part of a Store that stores a model's
+// answer and the tokens it cost in one write.
+type usageAppender interface {
+	AppendMessagesWithUsage(ctx context.Context, sessionID string, u store.Usage, msgs ...store.Message) ([]store.Message, error)
+}
+
+var _ usageAppender = store.Store(nil)
 
 // Agent runs turns. Set the fields before the first call and do not change
 // them afterwards; one Agent may serve many sessions concurrently.
@@ -229,6 +238,26 @@ func (a *Agent) storeRetry() retry.Policy {
 func (a *Agent) append(ctx context.Context, sessionID string, trouble func(error), msgs ...store.Message) ([]store.Message, error) {
 	return write(ctx, a.storeRetry(), trouble, func(ctx context.Context) ([]store.Message, error) {
 		return a.Store.AppendMessages(ctx, sessionID, msgs...)
+	})
+}
+
+// appendCounted appends msgs and adds u to the session's token counts, in
+// one write where the store can; otherwise the count is a write of its
+// own after, whose failure costs only the count.
+func (a *Agent) appendCounted(ctx context.Context, sessionID string, trouble func(error), u llm.Usage, msgs ...store.Message) ([]store.Message, error) {
+	ua, ok := a.Store.(usageAppender)
+	if !ok || u == (llm.Usage{}) {
+		stored, err := a.append(ctx, sessionID, trouble, msgs...)
+		if err == nil {
+			if err := a.addUsage(ctx, sessionID, u); err != nil {
+				slog.Warn("record token usage", "session", sessionID, "err", err)
+			}
+		}
+		return stored, err
+	}
+	su := store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	return write(ctx, a.storeRetry(), trouble, func(ctx context.Context) ([]store.Message, error) {
+		return ua.AppendMessagesWithUsage(ctx, sessionID, su, msgs...)
 	})
 }
 

@@ -249,11 +249,15 @@ type troubled struct {
 }
 
 func (s *troubled) AppendMessages(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
-	if s.full.Load() && msgs[0].Role == store.RoleAssistant {
+	return s.AppendMessagesWithUsage(ctx, sessionID, store.Usage{}, msgs...)
+}
+
+func (s *troubled) AppendMessagesWithUsage(ctx context.Context, sessionID string, u store.Usage, msgs ...store.Message) ([]store.Message, error) {
+	if s.full.Load() && len(msgs) > 0 && msgs[0].Role == store.RoleAssistant {
 		s.refusals.Add(1)
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, errors.New("database or disk is full (13)"))
 	}
-	return s.Store.AppendMessages(ctx, sessionID, msgs...)
+	return s.Store.AppendMessagesWithUsage(ctx, sessionID, u, msgs...)
 }
 
 // An answer the store refuses is kept and its write tried again until the

@@ -166,15 +166,12 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 		if err != nil {
 			return err
 		}
-		// The answer first: it is what a failing store must not lose.
-		if err := t.store(ctx, store.Message{Role: store.RoleAssistant, Content: resp.Text, ToolCalls: raw}); err != nil {
+		// The answer and what it cost, in one write.
+		if err := t.storeCounted(ctx, resp.Usage, store.Message{Role: store.RoleAssistant, Content: resp.Text, ToolCalls: raw}); err != nil {
 			return err
 		}
 		t.res.Usage.InputTokens += resp.Usage.InputTokens
 		t.res.Usage.OutputTokens += resp.Usage.OutputTokens
-		if err := a.addUsage(ctx, t.session, resp.Usage); err != nil {
-			slog.Warn("record token usage", "session", t.session, "err", err)
-		}
 		if len(calls) == 0 {
 			t.res.Text = resp.Text
 			return nil
@@ -224,12 +221,17 @@ func (t *turn) callModel(ctx context.Context, kept string) (llm.Response, string
 // store appends msgs to the session and to t.msgs. While the store
 // refuses, they are kept and tried again under StoreRetry.
 func (t *turn) store(ctx context.Context, msgs ...store.Message) error {
+	return t.storeCounted(ctx, llm.Usage{}, msgs...)
+}
+
+// storeCounted is store that also adds u to the session's token counts.
+func (t *turn) storeCounted(ctx context.Context, u llm.Usage, msgs ...store.Message) error {
 	for i := range msgs {
 		if msgs[i].Platform == "" {
 			msgs[i].Platform = t.platform
 		}
 	}
-	stored, err := t.a.append(ctx, t.session, t.storeTrouble, msgs...)
+	stored, err := t.a.appendCounted(ctx, t.session, t.storeTrouble, u, msgs...)
 	if err != nil {
 		return fmt.Errorf("store %s message: %w", msgs[0].Role, err)
 	}

@@ -71,13 +71,13 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), err)
 	}
 	defer unlock()
+	// Whoever stores a delivery flushes after, so what is stored while
+	// this pass sends is sent by that flush, which waits for the lock: a
+	// pass reads again only when it got a full page.
 	for {
-		pending, err := g.st.PendingDeliveries(ctx, addr.Key(), 0)
+		pending, err := g.st.PendingDeliveries(ctx, addr.Key(), store.DefaultQueueLimit)
 		if err != nil {
 			return fmt.Errorf("load pending replies for %s: %w", addr.Key(), err)
-		}
-		if len(pending) == 0 {
-			return nil
 		}
 		for _, d := range pending {
 			if id, ok := g.sentBefore(d.ID); ok {
@@ -112,6 +112,9 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 			if err := g.markSent(ctx, d.ID, id); err != nil {
 				return err
 			}
+		}
+		if len(pending) < store.DefaultQueueLimit {
+			return nil
 		}
 	}
 }

@@ -31,6 +31,10 @@ type fullDisk struct {
 }
 
 func (f *fullDisk) AppendMessages(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
+	return f.AppendMessagesWithUsage(ctx, sessionID, store.Usage{}, msgs...)
+}
+
+func (f *fullDisk) AppendMessagesWithUsage(ctx context.Context, sessionID string, u store.Usage, msgs ...store.Message) ([]store.Message, error) {
 	if f.full.Load() {
 		f.refusals.Add(1)
 		reason := f.reason
@@ -39,7 +43,7 @@ func (f *fullDisk) AppendMessages(ctx context.Context, sessionID string, msgs ..
 		}
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, errors.New(reason))
 	}
-	return f.Store.AppendMessages(ctx, sessionID, msgs...)
+	return f.Store.AppendMessagesWithUsage(ctx, sessionID, u, msgs...)
 }
 
 // A store that cannot record a turn is not a model failure: the person is

@@ -247,6 +247,10 @@ type Messages interface {
 	// AppendMessages stores msgs at the end of the session's transcript in
 	// one transaction and returns them with ID, Seq and CreatedAt filled in.
 	AppendMessages(ctx context.Context, sessionID string, msgs ...Message) ([]Message, error)
+	// AppendMessagesWithUsage is AppendMessages that also adds u to the
+	// session's token counts, in the same transaction: a model's answer
+	// and what it cost are one write.
+	AppendMessagesWithUsage(ctx context.Context, sessionID string, u Usage, msgs ...Message) ([]Message, error)
 	// Transcript is the live transcript in order.
 	Transcript(ctx context.Context, sessionID string) ([]Message, error)
 	// History is every row ever written, superseded ones included, in order.

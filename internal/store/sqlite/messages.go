@@ -32,15 +32,27 @@ func scanMessage(row interface{ Scan(...any) error }, extra ...any) (store.Messa
 
 // AppendMessages stores msgs at the end of the transcript in one transaction.
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
+	return s.AppendMessagesWithUsage(ctx, sessionID, store.Usage{}, msgs...)
+}
+
+// AppendMessagesWithUsage implements store.Messages. The usage lands on
+// the session row the append moves anyway: no page more to write.
+func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u store.Usage, msgs ...store.Message) ([]store.Message, error) {
 	if err := validate(msgs); err != nil {
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, err)
 	}
 	if len(msgs) == 0 {
-		return nil, nil
+		if u == (store.Usage{}) {
+			return nil, nil
+		}
+		return nil, s.AddUsage(ctx, sessionID, u)
 	}
 	var out []store.Message
 	err := s.tx(ctx, func(tx *wtx) (err error) {
-		out, err = appendMessages(tx, sessionID, msgs)
+		if out, err = appendMessages(tx, sessionID, msgs); err != nil || u == (store.Usage{}) {
+			return err
+		}
+		_, err = tx.Exec(addUsageSQL, u.InputTokens, u.OutputTokens, sessionID)
 		return err
 	})
 	if err != nil {

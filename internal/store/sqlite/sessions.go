@@ -219,10 +219,11 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 
 // AddUsage adds token counts to a session.
 func (s *Store) AddUsage(ctx context.Context, id string, u store.Usage) error {
-	res, err := s.exec(ctx, `UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = ?`,
-		u.InputTokens, u.OutputTokens, id)
+	res, err := s.exec(ctx, addUsageSQL, u.InputTokens, u.OutputTokens, id)
 	return affected(res, err, "add usage to session "+id)
 }
+
+const addUsageSQL = `UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = ?`
 
 // SetModel records the model a session talks to.
 func (s *Store) SetModel(ctx context.Context, id, model string) error {

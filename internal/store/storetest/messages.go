@@ -10,6 +10,28 @@ import (
 )
 
 var messageTests = map[string]func(*testing.T, store.Store){
+	"AppendWithUsageIsOneWrite": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		got := must(s.AppendMessagesWithUsage(ctx(t), a.ID, store.Usage{InputTokens: 7, OutputTokens: 2},
+			store.Message{Role: store.RoleAssistant, Content: "answer"}))
+		eq(t, "returned", len(got), 1)
+		after := must(s.GetSession(ctx(t), a.ID))
+		eq(t, "input tokens", after.InputTokens, int64(7))
+		eq(t, "output tokens", after.OutputTokens, int64(2))
+		eq(t, "count", after.MessageCount, 1)
+		// A failing message leaves the count untouched too.
+		_, err := s.AppendMessagesWithUsage(ctx(t), a.ID, store.Usage{InputTokens: 100},
+			store.Message{Role: store.RoleAssistant, Content: "ok"}, store.Message{Content: "no role"})
+		wantErr(t, err, store.ErrInvalid)
+		_, err = s.AppendMessagesWithUsage(ctx(t), "missing", store.Usage{InputTokens: 1}, store.Message{Role: store.RoleUser, Content: "x"})
+		wantErr(t, err, store.ErrNotFound)
+		after = must(s.GetSession(ctx(t), a.ID))
+		eq(t, "input tokens after failures", after.InputTokens, int64(7))
+		eqSlice(t, "transcript", contents(must(s.Transcript(ctx(t), a.ID))), []string{"assistant:answer"})
+		// Usage alone still counts.
+		must(s.AppendMessagesWithUsage(ctx(t), a.ID, store.Usage{OutputTokens: 3}))
+		eq(t, "output tokens, usage alone", must(s.GetSession(ctx(t), a.ID)).OutputTokens, int64(5))
+	},
 	"AppendAndLoadInOrder": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
 		calls := json.RawMessage(`[{"id":"c1","name":"read_file","arguments":{"path":"x"}}]`)
