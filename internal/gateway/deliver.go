@@ -25,22 +25,43 @@ const storeTimeout = 10 * time.Second
 // sends everything pending for addr, in order. When the sends fail for a
 // whole retry series, what is left is sent in the background later.
 func (g *Gateway) deliver(ctx context.Context, addr platform.Address, key, text string) error {
+	return g.deliverAll(ctx, addr, nil, outgoing{key: key, text: text})
+}
+
+// outgoing is a message to deliver and its outbox key.
+type outgoing struct{ key, text string }
+
+// deliverAll is deliver for several messages, stored in one write. With
+// in, the write also marks that inbound event done (its answer is in the
+// outbox from then on) and in.DoneAt is set.
+func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *store.Inbound, msgs ...outgoing) error {
 	a, ok := g.adapters[addr.Platform]
 	if !ok {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
 	}
-	parts := []string{text}
-	if l, ok := a.(platform.Limiter); ok {
-		parts = platform.Split(text, l.MaxMessageLen(), l.MessageLen)
-	}
-	ds := make([]store.Delivery, len(parts))
-	for i, p := range parts {
-		ds[i] = store.Delivery{Key: partKey(key, i), AddressKey: addr.Key(), Text: p}
+	var ds []store.Delivery
+	for _, m := range msgs {
+		parts := []string{m.text}
+		if l, ok := a.(platform.Limiter); ok {
+			parts = platform.Split(m.text, l.MaxMessageLen(), l.MessageLen)
+		}
+		for i, p := range parts {
+			ds = append(ds, store.Delivery{Key: partKey(m.key, i), AddressKey: addr.Key(), Text: p})
+		}
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if _, err := g.st.EnqueueDeliveries(wctx, ds...); err != nil {
+	var err error
+	if in != nil {
+		_, err = g.st.AnswerInbound(wctx, in.ID, ds...)
+	} else {
+		_, err = g.st.EnqueueDeliveries(wctx, ds...)
+	}
+	if err != nil {
 		return notRecorded("store reply for "+addr.Key(), err)
+	}
+	if in != nil {
+		in.DoneAt = time.Now()
 	}
 	return g.flush(ctx, addr)
 }

@@ -125,7 +125,7 @@ func (g *Gateway) process(ctx context.Context, in store.Inbound, fresh bool) {
 	key := fmt.Sprintf("in:%d", in.ID)
 	defer g.forgetTrouble(key)
 	err := retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
-		err := g.handleOnce(ctx, in, fresh)
+		err := g.handleOnce(ctx, &in, fresh)
 		fresh = false // a failed try may have recorded part of the turn
 		if err != nil && !errors.Is(err, errNotRecorded) {
 			g.log.Error("handle message", "at", in.AddressKey, "err", err)
@@ -140,6 +140,9 @@ func (g *Gateway) process(ctx context.Context, in store.Inbound, fresh bool) {
 	})
 	if err != nil || ctx.Err() != nil {
 		return // stopped mid-way: handled again at the next start
+	}
+	if !in.DoneAt.IsZero() {
+		return // marked done with its answer (reply)
 	}
 	_ = retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
 		wctx, cancel := context.WithTimeout(ctx, storeTimeout)
@@ -180,7 +183,7 @@ func (g *Gateway) forgetTrouble(key string) {
 // handleOnce is one try at handling an inbound event; an error marked
 // errNotRecorded means the store could not record it and it should be
 // tried again. fresh: see process.
-func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound, fresh bool) error {
+func (g *Gateway) handleOnce(ctx context.Context, in *store.Inbound, fresh bool) error {
 	addr, err := platform.ParseKey(in.AddressKey)
 	if err != nil {
 		g.log.Error("inbound event with a bad address", "key", in.AddressKey, "err", err)
@@ -201,7 +204,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound, fresh bool) 
 		}
 		reply := g.command(ctx, addr, text)
 		if reply != "" {
-			return g.reply(ctx, addr, in, reply)
+			return g.reply(ctx, addr, in, reply, "")
 		}
 		return nil
 	}
@@ -214,10 +217,10 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound, fresh bool) 
 			return err
 		}
 		g.log.Error("find session", "at", addr.Key(), "err", err)
-		return g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error())
+		return g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error(), "")
 	}
 	if sess.HeldElsewhere(addr.Key()) && !g.arriving(ctx, sess, addr) {
-		return g.park(ctx, addr, in, sess)
+		return g.park(ctx, addr, *in, sess)
 	}
 	if in.PlatformMsgID != "" && !fresh {
 		// Stored by an earlier run or try that stopped mid-turn: never
@@ -231,24 +234,18 @@ func (g *Gateway) handleOnce(ctx context.Context, in store.Inbound, fresh bool) 
 		case prior.movedOn:
 			return nil
 		case prior.answer != "":
-			return g.reply(ctx, addr, in, prior.answer)
+			return g.reply(ctx, addr, in, prior.answer, "")
 		default:
-			return g.turn(ctx, addr, in, prior.sessionID, store.Message{Platform: in.Platform})
+			return g.turn(ctx, addr, in, prior.sessionID, store.Message{Platform: in.Platform}, "")
 		}
 	}
 	var offer string // decided as the message arrives, sent after its answer
 	if fresh {
 		offer = g.offerFor(ctx, addr, sess)
 	}
-	err = g.turn(ctx, addr, in, sess.ID, store.Message{
+	return g.turn(ctx, addr, in, sess.ID, store.Message{
 		Role: store.RoleUser, Content: text, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
-	})
-	if err == nil && offer != "" {
-		if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d:offer", in.ID), offer); err != nil {
-			g.log.Warn("offer to continue", "to", addr.Key(), "err", err)
-		}
-	}
-	return err
+	}, offer)
 }
 
 // prior is what an earlier run left of a turn whose input is stored.
@@ -289,10 +286,11 @@ func (g *Gateway) priorTurn(ctx context.Context, platformName, msgID string) (pr
 	return p, nil
 }
 
-// turn runs one agent turn in the session and delivers its answer to addr.
-// A turn the store could not record returns errNotRecorded, to be run
-// again; the model's own failures are told to the person.
-func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbound, sessionID string, input store.Message) error {
+// turn runs one agent turn in the session and delivers its answer to addr,
+// with offer (if any) after it. A turn the store could not record returns
+// errNotRecorded, to be run again; the model's own failures are told to
+// the person.
+func (g *Gateway) turn(ctx context.Context, addr platform.Address, in *store.Inbound, sessionID string, input store.Message, offer string) error {
 	res, err := g.runTurn(ctx, addr, sessionID, input, fmt.Sprintf("in:%d", in.ID))
 	if err != nil && ctx.Err() != nil {
 		// Stopping: the turn is suspended, not failed. The message stays
@@ -309,9 +307,9 @@ func (g *Gateway) turn(ctx context.Context, addr platform.Address, in store.Inbo
 		if res.Text != "" {
 			text = res.Text + "\n\n" + text
 		}
-		return g.reply(ctx, addr, in, text)
+		return g.reply(ctx, addr, in, text, offer)
 	}
-	return g.reply(ctx, addr, in, res.Text)
+	return g.reply(ctx, addr, in, res.Text, offer)
 }
 
 // runTurn runs the agent with typing shown and the reply streamed where
@@ -452,12 +450,19 @@ func (g *Gateway) newSession(ctx context.Context, addr platform.Address) (store.
 	return s, nil
 }
 
-// reply delivers text as the answer to inbound event in (idempotent per event).
-func (g *Gateway) reply(ctx context.Context, addr platform.Address, in store.Inbound, text string) error {
+// reply delivers text as the answer to inbound event in (idempotent per
+// event), followed by offer (an offer to continue) unless it is "". Both
+// are stored with in marked done, in one write.
+func (g *Gateway) reply(ctx context.Context, addr platform.Address, in *store.Inbound, text, offer string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	err := g.deliver(ctx, addr, fmt.Sprintf("in:%d", in.ID), text)
+	key := fmt.Sprintf("in:%d", in.ID)
+	msgs := []outgoing{{key: key, text: text}}
+	if offer != "" {
+		msgs = append(msgs, outgoing{key: key + ":offer", text: offer})
+	}
+	err := g.deliverAll(ctx, addr, in, msgs...)
 	if errors.Is(err, errNotRecorded) {
 		return err // the reply is not stored: the turn is handled again
 	}

@@ -66,6 +66,11 @@ type Outbox interface {
 	// stored again: the stored one is returned in its place, so a retried
 	// handoff never enqueues a message twice.
 	EnqueueDeliveries(ctx context.Context, ds ...Delivery) ([]Delivery, error)
+	// AnswerInbound is EnqueueDeliveries that also marks inbound event id
+	// done, in the same transaction: from then on the outbox keeps its
+	// answer, so the event is not handled again. An unknown id stores
+	// nothing and is ErrNotFound.
+	AnswerInbound(ctx context.Context, id int64, ds ...Delivery) ([]Delivery, error)
 	// PendingDeliveries lists unsent deliveries, oldest (lowest id) first,
 	// for addressKey ("" means all); limit <= 0 means 100.
 	PendingDeliveries(ctx context.Context, addressKey string, limit int) ([]Delivery, error)

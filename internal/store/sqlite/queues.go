@@ -97,15 +97,19 @@ func (s *Store) PendingInbound(ctx context.Context, after int64, limit int) ([]s
 
 // MarkInboundDone records that an event was handled; the first time stays.
 func (s *Store) MarkInboundDone(ctx context.Context, id int64) error {
-	res, err := s.exec(ctx, `UPDATE inbound SET done_at = CASE WHEN done_at = 0 THEN ? ELSE done_at END WHERE id = ?`, now(), id)
+	res, err := s.exec(ctx, markInboundDoneSQL, now(), id)
 	return affected(res, err, fmt.Sprintf("mark inbound %d done", id))
 }
+
+// markInboundDoneSQL marks an event done; marking it again keeps the
+// first time.
+const markInboundDoneSQL = `UPDATE inbound SET done_at = CASE WHEN done_at = 0 THEN ? ELSE done_at END WHERE id = ?`
 
 // ParkInbound marks an event done and keeps it parked at addressKey.
 func (s *Store) ParkInbound(ctx context.Context, id int64, sessionID, addressKey string) error {
 	t := now()
 	return s.tx(ctx, func(tx *wtx) error {
-		if _, err := tx.Exec(`UPDATE inbound SET done_at = CASE WHEN done_at = 0 THEN ? ELSE done_at END WHERE id = ?`, t, id); err != nil {
+		if _, err := tx.Exec(markInboundDoneSQL, t, id); err != nil {
 			return fmt.Errorf("park inbound %d: %w", id, err)
 		}
 		if _, err := tx.Exec(`INSERT INTO parked (inbound_id, session_id, address_key, parked_at) VALUES (?, ?, ?, ?)
@@ -169,17 +173,34 @@ const deliveryByKeySQL = `SELECT ` + deliveryCols + ` FROM deliveries WHERE key 
 // EnqueueDeliveries stores deliveries in one transaction, returning the
 // stored row in place of any whose key was taken.
 func (s *Store) EnqueueDeliveries(ctx context.Context, ds ...store.Delivery) ([]store.Delivery, error) {
+	return s.enqueue(ctx, 0, ds)
+}
+
+// AnswerInbound implements store.Outbox.
+func (s *Store) AnswerInbound(ctx context.Context, id int64, ds ...store.Delivery) ([]store.Delivery, error) {
+	return s.enqueue(ctx, id, ds)
+}
+
+// enqueue stores ds and, with an inbound id, marks that event done, in one
+// transaction.
+func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Delivery) ([]store.Delivery, error) {
 	for i, d := range ds {
 		if d.AddressKey == "" {
 			return nil, fmt.Errorf("enqueue delivery %d (%q): no address key: %w", i, d.Key, store.ErrInvalid)
 		}
 	}
-	if len(ds) == 0 {
+	if len(ds) == 0 && inboundID == 0 {
 		return nil, nil
 	}
 	out := make([]store.Delivery, len(ds))
 	err := s.tx(ctx, func(tx *wtx) error {
 		t := now()
+		if inboundID != 0 {
+			res, err := tx.Exec(markInboundDoneSQL, t, inboundID)
+			if err := affected(res, err, fmt.Sprintf("mark inbound %d done", inboundID)); err != nil {
+				return err
+			}
+		}
 		for i, d := range ds {
 			created := toNanos(d.CreatedAt)
 			if created == 0 {

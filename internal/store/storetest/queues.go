@@ -145,6 +145,23 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 		eq(t, "pending after second mark", len(must(s.PendingInbound(ctx(t), 0, 0))), 3)
 		wantErr(t, s.MarkInboundDone(ctx(t), all[3].ID+1000), store.ErrNotFound)
 	},
+	"AnswerInboundMarksItDone": func(t *testing.T, s store.Store) {
+		a := must2First(s.AddInbound(ctx(t), inbound("telegram", "a", "hello")))
+		b := must2First(s.AddInbound(ctx(t), inbound("telegram", "b", "again")))
+		ds := must(s.AnswerInbound(ctx(t), a.ID, delivery("in:a:part:0", "telegram:chat:1", "hi"), delivery("in:a:offer:part:0", "telegram:chat:1", "offer")))
+		eq(t, "stored", len(ds), 2)
+		eqIDs(t, "pending inbound", inboundIDs(must(s.PendingInbound(ctx(t), 0, 0))), []int64{b.ID})
+		eq(t, "pending deliveries", len(must(s.PendingDeliveries(ctx(t), "telegram:chat:1", 0))), 2)
+		// Answered again (a retry): nothing new, still done.
+		again := must(s.AnswerInbound(ctx(t), a.ID, delivery("in:a:part:0", "telegram:chat:1", "hi")))
+		eq(t, "same row", again[0].ID, ds[0].ID)
+		eq(t, "pending deliveries after the retry", len(must(s.PendingDeliveries(ctx(t), "telegram:chat:1", 0))), 2)
+		// An unknown event stores nothing.
+		_, err := s.AnswerInbound(ctx(t), b.ID+1000, delivery("in:x:part:0", "telegram:chat:1", "lost"))
+		wantErr(t, err, store.ErrNotFound)
+		eq(t, "pending deliveries after the unknown", len(must(s.PendingDeliveries(ctx(t), "telegram:chat:1", 0))), 2)
+		eqIDs(t, "pending inbound at the end", inboundIDs(must(s.PendingInbound(ctx(t), 0, 0))), []int64{b.ID})
+	},
 	"PendingInboundDefaultLimit": func(t *testing.T, s store.Store) {
 		for range store.DefaultQueueLimit + 5 {
 			must2(s.AddInbound(ctx(t), inbound("web", "", "x")))
