@@ -70,6 +70,14 @@ type usageAppender interface {
 
 var _ usageAppender = store.Store(nil)
 
+// turnStarter is the optional part of a Store that reads what a turn
+// starts from (the session, its draft, its transcript) in one read.
+type turnStarter interface {
+	TurnStart(ctx context.Context, sessionID string) (store.TurnState, error)
+}
+
+var _ turnStarter = store.Store(nil)
+
 // Agent runs turns. Set the fields before the first call and do not change
 // them afterwards; one Agent may serve many sessions concurrently.
 type Agent struct {

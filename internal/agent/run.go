@@ -82,19 +82,9 @@ type turn struct {
 
 func (t *turn) run(ctx context.Context, input store.Message) error {
 	a := t.a
-	var err error
-	if t.sess, err = a.Store.GetSession(ctx, t.session); err != nil {
-		return storeFailure(ctx, "load session", err)
-	}
-	draft := ""
-	if st, ok := a.Store.(Drafts); ok {
-		// Read before anything is stored: storing clears it.
-		if draft, err = st.Draft(ctx, t.session); err != nil {
-			return storeFailure(ctx, "load the answer kept from a stopped turn", err)
-		}
-	}
-	if t.msgs, err = a.Store.Transcript(ctx, t.session); err != nil {
-		return storeFailure(ctx, "load transcript", err)
+	draft, err := t.start(ctx) // the draft is read before anything is stored: storing clears it
+	if err != nil {
+		return err
 	}
 	// What a stop or crash left unfinished is settled before anything
 	// else: a tool call without a result is recorded as interrupted, never
@@ -180,6 +170,35 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			return err
 		}
 	}
+}
+
+// start reads the session, its transcript and the draft kept from a
+// stopped turn, in one read where the store can.
+func (t *turn) start(ctx context.Context) (draft string, err error) {
+	a := t.a
+	if ts, ok := a.Store.(turnStarter); ok {
+		st, err := ts.TurnStart(ctx, t.session)
+		if err != nil {
+			return "", storeFailure(ctx, "load session", err)
+		}
+		t.sess, t.msgs = st.Session, st.Transcript
+		if _, ok := a.Store.(Drafts); ok {
+			draft = st.Draft
+		}
+		return draft, nil
+	}
+	if t.sess, err = a.Store.GetSession(ctx, t.session); err != nil {
+		return "", storeFailure(ctx, "load session", err)
+	}
+	if st, ok := a.Store.(Drafts); ok {
+		if draft, err = st.Draft(ctx, t.session); err != nil {
+			return "", storeFailure(ctx, "load the answer kept from a stopped turn", err)
+		}
+	}
+	if t.msgs, err = a.Store.Transcript(ctx, t.session); err != nil {
+		return "", storeFailure(ctx, "load transcript", err)
+	}
+	return draft, nil
 }
 
 // callModel asks the model for the next message, keeping it in the store

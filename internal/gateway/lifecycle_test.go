@@ -218,11 +218,12 @@ func TestInboundLeftMidTurnIsAnsweredAtStart(t *testing.T) {
 		}
 	}})
 	r.openPage(t) // a reply counts as sent once a page showed it
-	waitAllSent(t, r.st)
+	// An event is done once its answer is stored; then the answer is sent.
 	testutil.Eventually(t, 0, func() bool {
 		pending, err := r.st.PendingInbound(context.Background(), 0, 0)
 		return err == nil && len(pending) == 0
 	}, "every inbound message handled")
+	waitAllSent(t, r.st)
 	msgs, _ := r.st.Transcript(context.Background(), unanswered)
 	if len(msgs) != 2 || msgs[0].Content != "question m0" || msgs[1].Content != "answered after the restart" {
 		t.Fatalf("unanswered session now %+v", msgs)

@@ -242,6 +242,13 @@ type Usage struct {
 	OutputTokens int64
 }
 
+// TurnState is what a turn starts from (Messages.TurnStart).
+type TurnState struct {
+	Session    Session
+	Draft      string
+	Transcript []Message
+}
+
 // Messages stores transcripts.
 type Messages interface {
 	// AppendMessages stores msgs at the end of the session's transcript in
@@ -253,6 +260,9 @@ type Messages interface {
 	AppendMessagesWithUsage(ctx context.Context, sessionID string, u Usage, msgs ...Message) ([]Message, error)
 	// Transcript is the live transcript in order.
 	Transcript(ctx context.Context, sessionID string) ([]Message, error)
+	// TurnStart reads what a turn starts from, in one snapshot: the
+	// session, its draft (SetDraft) and its live transcript.
+	TurnStart(ctx context.Context, sessionID string) (TurnState, error)
 	// History is every row ever written, superseded ones included, in order.
 	History(ctx context.Context, sessionID string) ([]Message, error)
 	// ReplaceTranscript atomically supersedes the live transcript with msgs

@@ -110,6 +110,41 @@ func validate(msgs []store.Message) error {
 // Transcript loads the live transcript in order. With the cache on, only
 // rows written since this process last loaded the session are read.
 func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Message, error) {
+	ts, err := s.transcript(ctx, sessionID, false)
+	return ts.Transcript, err
+}
+
+// TurnStart implements store.Messages: the session row is read in the
+// transcript's snapshot.
+func (s *Store) TurnStart(ctx context.Context, sessionID string) (store.TurnState, error) {
+	return s.transcript(ctx, sessionID, true)
+}
+
+// turnStartSQL is the session and its draft, read beside the transcript.
+const turnStartSQL = `SELECT ` + sessionCols + `, draft FROM sessions WHERE id = ?`
+
+// transcript loads the live transcript and, withSession, the session and
+// its draft, in one snapshot.
+func (s *Store) transcript(ctx context.Context, sessionID string, withSession bool) (store.TurnState, error) {
+	var ts store.TurnState
+	msgs, err := s.transcriptIn(ctx, sessionID, func(tx snapshot) error {
+		if !withSession {
+			return nil
+		}
+		st, err := tx.stmt(ctx, turnStartSQL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		ts.Session, err = scanSession(st.QueryRowContext(ctx, sessionID), &ts.Draft)
+		return err
+	})
+	ts.Transcript = msgs
+	return ts, err
+}
+
+// transcriptIn loads the live transcript; also runs in its snapshot first.
+func (s *Store) transcriptIn(ctx context.Context, sessionID string, also func(snapshot) error) ([]store.Message, error) {
 	tx, err := s.beginRead(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
@@ -132,6 +167,9 @@ func (s *Store) Transcript(ctx context.Context, sessionID string) ([]store.Messa
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
+	}
+	if err := also(tx); err != nil {
+		return nil, fmt.Errorf("load session %s: %w", sessionID, err)
 	}
 
 	var have []store.Message

@@ -13,11 +13,12 @@ import (
 const sessionCols = `id, owner_id, title, model, platform, parent_id, created_at, updated_at,
 	ended_at, end_reason, input_tokens, output_tokens, message_count, holder, held_since`
 
-func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
+// scanSession scans sessionCols, then any more columns into more.
+func scanSession(row interface{ Scan(...any) error }, more ...any) (store.Session, error) {
 	var s store.Session
 	var created, updated, ended, held int64
-	err := row.Scan(&s.ID, &s.OwnerID, &s.Title, &s.Model, &s.Platform, &s.ParentID,
-		&created, &updated, &ended, &s.EndReason, &s.InputTokens, &s.OutputTokens, &s.MessageCount, &s.Holder, &held)
+	err := row.Scan(append([]any{&s.ID, &s.OwnerID, &s.Title, &s.Model, &s.Platform, &s.ParentID,
+		&created, &updated, &ended, &s.EndReason, &s.InputTokens, &s.OutputTokens, &s.MessageCount, &s.Holder, &held}, more...)...)
 	if err != nil {
 		return store.Session{}, err
 	}

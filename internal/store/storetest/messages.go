@@ -10,6 +10,25 @@ import (
 )
 
 var messageTests = map[string]func(*testing.T, store.Store){
+	"TurnStartReadsSessionDraftAndTranscript": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		appendText(t, s, a.ID, store.RoleUser, "hi")
+		noErr(t, s.SetModel(ctx(t), a.ID, "m-1"))
+		noErr(t, s.SetDraft(ctx(t), a.ID, "half an ans"))
+		ts := must(s.TurnStart(ctx(t), a.ID))
+		eq(t, "session", ts.Session.ID, a.ID)
+		eq(t, "model", ts.Session.Model, "m-1")
+		eq(t, "count", ts.Session.MessageCount, 1)
+		eq(t, "draft", ts.Draft, "half an ans")
+		eqSlice(t, "transcript", contents(ts.Transcript), []string{"user:hi"})
+		appendText(t, s, a.ID, store.RoleAssistant, "whole")
+		ts = must(s.TurnStart(ctx(t), a.ID))
+		eq(t, "draft cleared by the append", ts.Draft, "")
+		eqSlice(t, "transcript after", contents(ts.Transcript), []string{"user:hi", "assistant:whole"})
+		eq(t, "count after", ts.Session.MessageCount, 2)
+		_, err := s.TurnStart(ctx(t), "missing")
+		wantErr(t, err, store.ErrNotFound)
+	},
 	"AppendWithUsageIsOneWrite": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
 		got := must(s.AppendMessagesWithUsage(ctx(t), a.ID, store.Usage{InputTokens: 7, OutputTokens: 2},
