@@ -273,13 +273,11 @@ func (g *Gateway) withdrawTerminalHandoff(ctx context.Context, sessionID, to str
 // boundSession is the session this chat is on; an error a person can read
 // when there is none.
 func (g *Gateway) boundSession(ctx context.Context, addr platform.Address) (store.Session, error) {
-	b, err := g.st.LookupBinding(ctx, addr.Key())
+	s, err := g.st.BoundSession(ctx, addr.Key())
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Session{}, errors.New("This chat has no session yet: say something first.")
-	} else if err != nil {
-		return store.Session{}, err
 	}
-	return g.st.GetSession(ctx, b.SessionID)
+	return s, err
 }
 
 func (g *Gateway) listSessions(ctx context.Context) string {

@@ -418,21 +418,16 @@ func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.
 // sessionFor is the session bound to addr, or (fresh) a new one owned by
 // the owner and bound there.
 func (g *Gateway) sessionFor(ctx context.Context, addr platform.Address) (sess store.Session, fresh bool, err error) {
-	b, err := g.st.LookupBinding(ctx, addr.Key())
+	s, err := g.st.BoundSession(ctx, addr.Key())
 	if err == nil {
-		s, err := g.st.GetSession(ctx, b.SessionID)
-		if err == nil {
-			if !s.Open() {
-				if err := g.st.ReopenSession(ctx, s.ID); err != nil {
-					return s, false, err
-				}
+		if !s.Open() {
+			if err := g.st.ReopenSession(ctx, s.ID); err != nil {
+				return s, false, err
 			}
-			return s, false, nil
 		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return store.Session{}, false, err
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
+		return s, false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
 		return store.Session{}, false, err
 	}
 	sess, err = g.newSession(ctx, addr)

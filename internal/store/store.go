@@ -289,6 +289,9 @@ type Bindings interface {
 	Bind(ctx context.Context, key, sessionID string) (previous string, err error)
 	Unbind(ctx context.Context, key string) error
 	LookupBinding(ctx context.Context, key string) (Binding, error)
+	// BoundSession is the session bound at key, in one read; ErrNotFound
+	// when key is unbound or its session is gone.
+	BoundSession(ctx context.Context, key string) (Session, error)
 	BindingsForSession(ctx context.Context, sessionID string) ([]Binding, error)
 }
 

@@ -55,6 +55,20 @@ func (s *Store) LookupBinding(ctx context.Context, key string) (store.Binding, e
 	return b, nil
 }
 
+// BoundSession implements store.Bindings.
+func (s *Store) BoundSession(ctx context.Context, key string) (store.Session, error) {
+	sess, err := scanSession(s.readRow(ctx, boundSessionSQL, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("session bound at %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("load the session bound at %s: %w", key, err)
+	}
+	return sess, nil
+}
+
+const boundSessionSQL = `SELECT ` + sessionCols + ` FROM sessions WHERE id = (SELECT session_id FROM bindings WHERE key = ?)`
+
 // BindingsForSession lists the addresses bound to a session, newest first.
 func (s *Store) BindingsForSession(ctx context.Context, sessionID string) ([]store.Binding, error) {
 	rows, err := s.read(ctx, `SELECT key, session_id, updated_at FROM bindings WHERE session_id = ?

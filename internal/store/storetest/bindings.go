@@ -7,6 +7,18 @@ import (
 )
 
 var bindingTests = map[string]func(*testing.T, store.Store){
+	"BoundSession": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		_, err := s.BoundSession(ctx(t), "telegram:chat:1")
+		wantErr(t, err, store.ErrNotFound)
+		must(s.Bind(ctx(t), "telegram:chat:1", a.ID))
+		got := must(s.BoundSession(ctx(t), "telegram:chat:1"))
+		eq(t, "session", got.ID, a.ID)
+		eq(t, "owner", got.OwnerID, a.OwnerID)
+		noErr(t, s.DeleteSession(ctx(t), a.ID))
+		_, err = s.BoundSession(ctx(t), "telegram:chat:1")
+		wantErr(t, err, store.ErrNotFound)
+	},
 	"BindRebindUnbind": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
 		b := newSession(t, s, "u", "")
