@@ -143,7 +143,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	// What a transcript load runs inside its read transaction.
+	// What a transcript load runs inside its read transaction (the
+	// session beside it only on the readers' pool: TurnStart).
+	if _, err := s.readStmt(ctx, turnStartSQL); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
+	}
 	for _, q := range []string{transcriptVersionSQL, packedLiveSQL} {
 		if _, err := s.readStmt(ctx, q); err != nil {
 			s.Close()
