@@ -31,6 +31,10 @@ const (
 	DefaultShutdownGrace   = 10 * time.Second
 	DefaultApprovalTimeout = 10 * time.Minute
 	typingEvery            = 4 * time.Second
+	// typingAfter is how long a turn runs before typing shows: an answer
+	// ready by then (posted whole after firstPostWait) needs no indicator,
+	// which would cost the service a call per reply.
+	typingAfter = firstPostWait
 )
 
 // Config is what a Gateway is made of. Store, Agent and OwnerID are required.

@@ -382,7 +382,8 @@ func (g *Gateway) working(ctx context.Context, addr platform.Address, sessionID 
 	}, nil
 }
 
-// typing shows the typing indicator every few seconds until stopped.
+// typing shows the typing indicator every few seconds until stopped,
+// from typingAfter on.
 func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.Address) (stop func()) {
 	t, ok := a.(platform.Typer)
 	if !ok || g.knownUnsupported(addr.Platform, "typing") {
@@ -392,6 +393,11 @@ func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(typingAfter):
+		}
 		tick := time.NewTicker(typingEvery)
 		defer tick.Stop()
 		for {

@@ -107,7 +107,7 @@ func TestSlackHandoffThreadAndBack(t *testing.T) {
 
 	// The person's reply in the thread continues the same session, with
 	// the whole transcript; typing shows under the thread meanwhile.
-	r.model.Push(llmtest.Reply{Text: "Done, it is *booked*."})
+	r.model.Push(llmtest.Reply{Text: "Done, it is *booked*.", Delay: 600 * time.Millisecond}) // long enough for typing to show
 	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "book it please", ThreadTS: root})
 	shownWhere(t, fake, "the answer in the thread", inThread("Done, it is _booked_."))
 	if b, err := r.st.LookupBinding(ctx, final.Destination); err != nil || b.SessionID != sess.ID {

@@ -131,6 +131,22 @@ func TestQuickReplyIsPostedOnce(t *testing.T) {
 	if n := fake.CallCount("editMessageText"); n != 0 {
 		t.Errorf("%d edits of a reply posted whole", n)
 	}
+	if n := fake.CallCount("sendChatAction"); n != 0 {
+		t.Errorf("typing shown %d times for a reply ready at once", n)
+	}
+}
+
+// Typing shows while a slower reply is written.
+func TestTypingShowsWhileAReplyIsWritten(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	r := streamRig(t, fake, time.Hour)
+	reply := words(10)
+	r.model.Push(llmtest.Reply{Text: reply, Delay: 100 * time.Millisecond}) // a second in all
+	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
+	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	if n := fake.CallCount("sendChatAction"); n == 0 {
+		t.Errorf("no typing while the reply was written")
+	}
 }
 
 // A reply longer than Telegram's limit goes on in a new message while it

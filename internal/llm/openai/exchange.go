@@ -49,7 +49,7 @@ func (ex *exchange) Do(req *http.Request) (*http.Response, error) {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		return resp, nil
 	}
-	resp.Body = &sseFilter{src: bufio.NewReader(resp.Body), body: resp.Body, ex: ex}
+	resp.Body = &sseFilter{src: bufio.NewReaderSize(resp.Body, 1024), body: resp.Body, ex: ex}
 	return resp, nil
 }
 
