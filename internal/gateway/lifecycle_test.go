@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -492,5 +493,31 @@ func TestCommandAnsweredBeforeACrashIsNotRunAgain(t *testing.T) {
 	d, err := r.st.DeliveryByKey(ctx, "in:"+itoa(inboundID)+":part:0")
 	if err != nil || d.SentAt.IsZero() {
 		t.Errorf("the stored answer was not sent: %+v %v", d, err)
+	}
+}
+
+// lookups counts the store's searches for an earlier try's turn.
+type lookups struct {
+	store.Store
+	n atomic.Int32
+}
+
+func (l *lookups) FindPlatformMessage(ctx context.Context, platform, platformMsgID string) (store.Message, error) {
+	l.n.Add(1)
+	return l.Store.FindPlatformMessage(ctx, platform, platformMsgID)
+}
+
+// A message stored just now has no earlier try to look for, in a new
+// session or an existing one: its turn runs without the lookup.
+func TestFreshMessagesSkipTheEarlierTryLookup(t *testing.T) {
+	l := &lookups{}
+	r := newRig(t, rigOpts{wrapStore: func(st store.Store) store.Store { l.Store = st; return l }})
+	pg := r.openPage(t)
+	for i, text := range []string{"first", "second", "third"} {
+		pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": text, "id": "f" + itoa(int64(i))})
+		pg.await("the answer to "+text, isMsg("echo: "+text))
+	}
+	if n := l.n.Load(); n != 0 {
+		t.Errorf("looked for an earlier try %d times, want none", n)
 	}
 }

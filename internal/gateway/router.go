@@ -211,7 +211,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in *store.Inbound, fresh bool)
 	if text == "" {
 		return nil
 	}
-	sess, fresh, err := g.sessionFor(ctx, addr)
+	sess, newSession, err := g.sessionFor(ctx, addr)
 	if err != nil {
 		if err := notRecorded("find session", err); errors.Is(err, errNotRecorded) {
 			return err
@@ -240,7 +240,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in *store.Inbound, fresh bool)
 		}
 	}
 	var offer string // decided as the message arrives, sent after its answer
-	if fresh {
+	if newSession {
 		offer = g.offerFor(ctx, addr, sess)
 	}
 	return g.turn(ctx, addr, in, sess.ID, store.Message{
