@@ -83,6 +83,49 @@ func (c *transcriptCache) put(id string, v transcriptVersion, msgs []store.Messa
 	}
 }
 
+// extend adds msgs, just stored at the end of session id's live
+// transcript, to its cached transcript if that ends where they begin, so
+// the next load need not read them back. Anything else leaves the entry
+// as it is: every load checks it against the session row anyway.
+func (c *transcriptCache) extend(id string, msgs []store.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok || e.version.nextSeq != msgs[0].Seq {
+		return
+	}
+	for i := 1; i < len(msgs); i++ {
+		if msgs[i].Seq != msgs[i-1].Seq+1 {
+			return
+		}
+	}
+	// Appending in place is safe: a caller holding the old slice reads
+	// only up to its own length.
+	for _, m := range msgs {
+		e.msgs = append(e.msgs, asLoaded(m))
+	}
+	e.version.nextSeq = msgs[len(msgs)-1].Seq + 1
+	c.total += len(msgs)
+	if c.total > c.max {
+		c.total -= len(e.msgs)
+		delete(c.entries, id)
+	}
+}
+
+// asLoaded is m, as returned by an append, in the form a load returns it.
+func asLoaded(m store.Message) store.Message {
+	m.CreatedAt = fromNanos(toNanos(m.CreatedAt))
+	if len(m.ToolCalls) == 0 {
+		m.ToolCalls = nil
+	} else {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+	}
+	return m
+}
+
 func (c *transcriptCache) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

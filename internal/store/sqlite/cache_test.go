@@ -1,9 +1,12 @@
 package sqlite_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
@@ -102,5 +105,57 @@ func TestTranscriptCacheIsBounded(t *testing.T) {
 				t.Fatalf("round %d session %s: %d rows, %v", round, id, len(tr), err)
 			}
 		}
+	}
+}
+
+// An append adds its messages to the cached transcript (the next load
+// reads none back), in exactly the form a load from the file gives: every
+// field, for every kind of message.
+func TestAppendExtendsTheCacheAsALoadWould(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	sess, _ := s.CreateSession(ctx, store.Session{})
+	if _, err := s.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleUser, Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transcript(ctx, sess.ID); err != nil { // cached from here
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 4, 5, 6, 7, 8, time.FixedZone("x", 3600))
+	msgs := []store.Message{
+		{Role: store.RoleUser, Content: "hi", Platform: "telegram", PlatformMsgID: "m1", CreatedAt: at},
+		{Role: store.RoleAssistant, ToolCalls: json.RawMessage(`[{"id":"c1","name":"shell","arguments":{}}]`)},
+		{Role: store.RoleTool, Content: "out", ToolCallID: "c1", ToolName: "shell"},
+		{Role: store.RoleAssistant, Content: "done", ToolCalls: json.RawMessage{}, Kind: store.KindNotice},
+	}
+	if _, err := s.AppendMessagesWithUsage(ctx, sess.ID, store.Usage{InputTokens: 3}, msgs[:2]...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessages(ctx, sess.ID, msgs[2:]...); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := sqlite.CachedCount(s, sess.ID); !ok || n != 5 {
+		t.Errorf("the cache holds %d messages (%v) after the appends, want all 5", n, ok)
+	}
+	got, err := s.Transcript(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := sqlite.Open(ctx, path, sqlite.WithoutTranscriptCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	want, err := fresh.Transcript(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("cached:\n%+v\nfrom the file:\n%+v", got, want)
 	}
 }

@@ -55,6 +55,9 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 		_, err = tx.Exec(addUsageSQL, u.InputTokens, u.OutputTokens, sessionID)
 		return err
 	})
+	if err == nil && s.transcripts != nil {
+		s.transcripts.extend(sessionID, out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, err)
 	}
