@@ -123,12 +123,16 @@ func (s *Store) TurnStart(ctx context.Context, sessionID string) (store.TurnStat
 	return s.transcript(ctx, sessionID, true)
 }
 
-// turnStartSQL is the session and its draft, read beside the transcript.
-const turnStartSQL = `SELECT ` + sessionCols + `, draft FROM sessions WHERE id = ?`
+// turnStartSQL is the session, its draft and what tells its transcript's
+// version (created_at is among sessionCols).
+const turnStartSQL = `SELECT ` + sessionCols + `, draft, generation, next_seq FROM sessions WHERE id = ?`
 
 // transcript loads the live transcript and, withSession, the session and
 // its draft, in one snapshot.
 func (s *Store) transcript(ctx context.Context, sessionID string, withSession bool) (store.TurnState, error) {
+	if ts, ok, err := s.cachedTurn(ctx, sessionID, withSession); ok || err != nil {
+		return ts, err
+	}
 	var ts store.TurnState
 	msgs, err := s.transcriptIn(ctx, sessionID, func(tx snapshot) error {
 		if !withSession {
@@ -139,11 +143,43 @@ func (s *Store) transcript(ctx context.Context, sessionID string, withSession bo
 			return err
 		}
 		defer st.Close()
-		ts.Session, err = scanSession(st.QueryRowContext(ctx, sessionID), &ts.Draft)
+		var generation, nextSeq int64
+		ts.Session, err = scanSession(st.QueryRowContext(ctx, sessionID), &ts.Draft, &generation, &nextSeq)
 		return err
 	})
 	ts.Transcript = msgs
 	return ts, err
+}
+
+// cachedTurn answers from the transcript cache when the session row, read
+// in one statement, shows the cached transcript is the current one: then
+// no transaction and no row is needed. ok is false when it cannot answer.
+func (s *Store) cachedTurn(ctx context.Context, sessionID string, withSession bool) (ts store.TurnState, ok bool, err error) {
+	if s.transcripts == nil {
+		return ts, false, nil
+	}
+	cv, msgs, cached := s.transcripts.get(sessionID)
+	if !cached {
+		return ts, false, nil
+	}
+	var v transcriptVersion
+	if withSession {
+		ts.Session, err = scanSession(s.readRow(ctx, turnStartSQL, sessionID), &ts.Draft, &v.generation, &v.nextSeq)
+		v.createdAt = toNanos(ts.Session.CreatedAt)
+	} else {
+		var n int
+		var liveFrom int64
+		err = s.readRow(ctx, transcriptVersionSQL, sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		s.transcripts.drop(sessionID)
+		return ts, false, fmt.Errorf("load transcript %s: %w", sessionID, store.ErrNotFound)
+	}
+	if err != nil || v != cv {
+		return store.TurnState{}, false, nil // the full load says what is wrong
+	}
+	ts.Transcript = clone(msgs)
+	return ts, true, nil
 }
 
 // transcriptIn loads the live transcript; also runs in its snapshot first.
