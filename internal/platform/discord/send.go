@@ -53,14 +53,14 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		}
 		err := a.call(ctx, "POST /channels/{id}/messages", rest.CreateMessage.Compile(nil, ch), msg, &m)
 		if err != nil {
-			return first, fmt.Errorf("discord: send to %s: %w", to.Key(), final(err))
+			return first, fmt.Errorf("discord: send: %w", final(err))
 		}
 		if first == "" {
 			first = m.ID
 		}
 	}
 	if first == "" {
-		return "", fmt.Errorf("discord: send to %s: empty message: %w", to.Key(), platform.ErrPermanent)
+		return "", fmt.Errorf("discord: send: empty message: %w", platform.ErrPermanent)
 	}
 	return first, nil
 }

@@ -186,14 +186,14 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 			GUID string `json:"guid"`
 		}
 		if err := a.call(ctx, http.MethodPost, "/api/v1/message/text", body, &sent); err != nil {
-			return first, fmt.Errorf("imessage: send to %s: %w", to.Key(), err)
+			return first, fmt.Errorf("imessage: send: %w", err)
 		}
 		if first == "" {
 			first = sent.GUID
 		}
 	}
 	if first == "" {
-		return "", platform.Permanent(fmt.Errorf("imessage: send to %s: empty message", to.Key()))
+		return "", platform.Permanent(fmt.Errorf("imessage: send: empty message"))
 	}
 	return first, nil
 }

@@ -149,14 +149,14 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 			Timestamp int64 `json:"timestamp"`
 		}
 		if err := a.call(ctx, "send", p, &res); err != nil {
-			return first, fmt.Errorf("signal: send to %s: %w", to.Key(), err)
+			return first, fmt.Errorf("signal: send: %w", err)
 		}
 		if first == "" {
 			first = strconv.FormatInt(res.Timestamp, 10)
 		}
 	}
 	if first == "" {
-		return "", platform.Permanent(fmt.Errorf("signal: send to %s: empty message", to.Key()))
+		return "", platform.Permanent(fmt.Errorf("signal: send: empty message"))
 	}
 	return first, nil
 }

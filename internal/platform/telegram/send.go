@@ -42,7 +42,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		}
 	}
 	if first == "" {
-		return "", fmt.Errorf("telegram: send to %s: empty message: %w", to.Key(), platform.ErrPermanent)
+		return "", fmt.Errorf("telegram: send: empty message: %w", platform.ErrPermanent)
 	}
 	return first, nil
 }

@@ -431,12 +431,12 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	delete(a.streams, to.Key())
 	if len(a.clients) == 0 {
 		a.mu.Unlock()
-		return "", platform.Away(fmt.Errorf("send to %s: %w", to.Key(), errNoPage))
+		return "", platform.Away(fmt.Errorf("web: send: %w", errNoPage))
 	}
 	if _, dup := a.shown[id]; dup {
 		// Another try of this message already waits for its page.
 		a.mu.Unlock()
-		return "", fmt.Errorf("send to %s: message %s is being sent already", to.Key(), id)
+		return "", fmt.Errorf("web: send: message %s is being sent already", id)
 	}
 	a.rememberQuestion(to.Key(), f)
 	asker := a.askers[to.Key()]
@@ -461,10 +461,10 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		a.mu.Unlock()
 	}()
 	if taken == 0 {
-		return "", fmt.Errorf("send to %s: %w", to.Key(), errPagesBehind)
+		return "", fmt.Errorf("web: send: %w", errPagesBehind)
 	}
 	if w.tab != "" && !askerTook {
-		return "", fmt.Errorf("send to %s: %w", to.Key(), errAskerBehind)
+		return "", fmt.Errorf("web: send: %w", errAskerBehind)
 	}
 	select {
 	case <-shown:
@@ -491,9 +491,9 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 			a.rememberMissed(asker, f)
 			return id, nil
 		}
-		return "", fmt.Errorf("send to %s: %w within %s", to.Key(), errNotShown, a.cfg.AckWait)
+		return "", fmt.Errorf("web: send: %w within %s", errNotShown, a.cfg.AckWait)
 	case <-ctx.Done():
-		return "", fmt.Errorf("send to %s: %w", to.Key(), ctx.Err())
+		return "", fmt.Errorf("web: send: %w", ctx.Err())
 	}
 }
 
