@@ -18,6 +18,13 @@ import (
 // $BATON_HOME/locks/<session>.lock while it is in a session; the kernel
 // drops it when the process exits, however it exits, so a crashed
 // terminal never leaves a session locked.
+//
+// A terminal that leaves a session removes the file while it still holds
+// the lock. Another terminal may have opened that file just before and
+// then gets the lock on a file no longer at the path; so whoever takes a
+// lock checks that its file is still the one at the path, and opens the
+// path again if not. A file left by a crash is removed by the next
+// terminal to leave that session.
 
 // LocksDir is the folder under BATON_HOME that holds the session locks.
 const LocksDir = "locks"
@@ -43,6 +50,7 @@ func (e *OpenElsewhereError) Unwrap() error { return ErrOpenElsewhere }
 type sessionLock struct {
 	sessionID string
 	f         *os.File
+	path      string
 }
 
 // lockSession takes the lock on sessionID without waiting. When another
@@ -52,25 +60,41 @@ func lockSession(home, sessionID string) (*sessionLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock session %s: %w", sessionID, err)
 	}
-	// The file is never removed: unlinking a lock file another process
-	// has open would let two processes lock two different files.
-	f, err := os.OpenFile(filepath.Join(dir, sessionID+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock session %s: %w", sessionID, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		pid := lockOwner(f)
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &OpenElsewhereError{PID: pid}
+	path := filepath.Join(dir, sessionID+".lock")
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("lock session %s: %w", sessionID, err)
 		}
-		return nil, fmt.Errorf("lock session %s: %w", sessionID, err)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			pid := lockOwner(f)
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, &OpenElsewhereError{PID: pid}
+			}
+			return nil, fmt.Errorf("lock session %s: %w", sessionID, err)
+		}
+		if !samePath(f, path) {
+			// Removed by the terminal that held it: ours is no lock.
+			f.Close()
+			continue
+		}
+		// Who has it, for the message another terminal shows.
+		if err := f.Truncate(0); err == nil {
+			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		}
+		return &sessionLock{sessionID: sessionID, f: f, path: path}, nil
 	}
-	// Who has it, for the message another terminal shows.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+}
+
+// samePath reports whether f is the file now at path.
+func samePath(f *os.File, path string) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
 	}
-	return &sessionLock{sessionID: sessionID, f: f}, nil
+	now, err := os.Stat(path)
+	return err == nil && os.SameFile(held, now)
 }
 
 // lockOwner is the pid written into a lock file, 0 if unreadable.
@@ -88,6 +112,7 @@ func (l *sessionLock) release() {
 	if l == nil {
 		return
 	}
+	_ = os.Remove(l.path) // while still held: see the top of this file
 	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	l.f.Close()
 }

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
@@ -111,4 +114,44 @@ func TestStaleLockFileLocksNothing(t *testing.T) {
 		t.Fatalf("a stale lock file kept the session locked: %v", err)
 	}
 	l.release()
+}
+
+// Leaving a session removes its lock file, and a terminal that opened the
+// file just before it went takes the lock on a fresh one: two terminals
+// never hold the session at once.
+func TestLockFileGoesWithTheLastHolder(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, LocksDir, "s1.lock")
+	first, err := lockSession(home, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another terminal has the file open, waiting to lock it.
+	early, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	first.release()
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the lock file is still there after its holder left: %v", err)
+	}
+	// The early opener locks the removed file: that is no lock on the path.
+	if err := syscall.Flock(int(early.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if samePath(early, path) {
+		t.Fatal("a removed lock file counts as the one at the path")
+	}
+	second, err := lockSession(home, "s1")
+	if err != nil {
+		t.Fatalf("the session stays locked by a removed file: %v", err)
+	}
+	if _, err := lockSession(home, "s1"); !errors.Is(err, ErrOpenElsewhere) {
+		t.Errorf("a third terminal got in while the second holds the session: %v", err)
+	}
+	second.release()
+	if entries, _ := os.ReadDir(filepath.Join(home, LocksDir)); len(entries) != 0 {
+		t.Errorf("left in the locks folder: %v", entries)
+	}
 }
