@@ -51,19 +51,21 @@ func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *sto
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	var err error
-	if in != nil {
-		_, err = g.st.AnswerInbound(wctx, in.ID, ds...)
-	} else {
-		_, err = g.st.EnqueueDeliveries(wctx, ds...)
+	if in == nil {
+		if _, err := g.st.EnqueueDeliveries(wctx, ds...); err != nil {
+			return notRecorded("store reply for "+addr.Key(), err)
+		}
+		return g.flush(ctx, addr)
 	}
+	ans, err := g.st.AnswerInbound(wctx, in.ID, ds...)
 	if err != nil {
 		return notRecorded("store reply for "+addr.Key(), err)
 	}
-	if in != nil {
-		in.DoneAt = time.Now()
+	in.DoneAt = time.Now()
+	if ans.Behind {
+		return g.flush(ctx, addr) // after what waits before it
 	}
-	return g.flush(ctx, addr)
+	return g.flush(ctx, addr, ans.Deliveries...)
 }
 
 // partKey is the outbox key of part i of the reply stored under key.
@@ -73,8 +75,12 @@ func partKey(key string, i int) string { return key + ":part:" + strconv.Itoa(i)
 // stops at the first one that cannot be sent, so order is kept, and leaves
 // what is left to a background resend; or, when nobody is there to
 // receive it (platform.ErrAway), to the adapter's Redeliver.
-func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
-	err := g.flushOnce(ctx, addr)
+//
+// known, when given, are deliveries just stored for addr with nothing
+// unsent before them: unless this process has sent any of them meanwhile,
+// they are what is pending, and the outbox need not be read.
+func (g *Gateway) flush(ctx context.Context, addr platform.Address, known ...store.Delivery) error {
+	err := g.flushOnce(ctx, addr, known...)
 	if err != nil && !errors.Is(err, platform.ErrPermanent) && g.work != nil && g.work.Err() == nil {
 		g.resend(addr)
 	}
@@ -82,7 +88,7 @@ func (g *Gateway) flush(ctx context.Context, addr platform.Address) error {
 }
 
 // flushOnce is one pass of flush, each part tried for one retry series.
-func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
+func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address, known ...store.Delivery) error {
 	a, ok := g.adapters[addr.Platform]
 	if !ok {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
@@ -96,13 +102,18 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 	// this pass sends is sent by that flush, which waits for the lock: a
 	// pass reads again only when it got a full page.
 	for {
-		pending, err := g.st.PendingDeliveries(ctx, addr.Key(), store.DefaultQueueLimit)
-		if err != nil {
-			return fmt.Errorf("load pending replies for %s: %w", addr.Key(), err)
+		pending := known
+		if known == nil || !g.unsentHere(addr.Key(), known) {
+			var err error
+			if pending, err = g.st.PendingDeliveries(ctx, addr.Key(), store.DefaultQueueLimit); err != nil {
+				return fmt.Errorf("load pending replies for %s: %w", addr.Key(), err)
+			}
 		}
+		known = nil
 		for _, d := range pending {
 			if id, ok := g.sentBefore(d.ID); ok {
 				// The service has it; only the record is missing.
+				g.noteSentTo(addr.Key(), d.ID)
 				if err := g.markSent(ctx, d.ID, id); err != nil {
 					return err
 				}
@@ -119,6 +130,7 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 				// It can never arrive; holding it would block every later
 				// message to this place. It stays in the store, abandoned.
 				g.log.Error("giving up on a message that cannot be delivered", "to", addr.Key(), "err", err)
+				g.noteSentTo(addr.Key(), d.ID)
 				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 				aerr := g.st.AbandonDelivery(wctx, d.ID, err.Error())
 				cancel()
@@ -130,6 +142,7 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 			if err != nil {
 				return err
 			}
+			g.noteSentTo(addr.Key(), d.ID)
 			if err := g.markSent(ctx, d.ID, id); err != nil {
 				return err
 			}
@@ -138,6 +151,32 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address) error {
 			return nil
 		}
 	}
+}
+
+// noteSentTo records that delivery id to key is sent (or given up on) by
+// this process. Called with key's send lock held, in id order: a flush
+// sends an address's deliveries lowest id first and stops at the first it
+// cannot send.
+func (g *Gateway) noteSentTo(key string, id int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sentUpTo[key] = max(g.sentUpTo[key], id)
+}
+
+// unsentHere reports whether ds, just stored for key with nothing unsent
+// before them, are all still unsent: stored unsent, and above everything
+// this process sent to key. Another flush may have sent them meanwhile,
+// lowest id first, so the mark says whether it did.
+func (g *Gateway) unsentHere(key string, ds []store.Delivery) bool {
+	g.mu.Lock()
+	upTo := g.sentUpTo[key]
+	g.mu.Unlock()
+	for i, d := range ds {
+		if !d.SentAt.IsZero() || d.ID <= upTo || i > 0 && d.ID <= ds[i-1].ID {
+			return false
+		}
+	}
+	return true
 }
 
 // markSent records a delivery the service took as sent. Until the store

@@ -146,6 +146,7 @@ type Gateway struct {
 	redelivering    map[string]bool             // address keys being redelivered → asked again meanwhile
 	streamed        map[string]string           // delivery key → the streamed message it replaces
 	sentNotRecorded map[int64]string            // delivery id → platform message id: sent, its record failed
+	sentUpTo        map[string]int64            // address key → the highest delivery id this process sent there (deliver.go)
 	troubleTold     map[string]bool             // turn keys whose person was told of store trouble
 	turnAddr        map[string]platform.Address // session → where its running turn answers
 	claims          sync.WaitGroup
@@ -198,6 +199,7 @@ func New(cfg Config) (*Gateway, error) {
 		redelivering:    map[string]bool{},
 		streamed:        map[string]string{},
 		sentNotRecorded: map[int64]string{},
+		sentUpTo:        map[string]int64{},
 		troubleTold:     map[string]bool{},
 		senders:         newSenderRates(),
 		turnAddr:        map[string]platform.Address{},

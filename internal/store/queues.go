@@ -59,6 +59,14 @@ type Inbox interface {
 	Unpark(ctx context.Context, id int64) error
 }
 
+// Answer is what AnswerInbound stored.
+type Answer struct {
+	Deliveries []Delivery // as EnqueueDeliveries returns them
+	// Behind is true when an unsent delivery stored before them waits for
+	// the same address: they are to be sent after it.
+	Behind bool
+}
+
 // Outbox stores outgoing messages until they have been sent.
 type Outbox interface {
 	// EnqueueDeliveries stores ds in one transaction, in order. A delivery
@@ -69,8 +77,8 @@ type Outbox interface {
 	// AnswerInbound is EnqueueDeliveries that also marks inbound event id
 	// done, in the same transaction: from then on the outbox keeps its
 	// answer, so the event is not handled again. An unknown id stores
-	// nothing and is ErrNotFound.
-	AnswerInbound(ctx context.Context, id int64, ds ...Delivery) ([]Delivery, error)
+	// nothing and is ErrNotFound. ds are for one address.
+	AnswerInbound(ctx context.Context, id int64, ds ...Delivery) (Answer, error)
 	// PendingDeliveries lists unsent deliveries, oldest (lowest id) first,
 	// for addressKey ("" means all); limit <= 0 means 100.
 	PendingDeliveries(ctx context.Context, addressKey string, limit int) ([]Delivery, error)

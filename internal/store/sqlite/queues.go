@@ -173,26 +173,32 @@ const deliveryByKeySQL = `SELECT ` + deliveryCols + ` FROM deliveries WHERE key 
 // EnqueueDeliveries stores deliveries in one transaction, returning the
 // stored row in place of any whose key was taken.
 func (s *Store) EnqueueDeliveries(ctx context.Context, ds ...store.Delivery) ([]store.Delivery, error) {
-	return s.enqueue(ctx, 0, ds)
+	a, err := s.enqueue(ctx, 0, ds)
+	return a.Deliveries, err
 }
 
 // AnswerInbound implements store.Outbox.
-func (s *Store) AnswerInbound(ctx context.Context, id int64, ds ...store.Delivery) ([]store.Delivery, error) {
+func (s *Store) AnswerInbound(ctx context.Context, id int64, ds ...store.Delivery) (store.Answer, error) {
 	return s.enqueue(ctx, id, ds)
 }
 
+// behindSQL tells whether an unsent delivery older than id waits for an
+// address (the condition of PendingDeliveries).
+const behindSQL = `SELECT EXISTS (SELECT 1 FROM deliveries WHERE sent_at = 0 AND address_key = ? AND id < ?)`
+
 // enqueue stores ds and, with an inbound id, marks that event done, in one
-// transaction.
-func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Delivery) ([]store.Delivery, error) {
+// transaction; then it also tells whether ds wait behind an older unsent
+// delivery to their address.
+func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Delivery) (store.Answer, error) {
 	for i, d := range ds {
 		if d.AddressKey == "" {
-			return nil, fmt.Errorf("enqueue delivery %d (%q): no address key: %w", i, d.Key, store.ErrInvalid)
+			return store.Answer{}, fmt.Errorf("enqueue delivery %d (%q): no address key: %w", i, d.Key, store.ErrInvalid)
 		}
 	}
 	if len(ds) == 0 && inboundID == 0 {
-		return nil, nil
+		return store.Answer{}, nil
 	}
-	out := make([]store.Delivery, len(ds))
+	a := store.Answer{Deliveries: make([]store.Delivery, len(ds))}
 	err := s.tx(ctx, func(tx *wtx) error {
 		t := now()
 		if inboundID != 0 {
@@ -213,14 +219,22 @@ func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Deliver
 			if err != nil {
 				return fmt.Errorf("delivery %d (%q): %w", i, d.Key, err)
 			}
-			out[i] = got
+			a.Deliveries[i] = got
 		}
-		return nil
+		if inboundID == 0 || len(ds) == 0 {
+			return nil
+		}
+		first := a.Deliveries[0].ID
+		for _, d := range a.Deliveries {
+			first = min(first, d.ID)
+		}
+		// On the writer's connection the pages are in its cache already.
+		return tx.QueryRow(behindSQL, ds[0].AddressKey, first).Scan(&a.Behind)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("enqueue deliveries: %w", err)
+		return store.Answer{}, fmt.Errorf("enqueue deliveries: %w", err)
 	}
-	return out, nil
+	return a, nil
 }
 
 // PendingDeliveries lists unsent deliveries, lowest id first.

@@ -148,12 +148,14 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 	"AnswerInboundMarksItDone": func(t *testing.T, s store.Store) {
 		a := must2First(s.AddInbound(ctx(t), inbound("telegram", "a", "hello")))
 		b := must2First(s.AddInbound(ctx(t), inbound("telegram", "b", "again")))
-		ds := must(s.AnswerInbound(ctx(t), a.ID, delivery("in:a:part:0", "telegram:chat:1", "hi"), delivery("in:a:offer:part:0", "telegram:chat:1", "offer")))
+		ans := must(s.AnswerInbound(ctx(t), a.ID, delivery("in:a:part:0", "telegram:chat:1", "hi"), delivery("in:a:offer:part:0", "telegram:chat:1", "offer")))
+		ds := ans.Deliveries
 		eq(t, "stored", len(ds), 2)
+		eq(t, "behind nothing", ans.Behind, false)
 		eqIDs(t, "pending inbound", inboundIDs(must(s.PendingInbound(ctx(t), 0, 0))), []int64{b.ID})
 		eq(t, "pending deliveries", len(must(s.PendingDeliveries(ctx(t), "telegram:chat:1", 0))), 2)
 		// Answered again (a retry): nothing new, still done.
-		again := must(s.AnswerInbound(ctx(t), a.ID, delivery("in:a:part:0", "telegram:chat:1", "hi")))
+		again := must(s.AnswerInbound(ctx(t), a.ID, delivery("in:a:part:0", "telegram:chat:1", "hi"))).Deliveries
 		eq(t, "same row", again[0].ID, ds[0].ID)
 		eq(t, "pending deliveries after the retry", len(must(s.PendingDeliveries(ctx(t), "telegram:chat:1", 0))), 2)
 		// An unknown event stores nothing.
@@ -161,6 +163,14 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 		wantErr(t, err, store.ErrNotFound)
 		eq(t, "pending deliveries after the unknown", len(must(s.PendingDeliveries(ctx(t), "telegram:chat:1", 0))), 2)
 		eqIDs(t, "pending inbound at the end", inboundIDs(must(s.PendingInbound(ctx(t), 0, 0))), []int64{b.ID})
+		// b's answer waits behind a's two, which are unsent; once they are
+		// sent it waits behind none.
+		eq(t, "behind the unsent", must(s.AnswerInbound(ctx(t), b.ID, delivery("in:b:part:0", "telegram:chat:1", "b"))).Behind, true)
+		eq(t, "another address behind nothing", must(s.AnswerInbound(ctx(t), b.ID, delivery("in:b:part:0:x", "telegram:chat:2", "b"))).Behind, false)
+		for _, d := range ds {
+			noErr(t, s.MarkDelivered(ctx(t), d.ID, "p"))
+		}
+		eq(t, "behind the sent", must(s.AnswerInbound(ctx(t), b.ID, delivery("in:b:part:0", "telegram:chat:1", "b"))).Behind, false)
 	},
 	"PendingInboundDefaultLimit": func(t *testing.T, s store.Store) {
 		for range store.DefaultQueueLimit + 5 {
