@@ -496,6 +496,16 @@ func TestCommandAnsweredBeforeACrashIsNotRunAgain(t *testing.T) {
 	}
 }
 
+// converse says each text at the web chat's home in turn and waits for
+// the echo of each; ids are prefix and a number.
+func (p *page) converse(prefix string, texts ...string) {
+	p.t.Helper()
+	for i, text := range texts {
+		p.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": text, "id": prefix + itoa(int64(i))})
+		p.await("the answer to "+text, isMsg("echo: "+text))
+	}
+}
+
 // lookups counts the store's searches for an earlier try's turn.
 type lookups struct {
 	store.Store
@@ -513,10 +523,7 @@ func TestFreshMessagesSkipTheEarlierTryLookup(t *testing.T) {
 	l := &lookups{}
 	r := newRig(t, rigOpts{wrapStore: func(st store.Store) store.Store { l.Store = st; return l }})
 	pg := r.openPage(t)
-	for i, text := range []string{"first", "second", "third"} {
-		pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": text, "id": "f" + itoa(int64(i))})
-		pg.await("the answer to "+text, isMsg("echo: "+text))
-	}
+	pg.converse("f", "first", "second", "third")
 	if n := l.n.Load(); n != 0 {
 		t.Errorf("looked for an earlier try %d times, want none", n)
 	}
@@ -543,10 +550,7 @@ func TestAnswerIsSentWithoutReadingTheOutboxBack(t *testing.T) {
 	o := &outboxReads{key: web.Home.Key()}
 	r := newRig(t, rigOpts{wrapStore: func(st store.Store) store.Store { o.Store = st; return o }})
 	pg := r.openPage(t)
-	for i, text := range []string{"first", "second", "third"} {
-		pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": text, "id": "o" + itoa(int64(i))})
-		pg.await("the answer to "+text, isMsg("echo: "+text))
-	}
+	pg.converse("o", "first", "second", "third")
 	if n := o.n.Load(); n != 0 {
 		t.Errorf("read the outbox %d times to send three answers, want none", n)
 	}
