@@ -24,8 +24,9 @@ import (
 // SQLite starts the log afresh only when a write begins and finds all of
 // it copied. Writes go on during a checkpoint, so once woken the
 // checkpointer runs again every catchUpWait until a run finds the log all
-// copied with no commit since it began: between a person's turns it
-// catches up and the log starts afresh. Under writes that never pause, the writer connection's own
+// copied with no transaction of the writer's under way when it began or
+// begun while it ran: between a person's turns it catches up and the log
+// starts afresh. Under writes that never pause, the writer connection's own
 // automatic checkpoint, at backstopPages, does that.
 const (
 	checkpointPages = 1000 // SQLite's own default mark
@@ -40,11 +41,15 @@ type checkpointer struct {
 	stop    context.CancelFunc
 	stopped chan struct{}
 
-	pending int          // pages committed since the last wake; the writer's leader only
-	commits atomic.Int64 // commits counted by committed
-	runs    atomic.Int64 // checkpoints run; tests read it
-	running atomic.Bool  // tests read it
-	behind  atomic.Bool  // the last checkpoint left frames behind
+	pending int // pages committed since the last wake; the writer's leader only
+	// begun and ended count the writer's transactions (committed or not):
+	// a checkpoint has caught up only if none was under way when it began
+	// and none began while it ran.
+	begun, ended atomic.Int64
+	runs         atomic.Int64 // checkpoints run; tests read it
+	// woken counts wakes; caughtUp is woken as it was when the latest
+	// checkpoint that caught up began. Equal: nothing is due (idle).
+	woken, caughtUp atomic.Int64
 }
 
 // startCheckpointer opens the checkpointer's connection (lazily, on its
@@ -72,12 +77,10 @@ func (c *checkpointer) run(ctx context.Context) {
 		case <-c.wake:
 		}
 		for {
-			c.running.Store(true)
-			before := c.commits.Load()
-			caughtUp := c.checkpoint(ctx) && c.commits.Load() == before
-			c.behind.Store(!caughtUp)
-			c.running.Store(false)
-			if caughtUp {
+			wakes, begun := c.woken.Load(), c.begun.Load()
+			quiet := c.ended.Load() == begun
+			if c.checkpoint(ctx) && quiet && c.begun.Load() == begun {
+				c.caughtUp.Store(wakes)
 				break
 			}
 			select {
@@ -106,17 +109,14 @@ func (c *checkpointer) checkpoint(ctx context.Context) (caughtUp bool) {
 	return busy == 0 && copied >= frames
 }
 
-// idle reports whether the checkpointer has caught up and nothing is due;
-// tests wait for it.
-func (c *checkpointer) idle() bool {
-	return !c.running.Load() && !c.behind.Load() && len(c.wake) == 0
-}
+// idle reports whether a checkpoint that began after the latest wake has
+// caught up; tests wait for it.
+func (c *checkpointer) idle() bool { return c.caughtUp.Load() == c.woken.Load() }
 
 // committed counts the pages the writer connection has written to the log
 // since it was last asked, and wakes the checkpointer past the mark.
 // Called by the writer after each commit.
 func (c *checkpointer) committed(conn *sql.Conn) {
-	c.commits.Add(1)
 	_ = conn.Raw(func(dc any) error {
 		if st, ok := dc.(sqlite.DBStatus); ok {
 			n, _, err := st.Status(sqlite.DBStatusCacheWrite, true)
@@ -130,11 +130,16 @@ func (c *checkpointer) committed(conn *sql.Conn) {
 		return
 	}
 	c.pending = 0
+	c.woken.Add(1)
 	select {
 	case c.wake <- struct{}{}:
 	default: // one is running or already due
 	}
 }
+
+// begin and end bracket each of the writer's transactions.
+func (c *checkpointer) begin() { c.begun.Add(1) }
+func (c *checkpointer) end()   { c.ended.Add(1) }
 
 // close stops the goroutine and releases the connection.
 func (c *checkpointer) close() error {

@@ -157,6 +157,10 @@ func (w *writer) lead() {
 // a caller who reads after its answer sees what the batch stored (the row
 // a conflicting insert ran into, say).
 func (w *writer) commit(batch []*writeOp) {
+	if w.checkpoints != nil {
+		w.checkpoints.begin()
+		defer w.checkpoints.end()
+	}
 	var begun bool
 	savepoints := len(batch) > 1
 	var done []*writeOp // ran without error, answered after the commit
