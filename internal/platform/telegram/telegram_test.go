@@ -630,11 +630,18 @@ func TestLink(t *testing.T) {
 // API error, and the other program's poll goes on.
 func TestRunSaysAnotherProgramReadsTheBot(t *testing.T) {
 	f := setup(t)
+	// The first program's long poll outlasts the test, so it is the one
+	// waiting when the second program polls: were it between polls then,
+	// its next poll would end the second's instead.
+	one, err := telegram.New(telegram.Config{Token: token, ServerURL: f.srv.URL(), PollTimeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := make(chan error, 1)
 	go func() {
-		first <- f.tg.Run(t.Context(), platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
+		first <- one.Run(t.Context(), platform.ReceiverFunc(func(context.Context, platform.Event) error { return nil }))
 	}()
-	testutil.Eventually(t, testutil.Patience, func() bool { return f.srv.CallCount("getUpdates") > 0 }, "the first program to poll")
+	testutil.Eventually(t, testutil.Patience, func() bool { return f.srv.Polls() > 0 }, "the first program to poll")
 
 	other, err := telegram.New(telegram.Config{Token: token, ServerURL: f.srv.URL(), PollTimeout: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -281,6 +281,14 @@ func (s *Server) Confirmed() int64 {
 	return s.confirmed
 }
 
+// Polls counts the getUpdates calls the server has taken up; the newest
+// is the one a later call ends with 409 Conflict.
+func (s *Server) Polls() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polls
+}
+
 // Pending is the number of queued updates not yet confirmed.
 func (s *Server) Pending() int {
 	s.mu.Lock()
