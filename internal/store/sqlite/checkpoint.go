@@ -14,7 +14,7 @@ import (
 // runs inside the commit that takes the write-ahead log past 1,000 pages:
 // that commit waits while the log is copied into the database file and
 // both files are synced. In a store that keeps writing, that was about a
-// third of an append's time, paid by whichever turn happened to commit
+// quarter of an append's time, paid by whichever turn happened to commit
 // then. Here the writer counts the pages it commits and, past
 // checkpointPages, wakes a goroutine that checkpoints on a connection of
 // its own. The checkpoint is PASSIVE: it copies what no reader still
