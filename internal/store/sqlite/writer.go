@@ -59,6 +59,7 @@ const (
 
 type writeOp struct {
 	fn    func(tx *wtx) error
+	one   bool // fn runs a single statement (see commit)
 	state atomic.Int32
 	done  chan error // buffered: the writer never waits for the caller
 	taken bool       // out of the queue, into a batch; guarded by writer.mu
@@ -161,6 +162,10 @@ func (w *writer) commit(batch []*writeOp) {
 		w.checkpoints.begin()
 		defer w.checkpoints.end()
 	}
+	if len(batch) == 1 && batch[0].one {
+		w.commitOne(batch[0])
+		return
+	}
 	var begun bool
 	savepoints := len(batch) > 1
 	var done []*writeOp // ran without error, answered after the commit
@@ -237,6 +242,26 @@ func (w *writer) commit(batch []*writeOp) {
 	for _, op := range done {
 		op.done <- nil
 	}
+}
+
+// commitOne runs a lone single-statement write as SQLite's own
+// transaction: the statement takes the write lock as it starts (waiting
+// under the busy timeout, as BEGIN IMMEDIATE does) and commits as it
+// ends, or undoes itself whole. The same write and the same durability as
+// BEGIN IMMEDIATE, statement, COMMIT, in one statement instead of three:
+// a tenth of a small write's time.
+func (w *writer) commitOne(op *writeOp) {
+	if !op.state.CompareAndSwap(opQueued, opStarted) {
+		return // its caller gave up
+	}
+	err := op.fn(&wtx{w: w})
+	if err == nil {
+		w.commits.Add(1)
+		if w.checkpoints != nil {
+			w.checkpoints.committed(w.conn)
+		}
+	}
+	op.done <- err
 }
 
 // failure is a write of a batch that failed alone, and why.
@@ -326,11 +351,16 @@ func (tx *wtx) Query(q string, args ...any) (*sql.Rows, error) {
 // beside it, undone alone if it fails. It returns once the write is
 // committed, or with why not.
 func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
+	return s.write(ctx, &writeOp{fn: fn})
+}
+
+// write queues op and waits for its answer (see tx).
+func (s *Store) write(ctx context.Context, op *writeOp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	w := s.writer
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	op.done = make(chan error, 1)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -377,15 +407,15 @@ func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
 // exec runs one statement as a write (see tx).
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := s.tx(ctx, func(tx *wtx) (err error) {
+	err := s.write(ctx, &writeOp{one: true, fn: func(tx *wtx) (err error) {
 		res, err = tx.Exec(q, args...)
 		return err
-	})
+	}})
 	return res, err
 }
 
 // queryRow runs one statement that returns at most one row as a write
 // (see tx), handing the row to scan inside the write.
 func (s *Store) queryRow(ctx context.Context, scan func(*sql.Row) error, q string, args ...any) error {
-	return s.tx(ctx, func(tx *wtx) error { return scan(tx.QueryRow(q, args...)) })
+	return s.write(ctx, &writeOp{one: true, fn: func(tx *wtx) error { return scan(tx.QueryRow(q, args...)) }})
 }

@@ -241,3 +241,39 @@ func TestWithdrawnWriteIsNotDone(t *testing.T) {
 		t.Errorf("write after Close: %v, want errStoreClosed", err)
 	}
 }
+
+// A lone one-statement write is its own transaction: it commits once,
+// and when it fails part way it is undone whole and leaves no
+// transaction open for the next write.
+func TestLoneStatementIsItsOwnTransaction(t *testing.T) {
+	s, sess := openWriterTest(t)
+	ctx := context.Background()
+	before := s.writer.commits.Load()
+	if _, err := s.exec(ctx, `INSERT INTO bindings (key, session_id, updated_at) VALUES ('web:dm:a', ?, 1)`, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.writer.commits.Load() - before; got != 1 {
+		t.Errorf("a lone write took %d commits, want 1", got)
+	}
+	// The second row names no session: the foreign key fails the
+	// statement after its first row was written.
+	_, err := s.exec(ctx, `INSERT INTO bindings (key, session_id, updated_at) VALUES ('web:dm:b', ?, 1), ('web:dm:c', 'no-such-session', 1)`, sess.ID)
+	if err == nil {
+		t.Fatal("a statement breaking a foreign key was stored")
+	}
+	var n int
+	if err := s.readRow(ctx, `SELECT count(*) FROM bindings`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("%d bindings after a failed statement, want the 1 stored before it", n)
+	}
+	// Nothing was left open: a write of several statements begins its
+	// own transaction.
+	if err := s.tx(ctx, func(tx *wtx) error {
+		_, err := tx.Exec(`INSERT INTO bindings (key, session_id, updated_at) VALUES ('web:dm:d', ?, 2)`, sess.ID)
+		return err
+	}); err != nil {
+		t.Fatalf("the write after a failed one: %v", err)
+	}
+}
