@@ -1,5 +1,10 @@
 package sqlite
 
+import (
+	"context"
+	"time"
+)
+
 // WithCacheLimit bounds the transcript cache at n messages, so tests can
 // make it evict without writing hundreds of thousands of rows.
 func WithCacheLimit(n int) Option { return func(s *Store) { s.transcripts = newTranscriptCache(n) } }
@@ -9,4 +14,21 @@ func WithCacheLimit(n int) Option { return func(s *Store) { s.transcripts = newT
 func CachedCount(s *Store, id string) (int, bool) {
 	_, msgs, ok := s.transcripts.get(id)
 	return len(msgs), ok
+}
+
+// WaitPacks waits for the transcript packs being saved in the background.
+func WaitPacks(s *Store) { s.bg.Wait() }
+
+// DropPacks deletes every transcript pack, so the next load reads rows
+// as the first load of a transcript does, and waits for the checkpoints
+// of the writes that made and deleted them.
+func DropPacks(s *Store) error {
+	s.bg.Wait()
+	if _, err := s.exec(context.Background(), `DELETE FROM transcript_packs`); err != nil {
+		return err
+	}
+	for s.checkpoints != nil && !s.checkpoints.idle() {
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }

@@ -221,9 +221,11 @@ func (s *Store) transcriptIn(ctx context.Context, sessionID string, also func(sn
 	}
 	out := make([]store.Message, len(have), max(n, len(have)))
 	copy(out, have)
-	if out, err = s.loadRange(ctx, tx, sessionID, v, max(from, liveFrom), out); err != nil {
+	var made packs
+	if out, err = s.loadRange(ctx, tx, sessionID, v, max(from, liveFrom), out, &made); err != nil {
 		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
 	}
+	s.savePacks(sessionID, v, &made)
 	if s.transcripts == nil {
 		return out, nil
 	}
@@ -272,6 +274,9 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 			return err
 		}
 		if _, err := tx.Exec(`UPDATE messages SET superseded = 1 WHERE session_id = ? AND superseded = 0`, sessionID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DELETE FROM transcript_packs WHERE session_id = ?`, sessionID); err != nil {
 			return err
 		}
 		out, err = appendMessages(tx, sessionID, msgs)

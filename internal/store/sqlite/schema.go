@@ -271,4 +271,30 @@ CREATE INDEX notes_session ON notes(session_id, id);
 DROP INDEX handoffs_pending;
 DROP INDEX handoffs_running;
 `,
+	// 12: packs, each 512 consecutive messages of a live transcript kept
+	// as the packed query reads them (transcript.go), so that a process
+	// that never read a long transcript reads one row per 512 messages.
+	// A stored message never changes while it is live, so a pack holds
+	// as long as its messages are live; ReplaceTranscript deletes the
+	// session's packs with the messages it supersedes.
+	`
+CREATE TABLE transcript_packs (
+	session_id       TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	first_seq        INTEGER NOT NULL,
+	n                INTEGER NOT NULL,
+	ids              TEXT NOT NULL,
+	seqs             TEXT NOT NULL,
+	created          TEXT NOT NULL,
+	lens             TEXT NOT NULL,
+	content          TEXT NOT NULL,
+	roles            TEXT NOT NULL,
+	kinds            TEXT NOT NULL,
+	tool_calls       TEXT NOT NULL,
+	tool_call_ids    TEXT NOT NULL,
+	tool_names       TEXT NOT NULL,
+	platforms        TEXT NOT NULL,
+	platform_msg_ids TEXT NOT NULL,
+	PRIMARY KEY (session_id, first_seq)
+);
+`,
 }

@@ -54,6 +54,12 @@ type Store struct {
 
 	transcripts *transcriptCache // nil when disabled
 	sequential  bool             // WithSequentialLoads
+
+	// bg runs the writes of transcript packs, off the loads that made
+	// them; Close waits for them.
+	bgMu     sync.Mutex
+	bg       sync.WaitGroup
+	bgClosed bool
 }
 
 // Option changes how Open sets up a store.
@@ -149,7 +155,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
 	}
-	for _, q := range []string{transcriptVersionSQL, packedLiveSQL} {
+	for _, q := range []string{transcriptVersionSQL, packedLiveSQL, packSQL} {
 		if _, err := s.readStmt(ctx, q); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
@@ -266,6 +272,10 @@ func (s *Store) Path() string { return s.path }
 
 // Close releases both connection pools.
 func (s *Store) Close() error {
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
 	werr := s.stopWriter()
 	s.stmtMu.Lock()
 	for _, st := range s.rstmts {

@@ -95,17 +95,29 @@ var errStale = errors.New("transcript changed between snapshots")
 // holds exactly hi-lo messages and each reader fills its own stretch of
 // out in place. Should a part hold any other count, the whole range is
 // read again in one pass: correct whatever the rows are.
-func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v transcriptVersion, from int64, out []store.Message) ([]store.Message, error) {
+func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v transcriptVersion, from int64, out []store.Message, made *packs) ([]store.Message, error) {
 	total := v.nextSeq - from
 	parts := int(min(int64(runtime.GOMAXPROCS(0)), maxHelpers+1, total/minPart))
 	if parts < 2 || s.helpers == nil {
-		return loadLive(ctx, tx, sessionID, from, v.nextSeq, out)
+		return loadLive(ctx, tx, sessionID, from, v.nextSeq, out, made)
 	}
 	base := len(out)
 	out = slices.Grow(out, int(total))[:base+int(total)]
+	// Parts meet at multiples of liveChunk, so that no chunk is split
+	// between readers and each whole one can be read from, or kept as,
+	// its pack.
 	size := (total + int64(parts) - 1) / int64(parts)
+	edge := func(i int) int64 {
+		switch i {
+		case 0:
+			return from
+		case parts:
+			return v.nextSeq
+		}
+		return (from + int64(i)*size) / liveChunk * liveChunk
+	}
 	bounds := func(i int) (lo, hi int64, region []store.Message) {
-		lo, hi = from+int64(i)*size, min(from+int64(i+1)*size, v.nextSeq)
+		lo, hi = edge(i), edge(i+1)
 		off := base + int(lo-from)
 		return lo, hi, out[off : off : off+int(hi-lo)]
 	}
@@ -120,12 +132,12 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 		lo, hi, region := bounds(i)
 		wg.Go(func() {
 			var got []store.Message
-			got, errs[i] = s.helperLoad(ctx, sessionID, v, lo, hi, region)
+			got, errs[i] = s.helperLoad(ctx, sessionID, v, lo, hi, region, made)
 			ok[i] = errs[i] == nil && filled(got, region)
 		})
 	}
 	lo, hi, region := bounds(0)
-	got, err := loadLive(ctx, tx, sessionID, lo, hi, region)
+	got, err := loadLive(ctx, tx, sessionID, lo, hi, region, made)
 	wg.Wait()
 	if err != nil {
 		return nil, err
@@ -135,7 +147,7 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 		switch {
 		case errors.Is(errs[i], errStale):
 			lo, hi, region := bounds(i)
-			if got, err = loadLive(ctx, tx, sessionID, lo, hi, region); err != nil {
+			if got, err = loadLive(ctx, tx, sessionID, lo, hi, region, made); err != nil {
 				return nil, err
 			}
 			complete = filled(got, region)
@@ -146,7 +158,7 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 		}
 	}
 	if !complete {
-		return loadLive(ctx, tx, sessionID, from, v.nextSeq, out[:base])
+		return loadLive(ctx, tx, sessionID, from, v.nextSeq, out[:base], made)
 	}
 	return out, nil
 }
@@ -154,7 +166,7 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 // helperLoad reads [lo, hi) in its own snapshot, after checking that the
 // snapshot holds the same transcript version: rows below nextSeq never
 // change while createdAt and generation stay the same.
-func (s *Store) helperLoad(ctx context.Context, sessionID string, v transcriptVersion, lo, hi int64, dst []store.Message) ([]store.Message, error) {
+func (s *Store) helperLoad(ctx context.Context, sessionID string, v transcriptVersion, lo, hi int64, dst []store.Message, made *packs) ([]store.Message, error) {
 	if testHookBeforeHelper != nil {
 		testHookBeforeHelper()
 	}
@@ -177,12 +189,15 @@ func (s *Store) helperLoad(ctx context.Context, sessionID string, v transcriptVe
 	if err != nil {
 		return nil, err
 	}
-	return loadLive(ctx, tx, sessionID, lo, hi, dst)
+	return loadLive(ctx, tx, sessionID, lo, hi, dst, made)
 }
 
 // loadLive appends the live messages with from <= seq < until to out, in
-// seq order, reading in the snapshot of tx.
-func loadLive(ctx context.Context, tx snapshot, sessionID string, from, until int64, out []store.Message) ([]store.Message, error) {
+// seq order, reading in the snapshot of tx. It walks chunks aligned on
+// multiples of liveChunk: a whole chunk is read from its pack when there
+// is one, and otherwise with the packed query, its result added to made
+// to be kept as the chunk's pack.
+func loadLive(ctx context.Context, tx snapshot, sessionID string, from, until int64, out []store.Message, made *packs) ([]store.Message, error) {
 	if from >= until {
 		return out, nil
 	}
@@ -191,21 +206,41 @@ func loadLive(ctx context.Context, tx snapshot, sessionID string, from, until in
 		return nil, err
 	}
 	defer packed.Close()
-	// One set of destinations serves every chunk: each Scan writes them all.
-	var n int
-	var ids, seqs, created, lens, content string
-	var meta [metaFields]string
-	dest := []any{&n, &ids, &seqs, &created, &lens, &content}
-	for j := range meta {
-		dest = append(dest, &meta[j])
-	}
-	for lo := from; lo < until; lo += liveChunk {
-		hi := min(lo+liveChunk, until)
-		err := packed.QueryRowContext(ctx, sessionID, lo, hi).Scan(dest...)
+	var stored *sql.Stmt // the packs' statement, prepared at the first whole chunk
+	defer func() {
+		if stored != nil {
+			stored.Close()
+		}
+	}()
+	for lo := from; lo < until; {
+		hi := min(until, (lo/liveChunk+1)*liveChunk)
+		whole := hi-lo == liveChunk
+		if whole {
+			if stored == nil {
+				if stored, err = tx.stmt(ctx, packSQL); err != nil {
+					return nil, err
+				}
+			}
+			var p pack
+			err := stored.QueryRowContext(ctx, sessionID, lo).Scan(p.dest()...)
+			if err == nil {
+				if more, ok := p.unpackWhole(out, sessionID, lo); ok {
+					out, lo = more, hi
+					continue
+				}
+			} else if !errors.Is(err, sql.ErrNoRows) {
+				return nil, err
+			}
+		}
+		p := pack{first: lo}
+		err := packed.QueryRowContext(ctx, sessionID, lo, hi).Scan(p.dest()...)
 		if err == nil {
 			var more []store.Message
-			if more, err = unpack(out, sessionID, n, ids, seqs, created, lens, content, meta); err == nil {
-				out = more
+			if more, err = p.unpack(out, sessionID); err == nil {
+				if whole && p.holds(more[len(out):], lo) {
+					made.add(p)
+				}
+				out, lo = more, hi
 				continue
 			}
 		}
@@ -215,6 +250,7 @@ func loadLive(ctx context.Context, tx snapshot, sessionID string, from, until in
 		if out, err = loadLiveRows(ctx, tx, sessionID, lo, hi, out); err != nil {
 			return nil, err
 		}
+		lo = hi
 	}
 	return out, nil
 }
@@ -234,6 +270,104 @@ func loadLiveRows(ctx context.Context, tx snapshot, sessionID string, from, unti
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// A pack is one chunk as the packed query returns it, kept in
+// transcript_packs.
+type pack struct {
+	first                          int64
+	n                              int
+	ids, seqs, created, lens, body string
+	meta                           [metaFields]string
+}
+
+// packSQL reads a chunk's pack, its columns in packedLiveSQL's order.
+const packSQL = `SELECT n, ids, seqs, created, lens, content, roles, kinds, tool_calls, tool_call_ids,
+	tool_names, platforms, platform_msg_ids FROM transcript_packs WHERE session_id = ? AND first_seq = ?`
+
+// savePackSQL keeps a pack while its chunk is still live in the version of
+// the session it was read from: a transcript replaced since, or a session
+// deleted and made again under the same id, has no use for it.
+const savePackSQL = `INSERT OR REPLACE INTO transcript_packs (session_id, first_seq, n, ids, seqs, created, lens,
+	content, roles, kinds, tool_calls, tool_call_ids, tool_names, platforms, platform_msg_ids)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+	FROM sessions WHERE id = ?1 AND live_from <= ?2 AND next_seq >= ?2 + ?16 AND created_at = ?17`
+
+// dest is what Scan fills, in packSQL's (and packedLiveSQL's) order.
+func (p *pack) dest() []any {
+	d := make([]any, 0, 6+metaFields)
+	d = append(d, &p.n, &p.ids, &p.seqs, &p.created, &p.lens, &p.body)
+	for j := range p.meta {
+		d = append(d, &p.meta[j])
+	}
+	return d
+}
+
+func (p *pack) unpack(dst []store.Message, sessionID string) ([]store.Message, error) {
+	return unpack(dst, sessionID, p.n, p.ids, p.seqs, p.created, p.lens, p.body, p.meta)
+}
+
+// holds reports whether msgs are the whole chunk starting at first: as
+// many as a chunk holds, seqs increasing (unpack checks) from first to
+// its last.
+func (p *pack) holds(msgs []store.Message, first int64) bool {
+	return len(msgs) == liveChunk && msgs[0].Seq == first && msgs[len(msgs)-1].Seq == first+liveChunk-1
+}
+
+// unpackWhole appends a stored pack's messages to dst, if it is whole
+// and parses; a pack that is not is read again from the rows and saved
+// anew.
+func (p *pack) unpackWhole(dst []store.Message, sessionID string, first int64) ([]store.Message, bool) {
+	if p.n != liveChunk {
+		return dst, false
+	}
+	more, err := p.unpack(dst, sessionID)
+	if err != nil || !p.holds(more[len(dst):], first) {
+		return dst, false
+	}
+	return more, true
+}
+
+// packs collects the packs a load made, from every reader it used.
+type packs struct {
+	mu   sync.Mutex
+	list []pack
+}
+
+func (ps *packs) add(p pack) {
+	ps.mu.Lock()
+	ps.list = append(ps.list, p)
+	ps.mu.Unlock()
+}
+
+// savePacks keeps the packs a load made, in the background: the load has
+// its messages already, and a pack is only a quicker way to them, so a
+// pack that cannot be saved (the store closing, the disk full) is left
+// for the next load to make again.
+func (s *Store) savePacks(sessionID string, v transcriptVersion, ps *packs) {
+	if len(ps.list) == 0 {
+		return
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
+		return
+	}
+	s.bg.Go(func() {
+		_ = s.tx(context.Background(), func(tx *wtx) error {
+			for _, p := range ps.list {
+				args := []any{sessionID, p.first, p.n, p.ids, p.seqs, p.created, p.lens, p.body}
+				for _, m := range p.meta {
+					args = append(args, m)
+				}
+				args = append(args, liveChunk, v.createdAt)
+				if _, err := tx.Exec(savePackSQL, args...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // unpack cuts n messages out of one packed chunk and appends them to dst.

@@ -318,11 +318,69 @@ func TestStaleHelperPartIsReadAgain(t *testing.T) {
 					t.Fatalf("message %d = %q: the load mixed in the newer transcript", i, m.Content)
 				}
 			}
-			// The next load sees the new transcript whole.
+			// The next load sees the new transcript whole, whatever packs
+			// the first one tried to keep.
+			s.bg.Wait()
 			tr, err = s.Transcript(t.Context(), sess.ID)
 			if err != nil || len(tr) != 3000 || tr[0].Content != "new0" || tr[2999].Content != "new2999" {
 				t.Fatalf("next load: %d messages, %v", len(tr), err)
 			}
 		})
+	}
+}
+
+// A pack is kept only while its chunk is live in the session version it
+// was read from.
+func TestPackOfAnotherVersionIsNotKept(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), FileName), WithoutTranscriptCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, _ := s.CreateSession(t.Context(), store.Session{})
+	msgs := make([]store.Message, 1100)
+	for i := range msgs {
+		msgs[i] = store.Message{Role: store.RoleUser, Content: fmt.Sprint("m", i)}
+	}
+	if _, err := s.AppendMessages(t.Context(), sess.ID, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	var v transcriptVersion
+	var n int
+	var liveFrom int64
+	if err := s.readRow(t.Context(), transcriptVersionSQL, sess.ID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		s.bg.Wait()
+		var n int
+		if err := s.readRow(t.Context(), `SELECT count(*) FROM transcript_packs`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	save := func(v transcriptVersion) {
+		ps := &packs{list: []pack{{first: 512, n: liveChunk, ids: "1", seqs: "1", created: "1", lens: "1", body: "x"}}}
+		s.savePacks(sess.ID, v, ps)
+	}
+	other := v
+	other.createdAt++
+	save(other)
+	if got := count(); got != 0 {
+		t.Fatalf("%d packs kept for a session created at another time", got)
+	}
+	save(v)
+	if got := count(); got != 1 {
+		t.Fatalf("%d packs kept for the session's live chunk, want 1", got)
+	}
+	if _, err := s.ReplaceTranscript(t.Context(), sess.ID, msgs[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 0 {
+		t.Fatalf("%d packs left after the transcript was replaced", got)
+	}
+	save(v)
+	if got := count(); got != 0 {
+		t.Fatalf("%d packs kept for a chunk no longer live", got)
 	}
 }

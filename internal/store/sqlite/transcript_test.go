@@ -230,3 +230,115 @@ func TestParallelLoadsSeeOneVersion(t *testing.T) {
 		}
 	}
 }
+
+// A load keeps each whole chunk of 512 live messages as a pack, and later
+// loads read the packs: exactly the rows, a damaged pack read from the
+// rows again and saved anew, and no pack outliving a replaced transcript.
+func TestPacksServeLaterLoads(t *testing.T) {
+	for name, opts := range map[string][]sqlite.Option{
+		"parallel":   {sqlite.WithoutTranscriptCache()},
+		"sequential": {sqlite.WithoutTranscriptCache(), sqlite.WithSequentialLoads()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), sqlite.FileName)
+			s, err := sqlite.Open(t.Context(), path, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			sess, _ := s.CreateSession(t.Context(), store.Session{})
+			if _, err := s.AppendMessages(t.Context(), sess.ID, mixed(2100)...); err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			packs := func() (firsts []int64) {
+				t.Helper()
+				sqlite.WaitPacks(s)
+				rows, err := db.Query(`SELECT first_seq FROM transcript_packs WHERE session_id = ? ORDER BY first_seq`, sess.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var f int64
+					if err := rows.Scan(&f); err != nil {
+						t.Fatal(err)
+					}
+					firsts = append(firsts, f)
+				}
+				return firsts
+			}
+			load := func(what string) []store.Message {
+				t.Helper()
+				tr, err := s.Transcript(t.Context(), sess.ID)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				return tr
+			}
+			want := live(t, s, sess.ID)
+			var whole []int64 // the chunks wholly live
+			for _, m := range want {
+				if m.Seq%512 == 0 && m.Seq+511 <= want[len(want)-1].Seq {
+					whole = append(whole, m.Seq)
+				}
+			}
+			if len(whole) < 3 {
+				t.Fatalf("seqs %d…%d hold %d whole chunks; the test needs 3", want[0].Seq, want[len(want)-1].Seq, len(whole))
+			}
+			if got := packs(); len(got) != 0 {
+				t.Fatalf("packs %v before any load", got)
+			}
+			sameMessages(t, "first load", load("first load"), want)
+			if got := packs(); !reflect.DeepEqual(got, whole) {
+				t.Fatalf("packs %v after the first load, want one per whole chunk %v", got, whole)
+			}
+
+			// The next load reads the packs: a changed pack shows.
+			var body string
+			if err := db.QueryRow(`SELECT content FROM transcript_packs WHERE session_id = ? AND first_seq = ?`, sess.ID, whole[1]).Scan(&body); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(`UPDATE transcript_packs SET content = ? WHERE session_id = ? AND first_seq = ?`, "Z"+body[1:], sess.ID, whole[1]); err != nil {
+				t.Fatal(err)
+			}
+			tr := load("from packs")
+			var changed []int
+			for i := range tr {
+				if tr[i].Content != want[i].Content {
+					changed = append(changed, i)
+				}
+			}
+			if len(changed) != 1 || tr[changed[0]].Seq < whole[1] || tr[changed[0]].Seq >= whole[1]+512 || !strings.HasPrefix(tr[changed[0]].Content, "Z") {
+				t.Fatalf("the changed pack showed in messages %v, want in one message of the chunk from seq %d", changed, whole[1])
+			}
+			if _, err := db.Exec(`DELETE FROM transcript_packs WHERE session_id = ? AND first_seq = ?`, sess.ID, whole[1]); err != nil {
+				t.Fatal(err)
+			}
+
+			// A pack that does not parse is read from the rows and made
+			// again.
+			if _, err := db.Exec(`UPDATE transcript_packs SET seqs = 'not seqs' WHERE session_id = ? AND first_seq = ?`, sess.ID, whole[0]); err != nil {
+				t.Fatal(err)
+			}
+			sameMessages(t, "a pack missing, one damaged", load("a pack missing, one damaged"), want)
+			if got := packs(); !reflect.DeepEqual(got, whole) {
+				t.Fatalf("packs %v after a load that found one missing and one damaged, want %v", got, whole)
+			}
+			sameMessages(t, "packs made again", load("packs made again"), want)
+
+			// A replaced transcript takes its packs with it.
+			if _, err := s.ReplaceTranscript(t.Context(), sess.ID, mixed(600)); err != nil {
+				t.Fatal(err)
+			}
+			if got := packs(); len(got) != 0 {
+				t.Fatalf("packs %v after the transcript was replaced", got)
+			}
+			sameMessages(t, "after replace", load("after replace"), live(t, s, sess.ID))
+		})
+	}
+}
