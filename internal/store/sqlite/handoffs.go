@@ -39,11 +39,14 @@ func (s *Store) RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, t
 	}
 	// One statement: the session must exist, and the partial unique index
 	// refuses a second live handoff.
-	var h store.Handoff
-	err := s.queryRow(ctx, func(r *sql.Row) (err error) { h, err = scanHandoff(r); return err },
+	// Only the id is new: the rest is what was written.
+	t := now()
+	h := store.Handoff{SessionID: sessionID, State: store.HandoffPending, FromPlatform: fromPlatform,
+		Platform: toPlatform, Destination: destination, RequestedAt: fromNanos(t)}
+	err := s.queryRow(ctx, func(r *sql.Row) error { return r.Scan(&h.ID) },
 		`INSERT INTO handoffs (session_id, state, from_platform, platform, destination, requested_at)
-		SELECT id, 'pending', ?, ?, ?, ? FROM sessions WHERE id = ? RETURNING `+handoffCols,
-		fromPlatform, toPlatform, destination, now(), sessionID)
+		SELECT id, 'pending', ?, ?, ?, ? FROM sessions WHERE id = ? RETURNING id`,
+		fromPlatform, toPlatform, destination, t, sessionID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		err = fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
@@ -119,10 +122,17 @@ func (s *Store) ClaimHandoff(ctx context.Context, id int64, claimer string, leas
 		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: empty claimer: %w", id, store.ErrInvalid)
 	}
 	t := now()
-	var h store.Handoff
-	err := s.queryRow(ctx, func(r *sql.Row) (err error) { h, err = scanHandoff(r); return err }, `UPDATE handoffs
+	// What the claim wrote is known; the rest is read back.
+	h := store.Handoff{ID: id, State: store.HandoffRunning, ClaimedBy: claimer, LeaseUntil: fromNanos(t + int64(lease)), ClaimedAt: fromNanos(t)}
+	err := s.queryRow(ctx, func(r *sql.Row) error {
+		var req, fin int64
+		err := r.Scan(&h.SessionID, &h.FromPlatform, &h.Platform, &h.Destination, &h.Attempts, &req, &fin)
+		h.RequestedAt, h.FinishedAt = fromNanos(req), fromNanos(fin)
+		return err
+	}, `UPDATE handoffs
 		SET state = 'running', claimed_by = ?, lease_until = ?, claimed_at = ?, attempts = attempts + 1, error = ''
-		WHERE id = ? AND state = 'pending' RETURNING `+handoffCols, claimer, t+int64(lease), t, id)
+		WHERE id = ? AND state = 'pending' RETURNING session_id, from_platform, platform, destination, attempts, requested_at, finished_at`,
+		claimer, t+int64(lease), t, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Handoff{}, false, nil
 	}

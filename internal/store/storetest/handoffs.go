@@ -29,7 +29,41 @@ func state(t *testing.T, s store.Store, sid string) store.Handoff {
 	return must(s.HandoffState(ctx(t), sid))
 }
 
+// sameHandoff fails unless got and want agree in every field (times by
+// instant).
+func sameHandoff(t *testing.T, what string, got, want store.Handoff) {
+	t.Helper()
+	for _, p := range [][2]*time.Time{{&got.LeaseUntil, &want.LeaseUntil}, {&got.RequestedAt, &want.RequestedAt},
+		{&got.ClaimedAt, &want.ClaimedAt}, {&got.FinishedAt, &want.FinishedAt}} {
+		if !p[0].Equal(*p[1]) {
+			t.Fatalf("%s: %+v\nstored %+v", what, got, want)
+		}
+		*p[0] = *p[1]
+	}
+	if got != want {
+		t.Fatalf("%s: %+v\nstored %+v", what, got, want)
+	}
+}
+
 var handoffTests = map[string]func(*testing.T, store.Store){
+	// What a request and a claim return is what is stored.
+	"RequestAndClaimReturnWhatIsStored": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		h := must(s.RequestHandoffTo(ctx(t), a.ID, "cli", "web", "web:dm:home"))
+		sameHandoff(t, "request", h, must(s.GetHandoff(ctx(t), h.ID)))
+		c, ok, err := s.ClaimHandoff(ctx(t), h.ID, "gw-1", lease)
+		noErr(t, err)
+		eq(t, "claimed", ok, true)
+		sameHandoff(t, "claim", c, must(s.GetHandoff(ctx(t), h.ID)))
+		// Taken back after its lease, and claimed again: a second attempt.
+		requeued, _ := must2(s.ReapHandoffs(ctx(t), time.Now().Add(2*lease)))
+		eq(t, "requeued", requeued, 1)
+		c, ok, err = s.ClaimHandoff(ctx(t), h.ID, "gw-2", lease)
+		noErr(t, err)
+		eq(t, "claimed again", ok, true)
+		eq(t, "attempts", c.Attempts, 2)
+		sameHandoff(t, "second claim", c, must(s.GetHandoff(ctx(t), h.ID)))
+	},
 	// The reference cases, one by one.
 	"RequestMarksPending": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
