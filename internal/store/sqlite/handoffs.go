@@ -86,8 +86,9 @@ func (s *Store) GetHandoff(ctx context.Context, id int64) (store.Handoff, error)
 
 // liveHandoff is handoffs_live's condition, written into a query so that
 // SQLite walks that index (the few live handoffs) instead of the table,
-// which keeps every finished one.
-const liveHandoff = `state IN ('pending', 'running')`
+// which keeps every finished one. A handoff is live, pending or running,
+// until it is finished: every end sets finished_at, and nothing else does.
+const liveHandoff = `finished_at = 0`
 
 // PendingHandoffs lists pending handoffs, oldest request first.
 func (s *Store) PendingHandoffs(ctx context.Context, platforms ...string) ([]store.Handoff, error) {

@@ -57,9 +57,9 @@ func TestQueuesUseIndexes(t *testing.T) {
 	// reaper walk handoffs_live (sorting those few rows), never the
 	// table of every finished handoff.
 	for _, q := range []string{
-		`SELECT id FROM handoffs WHERE state IN ('pending', 'running') AND state = 'pending' AND platform IN ('a', 'b') ORDER BY requested_at, id`,
-		`UPDATE handoffs SET state = 'failed' WHERE state IN ('pending', 'running') AND state = 'running' AND lease_until < 1 AND attempts >= 3 RETURNING id`,
-		`UPDATE handoffs SET state = 'pending' WHERE state IN ('pending', 'running') AND state = 'running' AND lease_until < 1`,
+		`SELECT id FROM handoffs WHERE finished_at = 0 AND state = 'pending' AND platform IN ('a', 'b') ORDER BY requested_at, id`,
+		`UPDATE handoffs SET state = 'failed' WHERE finished_at = 0 AND state = 'running' AND lease_until < 1 AND attempts >= 3 RETURNING id`,
+		`UPDATE handoffs SET state = 'pending' WHERE finished_at = 0 AND state = 'running' AND lease_until < 1`,
 	} {
 		if joined := plan(q); !strings.Contains(joined, "handoffs_live") {
 			t.Errorf("plan for %q does not use handoffs_live: %s", q, joined)

@@ -297,4 +297,15 @@ CREATE TABLE transcript_packs (
 	PRIMARY KEY (session_id, first_seq)
 );
 `,
+	// 13: a live handoff is one not finished (finished_at is set by every
+	// end, completed or failed, and by nothing else). A claim moves a
+	// handoff from pending to running and leaves finished_at alone, so
+	// handoffs_live on that condition is not rewritten by it: a claim
+	// writes one page fewer.
+	`
+UPDATE handoffs SET finished_at = max(requested_at, 1) WHERE state NOT IN ('pending', 'running') AND finished_at = 0;
+UPDATE handoffs SET finished_at = 0 WHERE state IN ('pending', 'running');
+DROP INDEX handoffs_live;
+CREATE UNIQUE INDEX handoffs_live ON handoffs(session_id) WHERE finished_at = 0;
+`,
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -382,5 +383,65 @@ func TestPackOfAnotherVersionIsNotKept(t *testing.T) {
 	save(v)
 	if got := count(); got != 0 {
 		t.Fatalf("%d packs kept for a chunk no longer live", got)
+	}
+}
+
+// Migration 13 makes a handoff live until it has finished: handoffs
+// finished before it without a finish time get one, and afterwards a
+// session with a live handoff refuses another while a session whose
+// handoffs all ended takes a new one.
+func TestMigrationKeepsOneLiveHandoffPerSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
+	for v := 1; v <= 12; v++ {
+		exec(migrations[v-1])
+		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
+	}
+	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('ended', 1, 1), ('pending', 1, 1), ('running', 1, 1)`)
+	exec(`INSERT INTO handoffs (session_id, state, platform, requested_at, finished_at) VALUES
+		('ended', 'completed', 'web', 5, 0), ('ended', 'failed', 'web', 6, 9),
+		('pending', 'failed', 'web', 7, 0), ('pending', 'pending', 'web', 8, 0),
+		('running', 'running', 'web', 9, 0)`)
+	db.Close()
+
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var unfinished int
+	if err := s.r.QueryRow(`SELECT count(*) FROM handoffs WHERE finished_at = 0 AND state NOT IN ('pending', 'running')`).Scan(&unfinished); err != nil {
+		t.Fatal(err)
+	}
+	if unfinished != 0 {
+		t.Errorf("%d ended handoffs without a finish time after the migration", unfinished)
+	}
+	for _, id := range []string{"pending", "running"} {
+		if _, err := s.RequestHandoff(t.Context(), id, "cli", "telegram"); !errors.Is(err, store.ErrHandoffInFlight) {
+			t.Errorf("%s: a second live handoff: %v, want ErrHandoffInFlight", id, err)
+		}
+	}
+	h, err := s.RequestHandoff(t.Context(), "ended", "cli", "telegram")
+	if err != nil {
+		t.Fatalf("a session whose handoffs ended refused a new one: %v", err)
+	}
+	if _, ok, err := s.ClaimHandoff(t.Context(), h.ID, "gw", time.Minute); !ok || err != nil {
+		t.Fatalf("claim: %v, %v", ok, err)
+	}
+	if ok, err := s.CompleteHandoff(t.Context(), h.ID, "gw"); !ok || err != nil {
+		t.Fatalf("complete: %v, %v", ok, err)
+	}
+	if _, err := s.RequestHandoff(t.Context(), "ended", "cli", "web"); err != nil {
+		t.Fatalf("a request after the completed one: %v", err)
 	}
 }
