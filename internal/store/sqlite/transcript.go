@@ -44,6 +44,26 @@ const (
 // is read row by row).
 const liveChunk = 512
 
+// Chunks start at seq 1 and every liveChunk seqs after it (a session's
+// first message has seq 1), so that a session's first 512 messages are
+// a whole chunk. chunkStart is the start of the chunk holding seq (1 for
+// any seq below 1, which no message has); the next chunk starts
+// liveChunk later.
+func chunkStart(seq int64) int64 {
+	if seq < 1 {
+		return 1
+	}
+	return (seq-1)/liveChunk*liveChunk + 1
+}
+
+// chunkEnd is where the chunk holding seq ends (the next one starts).
+func chunkEnd(seq int64) int64 {
+	if seq < 1 {
+		return 1
+	}
+	return chunkStart(seq) + liveChunk
+}
+
 const packedLiveSQL = `SELECT count(*),
 	ifnull(group_concat(id), ''), ifnull(group_concat(seq), ''), ifnull(group_concat(created_at), ''),
 	ifnull(group_concat(octet_length(content)), ''), ifnull(group_concat(content, ''), ''),
@@ -103,7 +123,7 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 	}
 	base := len(out)
 	out = slices.Grow(out, int(total))[:base+int(total)]
-	// Parts meet at multiples of liveChunk, so that no chunk is split
+	// Parts meet where chunks start, so that no chunk is split
 	// between readers and each whole one can be read from, or kept as,
 	// its pack.
 	size := (total + int64(parts) - 1) / int64(parts)
@@ -114,7 +134,7 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 		case parts:
 			return v.nextSeq
 		}
-		return (from + int64(i)*size) / liveChunk * liveChunk
+		return chunkStart(from + int64(i)*size)
 	}
 	bounds := func(i int) (lo, hi int64, region []store.Message) {
 		lo, hi = edge(i), edge(i+1)
@@ -193,8 +213,8 @@ func (s *Store) helperLoad(ctx context.Context, sessionID string, v transcriptVe
 }
 
 // loadLive appends the live messages with from <= seq < until to out, in
-// seq order, reading in the snapshot of tx. It walks chunks aligned on
-// multiples of liveChunk: a whole chunk is read from its pack when there
+// seq order, reading in the snapshot of tx. It walks the chunks
+// (chunkStart): a whole chunk is read from its pack when there
 // is one, and otherwise with the packed query, its result added to made
 // to be kept as the chunk's pack.
 func loadLive(ctx context.Context, tx snapshot, sessionID string, from, until int64, out []store.Message, made *packs) ([]store.Message, error) {
@@ -213,7 +233,7 @@ func loadLive(ctx context.Context, tx snapshot, sessionID string, from, until in
 		}
 	}()
 	for lo := from; lo < until; {
-		hi := min(until, (lo/liveChunk+1)*liveChunk)
+		hi := min(until, chunkEnd(lo))
 		whole := hi-lo == liveChunk
 		if whole {
 			if stored == nil {

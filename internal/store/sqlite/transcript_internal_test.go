@@ -361,7 +361,7 @@ func TestPackOfAnotherVersionIsNotKept(t *testing.T) {
 		return n
 	}
 	save := func(v transcriptVersion) {
-		ps := &packs{list: []pack{{first: 512, n: liveChunk, ids: "1", seqs: "1", created: "1", lens: "1", body: "x"}}}
+		ps := &packs{list: []pack{{first: 513, n: liveChunk, ids: "1", seqs: "1", created: "1", lens: "1", body: "x"}}}
 		s.savePacks(sess.ID, v, ps)
 	}
 	other := v

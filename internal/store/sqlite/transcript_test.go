@@ -283,9 +283,12 @@ func TestPacksServeLaterLoads(t *testing.T) {
 			want := live(t, s, sess.ID)
 			var whole []int64 // the chunks wholly live
 			for _, m := range want {
-				if m.Seq%512 == 0 && m.Seq+511 <= want[len(want)-1].Seq {
+				if (m.Seq-1)%512 == 0 && m.Seq+511 <= want[len(want)-1].Seq {
 					whole = append(whole, m.Seq)
 				}
+			}
+			if whole[0] != 1 {
+				t.Fatalf("the first chunk starts at seq %d: a session's first 512 messages are not a chunk", whole[0])
 			}
 			if len(whole) < 3 {
 				t.Fatalf("seqs %d…%d hold %d whole chunks; the test needs 3", want[0].Seq, want[len(want)-1].Seq, len(whole))
