@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"strconv"
@@ -285,13 +286,14 @@ func (c *conn) dispatch(ctx context.Context, f frame) error {
 		c.a.mu.Unlock()
 		c.seq = 0
 		c.handled(f.S)
+		c.a.sessionStarted()
 		c.a.saveSession(ctx)
 		c.r.Live()
-		return nil
+		return c.catchUp(ctx)
 	case gateway.EventTypeResumed:
 		c.handled(f.S)
 		c.r.Live()
-		return nil
+		return c.catchUp(ctx) // one an earlier session began and did not finish
 	case gateway.EventTypeGuildCreate:
 		c.a.learnGuild(f.D)
 	case gateway.EventTypeChannelCreate, gateway.EventTypeChannelUpdate, gateway.EventTypeThreadCreate, gateway.EventTypeThreadUpdate:
@@ -327,6 +329,12 @@ func (c *conn) message(ctx context.Context, raw json.RawMessage) error {
 		c.a.log.Warn("discord: undecodable message skipped", "err", err)
 		return nil
 	}
+	return c.handle(ctx, m)
+}
+
+// handle is message for a decoded message, from the gateway or caught up
+// over REST (catchUp).
+func (c *conn) handle(ctx context.Context, m wireMessage) error {
 	if m.ID == "" || m.ChannelID == "" || m.Author.ID == "" {
 		c.a.log.Warn("discord: message without an id, channel or author skipped")
 		return nil
@@ -358,6 +366,7 @@ func (c *conn) message(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("discord: store message %s: %w", m.ID, err)
 	}
 	c.a.seen.add(m.ID)
+	c.a.track(m.ChannelID, m.GuildID, m.ID)
 	return nil
 }
 
@@ -455,6 +464,10 @@ type savedSession struct {
 	URL   string `json:"resume_gateway_url"`
 	Seq   int    `json:"seq"`
 	BotID string `json:"bot_id"`
+	// What catching up needs (backfill.go): where people last spoke to
+	// baton, and whether a catch-up is due.
+	Channels map[string]tracked `json:"channels,omitempty"`
+	CatchUp  bool               `json:"catch_up,omitempty"`
 }
 
 // loadSession reads the session an earlier run of baton left, once.
@@ -475,15 +488,19 @@ func (a *Adapter) loadSession(ctx context.Context) {
 		return
 	}
 	var s savedSession
-	if err := json.Unmarshal([]byte(v), &s); err != nil || s.ID == "" || s.BotID == "" {
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.session.id == "" {
+	if a.session.id == "" && s.ID != "" && s.BotID != "" {
 		a.session = resumeState{id: s.ID, url: s.URL, seq: s.Seq}
 		a.botID = s.BotID
 	}
+	for ch, t := range s.Channels {
+		a.trackLocked(ch, t.Guild, t.Last)
+	}
+	a.catchUpDue = a.catchUpDue || s.CatchUp
 }
 
 // saveSession keeps the session to resume in Config.Memory (none: the
@@ -496,11 +513,14 @@ func (a *Adapter) saveSession(ctx context.Context) {
 		return
 	}
 	a.mu.Lock()
-	st, bot := a.session, a.botID
+	saved := savedSession{CatchUp: a.catchUpDue, Channels: maps.Clone(a.tracked)}
+	if a.session.id != "" {
+		saved.ID, saved.URL, saved.Seq, saved.BotID = a.session.id, a.session.url, a.session.seq, a.botID
+	}
 	a.mu.Unlock()
 	v := ""
-	if st.id != "" {
-		b, _ := json.Marshal(savedSession{ID: st.id, URL: st.url, Seq: st.seq, BotID: bot})
+	if saved.ID != "" || len(saved.Channels) > 0 {
+		b, _ := json.Marshal(saved)
 		v = string(b)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RequestTimeout)

@@ -118,6 +118,10 @@ type Adapter struct {
 	loaded   bool                // session was read from Config.Memory
 	channels map[string]chanInfo // channel id → what it is, learned from events and REST
 	refused  platform.Refusals   // optional methods already logged as refused
+	// Where people last spoke to baton, and whether what they said there
+	// since must be fetched (backfill.go).
+	tracked    map[string]tracked
+	catchUpDue bool
 	// Used by Run alone: messages handed over lately, so a replay after a
 	// resume that overlaps is not handed over twice.
 	seen *seen
@@ -182,6 +186,7 @@ func New(cfg Config) (*Adapter, error) {
 		rest:     restClient,
 		log:      log,
 		channels: map[string]chanInfo{},
+		tracked:  map[string]tracked{},
 		seen:     newSeen(seenLimit),
 	}, nil
 }

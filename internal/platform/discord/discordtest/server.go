@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,7 @@ const (
 	RouteTyping         = "Trigger Typing Indicator"
 	RouteStartThread    = "Start Thread without Message"
 	RouteGetCurrentUser = "Get Current User"
+	RouteGetMessages    = "Get Channel Messages"
 )
 
 // Channel is a channel the fake knows.
@@ -106,8 +108,9 @@ type Server struct {
 	channels      map[string]*Channel
 	order         []string // channel ids in creation order
 	posts         []Post
-	authors       map[string]string // message id → author id
-	nonces        map[string]nonced // author id + nonce → the message it made
+	authors       map[string]string           // message id → author id
+	history       map[string][]map[string]any // channel id → its messages, oldest first
+	nonces        map[string]nonced           // author id + nonce → the message it made
 	sessions      map[string]*session
 	conns         map[*wsConn]bool
 	identifies    int
@@ -128,6 +131,7 @@ func New(tb testing.TB, token string) *Server {
 		next:      uint64(time.Now().UnixMilli()-1420070400000) << 22,
 		channels:  map[string]*Channel{},
 		authors:   map[string]string{},
+		history:   map[string][]map[string]any{},
 		nonces:    map[string]nonced{},
 		sessions:  map[string]*session{},
 		conns:     map[*wsConn]bool{},
@@ -405,6 +409,8 @@ func routeOf(r *http.Request) string {
 		return RouteGetChannel
 	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages" && r.Method == http.MethodPost:
 		return RouteCreateMessage
+	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages" && r.Method == http.MethodGet:
+		return RouteGetMessages
 	case len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages" && r.Method == http.MethodPatch:
 		return RouteEditMessage
 	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "typing" && r.Method == http.MethodPost:
@@ -483,6 +489,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		ok = s.getChannel(w, parts[1])
 	case RouteCreateMessage, RouteEditMessage:
 		ok = s.postMessage(w, r, route, parts)
+	case RouteGetMessages:
+		ok = s.getMessages(w, r, parts[1])
 	case RouteTyping:
 		if _, found := s.Channel(parts[1]); !found {
 			writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
@@ -679,6 +687,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route strin
 	if route == RouteCreateMessage {
 		// Discord tells the bot of its own messages too.
 		s.dispatchLocked("MESSAGE_CREATE", msg, &ch, false)
+		s.history[ch.ID] = append(s.history[ch.ID], restMessage(msg))
+	} else {
+		for _, m := range s.history[ch.ID] {
+			if m["id"] == msgID {
+				m["content"] = *body.Content
+			}
+		}
 	}
 	s.changed()
 	s.mu.Unlock()
@@ -803,9 +818,77 @@ func (s *Server) Say(channelID string, from User, text string) (string, error) {
 	id := s.newID()
 	s.authors[id] = from.ID
 	mentioned := strings.Contains(text, "<@"+s.bot.ID+">") || strings.Contains(text, "<@!"+s.bot.ID+">")
-	s.dispatchLocked("MESSAGE_CREATE", s.messageJSON(c, id, from, false, text), c, mentioned)
+	msg := s.messageJSON(c, id, from, false, text)
+	s.dispatchLocked("MESSAGE_CREATE", msg, c, mentioned)
+	s.history[c.ID] = append(s.history[c.ID], restMessage(msg))
 	s.changed()
 	return id, nil
+}
+
+// restMessage is a message as REST gives it: as the gateway's
+// MESSAGE_CREATE, without guild_id.
+func restMessage(msg map[string]any) map[string]any {
+	m := make(map[string]any, len(msg))
+	for k, v := range msg {
+		if k != "guild_id" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// getMessages answers GET /channels/{id}/messages with after (and limit,
+// 1–100, default 50) as Discord does: the messages just after that id,
+// newest first. The fake serves after alone, what the adapter asks.
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, channelID string) bool {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: limit")
+			return false
+		}
+		limit = n
+	}
+	after, err := strconv.ParseUint(q.Get("after"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: after")
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.channels[channelID]; !ok {
+		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
+		return false
+	}
+	var out []any
+	for _, m := range s.history[channelID] { // ids grow with time
+		if id, _ := strconv.ParseUint(m["id"].(string), 10, 64); id > after && len(out) < limit {
+			out = append(out, m)
+		}
+	}
+	slices.Reverse(out)
+	if out == nil {
+		out = []any{}
+	}
+	fakekit.WriteJSON(w, http.StatusOK, out)
+	return true
+}
+
+// ExpireSessions forgets every gateway session, as Discord does a while
+// after its connection ended: a RESUME is answered INVALID_SESSION, and
+// what was said meanwhile is never replayed.
+func (s *Server) ExpireSessions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, ss := range s.sessions {
+		if ss.conn != nil {
+			ss.conn.ws.CloseNow()
+		}
+		delete(s.sessions, id)
+	}
+	s.changed()
 }
 
 // Acked reports whether the bot's session has acknowledged the message
