@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -13,55 +14,24 @@ import (
 // Catching up after a long outage. Discord resumes a gateway session for
 // a while after its connection ends, replaying what was said meanwhile;
 // past that it answers INVALID_SESSION, a new session starts, and nothing
-// from the gap is replayed. So the adapter remembers, for each channel
-// where a person last spoke to baton, the newest message it handed over
-// (kept with the session in Config.Memory), and when a session had to
+// from the gap is replayed. So the adapter marks, for each channel where
+// a person last spoke to baton, the newest message it handed over
+// (platform.Marks, with the channel's guild, which REST messages do not
+// carry; kept with the session in Config.Memory), and when a session had to
 // start afresh it asks each such channel for what came after, oldest
 // first, before it hands over anything newer. What comes twice (a message
 // the old session had replayed too) is dropped by the gateway's inbox,
 // which knows every message by its id. A channel nobody had spoken to
 // baton in before the outage is not known, so not caught up.
 
-// maxTracked bounds the channels remembered; the one with the oldest
-// message goes first. A person talks to baton in a few places (their DMs,
-// the threads handoffs opened lately), and each is one request or more
-// when catching up.
-const maxTracked = 32
+// maxMarked bounds the channels marked (platform.Marks).
+const maxMarked = 32
 
 // catchUpPage is the most messages Discord gives for one request.
 const catchUpPage = 100
 
 // maxCatchUpPages bounds one channel's catch-up at 2,000 messages.
 const maxCatchUpPages = 20
-
-// tracked is a channel's newest message handed over.
-type tracked struct {
-	Last  string `json:"last"`
-	Guild string `json:"guild,omitempty"` // "" for a DM; REST messages do not say
-}
-
-// track notes id as handed over in channel.
-func (a *Adapter) track(channel, guild, id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.trackLocked(channel, guild, id)
-}
-
-func (a *Adapter) trackLocked(channel, guild, id string) {
-	if t, ok := a.tracked[channel]; ok && !newer(id, t.Last) {
-		return
-	}
-	a.tracked[channel] = tracked{Last: id, Guild: guild}
-	for len(a.tracked) > maxTracked {
-		oldest := ""
-		for ch, t := range a.tracked {
-			if oldest == "" || newer(a.tracked[oldest].Last, t.Last) {
-				oldest = ch
-			}
-		}
-		delete(a.tracked, oldest)
-	}
-}
 
 // newer reports whether snowflake x is after y: decimal ids without
 // leading zeros, so the longer is the larger.
@@ -77,7 +47,7 @@ func newer(x, y string) bool {
 func (a *Adapter) sessionStarted() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.tracked) > 0 {
+	if a.marks.Len() > 0 {
 		a.catchUpDue = true
 	}
 }
@@ -91,15 +61,11 @@ func (c *conn) catchUp(ctx context.Context) error {
 	a := c.a
 	a.mu.Lock()
 	due := a.catchUpDue
-	channels := make([]string, 0, len(a.tracked))
-	for ch := range a.tracked {
-		channels = append(channels, ch)
-	}
 	a.mu.Unlock()
 	if !due {
 		return nil
 	}
-	slices.Sort(channels)
+	channels := slices.Sorted(maps.Keys(a.marks.All()))
 	caught := 0
 	for _, ch := range channels {
 		n, err := c.catchUpChannel(ctx, ch)
@@ -108,9 +74,7 @@ func (c *conn) catchUp(ctx context.Context) error {
 		case err == nil:
 		case status(err) == http.StatusNotFound || status(err) == http.StatusForbidden:
 			a.log.Info("discord: a channel people spoke in is gone or closed to baton; not catching it up", "channel", ch, "err", err)
-			a.mu.Lock()
-			delete(a.tracked, ch)
-			a.mu.Unlock()
+			a.marks.Forget(ch)
 		default:
 			return fmt.Errorf("discord: catch up on channel %s: %w", ch, err)
 		}
@@ -130,14 +94,12 @@ func (c *conn) catchUp(ctx context.Context) error {
 func (c *conn) catchUpChannel(ctx context.Context, channel string) (int, error) {
 	seen := 0
 	for range maxCatchUpPages {
-		c.a.mu.Lock()
-		t, ok := c.a.tracked[channel]
-		c.a.mu.Unlock()
+		mark, ok := c.a.marks.Get(channel)
 		if !ok {
 			return seen, nil
 		}
 		var page []wireMessage
-		q := discord.QueryValues{"after": t.Last, "limit": catchUpPage}
+		q := discord.QueryValues{"after": mark.Last, "limit": catchUpPage}
 		if err := c.a.call(ctx, "GET /channels/"+channel+"/messages", rest.GetMessages.Compile(q, channel), nil, &page); err != nil {
 			return seen, err
 		}
@@ -153,7 +115,7 @@ func (c *conn) catchUpChannel(ctx context.Context, channel string) (int, error) 
 		})
 		for _, m := range page {
 			if m.GuildID == "" {
-				m.GuildID = t.Guild
+				m.GuildID = mark.Where
 			}
 			m.ChannelID = channel
 			if err := c.handle(ctx, m); err != nil {
@@ -162,11 +124,7 @@ func (c *conn) catchUpChannel(ctx context.Context, channel string) (int, error) 
 			seen++
 			// Past what was skipped too (the bot's own, other bots'):
 			// the next page starts after this one.
-			c.a.mu.Lock()
-			if cur, ok := c.a.tracked[channel]; ok && newer(m.ID, cur.Last) {
-				c.a.tracked[channel] = tracked{Last: m.ID, Guild: cur.Guild}
-			}
-			c.a.mu.Unlock()
+			c.a.marks.Pass(channel, m.ID)
 		}
 		if len(page) < catchUpPage {
 			return seen, nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/url"
 	"strconv"
@@ -366,7 +365,7 @@ func (c *conn) handle(ctx context.Context, m wireMessage) error {
 		return fmt.Errorf("discord: store message %s: %w", m.ID, err)
 	}
 	c.a.seen.add(m.ID)
-	c.a.track(m.ChannelID, m.GuildID, m.ID)
+	c.a.marks.Note(m.ChannelID, m.GuildID, m.ID)
 	return nil
 }
 
@@ -466,8 +465,8 @@ type savedSession struct {
 	BotID string `json:"bot_id"`
 	// What catching up needs (backfill.go): where people last spoke to
 	// baton, and whether a catch-up is due.
-	Channels map[string]tracked `json:"channels,omitempty"`
-	CatchUp  bool               `json:"catch_up,omitempty"`
+	Channels map[string]platform.Mark[string] `json:"channels,omitempty"`
+	CatchUp  bool                             `json:"catch_up,omitempty"`
 }
 
 // loadSession reads the session an earlier run of baton left, once.
@@ -497,9 +496,7 @@ func (a *Adapter) loadSession(ctx context.Context) {
 		a.session = resumeState{id: s.ID, url: s.URL, seq: s.Seq}
 		a.botID = s.BotID
 	}
-	for ch, t := range s.Channels {
-		a.trackLocked(ch, t.Guild, t.Last)
-	}
+	a.marks.Restore(s.Channels)
 	a.catchUpDue = a.catchUpDue || s.CatchUp
 }
 
@@ -513,7 +510,7 @@ func (a *Adapter) saveSession(ctx context.Context) {
 		return
 	}
 	a.mu.Lock()
-	saved := savedSession{CatchUp: a.catchUpDue, Channels: maps.Clone(a.tracked)}
+	saved := savedSession{CatchUp: a.catchUpDue, Channels: a.marks.All()}
 	if a.session.id != "" {
 		saved.ID, saved.URL, saved.Seq, saved.BotID = a.session.id, a.session.url, a.session.seq, a.botID
 	}

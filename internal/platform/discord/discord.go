@@ -118,9 +118,9 @@ type Adapter struct {
 	loaded   bool                // session was read from Config.Memory
 	channels map[string]chanInfo // channel id → what it is, learned from events and REST
 	refused  platform.Refusals   // optional methods already logged as refused
-	// Where people last spoke to baton, and whether what they said there
-	// since must be fetched (backfill.go).
-	tracked    map[string]tracked
+	// Where people last spoke to baton (with each channel's guild), and
+	// whether what they said there since must be fetched (backfill.go).
+	marks      *platform.Marks[string]
 	catchUpDue bool
 	// Used by Run alone: messages handed over lately, so a replay after a
 	// resume that overlaps is not handed over twice.
@@ -186,7 +186,7 @@ func New(cfg Config) (*Adapter, error) {
 		rest:     restClient,
 		log:      log,
 		channels: map[string]chanInfo{},
-		tracked:  map[string]tracked{},
+		marks:    platform.NewMarks[string](maxMarked, newer),
 		seen:     newSeen(seenLimit),
 	}, nil
 }
