@@ -215,6 +215,13 @@ func TestMatrixHandoffThreadAndBack(t *testing.T) {
 	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(longText), " ") {
 		t.Errorf("the parts do not rejoin to the reply")
 	}
+	// A slow answer (six words, 150 ms apart): typing shows while it is
+	// written, and its first words, posted at once, grow by edits.
+	r.model.Push(llmtest.Reply{Text: "Slowly, one word at a time, then done.", Delay: 150 * time.Millisecond})
+	if _, err := m.Owner.SayInThread(ctx, m.Room, root, "", "answer slowly"); err != nil {
+		t.Fatal(err)
+	}
+	m.has(t, m.Bot.ID, "the slow answer, whole", inThread(root, "Slowly, one word at a time, then done."))
 	if n := m.proxy.CallCount("typing"); n == 0 {
 		t.Errorf("no typing notification while turns ran")
 	}

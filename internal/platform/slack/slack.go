@@ -70,6 +70,10 @@ type Config struct {
 	// PingEvery is how often the socket is checked with a ping; a ping
 	// unanswered within the same time ends Run. Default 30s.
 	PingEvery time.Duration
+	// Memory keeps where people last spoke to baton across restarts, so
+	// that what they said while baton was away is fetched (catchup.go);
+	// nil keeps it in memory only.
+	Memory platform.Memory
 }
 
 // String describes c without its tokens.
@@ -101,6 +105,11 @@ type Adapter struct {
 	botUser string            // the bot's user id (U…), from auth.test
 	refused platform.Refusals // optional methods already logged as refused
 	seen    *seen             // message ids handed over lately (a mention arrives twice)
+	// Where people last spoke to baton (catchup.go); loaded from
+	// Config.Memory once, saved every saveMarksEvery and when Run ends.
+	marks       *platform.Marks[place]
+	marksLoaded bool
+	marksSaved  time.Time
 }
 
 var (
@@ -150,7 +159,7 @@ func New(cfg Config) (*Adapter, error) {
 		slack.OptionHTTPClient(client),
 	)
 	return &Adapter{cfg: cfg, api: api, log: log.With("platform", Name),
-		seen: newSeen(seenLimit)}, nil
+		seen: newSeen(seenLimit), marks: platform.NewMarks[place](maxMarked, newerTS)}, nil
 }
 
 // Name is "slack".

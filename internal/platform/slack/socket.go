@@ -51,6 +51,8 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 }
 
 func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
+	a.loadMarks(ctx)
+	defer a.saveMarks(ctx)
 	if err := a.identify(ctx); err != nil {
 		return err
 	}
@@ -82,6 +84,11 @@ func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
 			if !live {
 				live = true
 				r.Live()
+				// Before any envelope of this connection: what was said
+				// while none was open comes first.
+				if err := a.catchUp(ctx, r); err != nil {
+					return err
+				}
 			}
 			continue
 		case "disconnect":
@@ -99,6 +106,7 @@ func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
 				return fmt.Errorf("slack: store message %s: %w", ev.ID, err)
 			}
 			a.seen.add(ev.ID)
+			a.mark(ctx, ev)
 		}
 		if err := a.ack(ctx, conn, env.EnvelopeID); err != nil {
 			return err
@@ -187,20 +195,24 @@ func (a *Adapter) connect(ctx context.Context) (*websocket.Conn, error) {
 
 // The parts of an Events API callback baton reads.
 type eventCallback struct {
-	Type    string `json:"type"`
-	EventID string `json:"event_id"`
-	Event   struct {
-		Type        string `json:"type"`
-		Subtype     string `json:"subtype"`
-		Channel     string `json:"channel"`
-		ChannelType string `json:"channel_type"`
-		User        string `json:"user"`
-		BotID       string `json:"bot_id"`
-		Text        string `json:"text"`
-		TS          string `json:"ts"`
-		ThreadTS    string `json:"thread_ts"`
-		Hidden      bool   `json:"hidden"`
-	} `json:"event"`
+	Type    string       `json:"type"`
+	EventID string       `json:"event_id"`
+	Event   messageEvent `json:"event"`
+}
+
+// messageEvent is a message as an event carries it, or as the Web API's
+// history gives it back (with Channel and ChannelType filled in).
+type messageEvent struct {
+	Type        string `json:"type"`
+	Subtype     string `json:"subtype"`
+	Channel     string `json:"channel"`
+	ChannelType string `json:"channel_type"`
+	User        string `json:"user"`
+	BotID       string `json:"bot_id"`
+	Text        string `json:"text"`
+	TS          string `json:"ts"`
+	ThreadTS    string `json:"thread_ts"`
+	Hidden      bool   `json:"hidden"`
 }
 
 // slashCommand is a slash_commands payload.
@@ -254,8 +266,16 @@ func decodeEvent(raw []byte, botUser string) (platform.Event, bool, error) {
 	if err := json.Unmarshal(raw, &cb); err != nil {
 		return platform.Event{}, false, fmt.Errorf("decode event: %w", err)
 	}
-	e := cb.Event
-	if cb.Type != "event_callback" || (e.Type != "message" && e.Type != "app_mention") {
+	if cb.Type != "event_callback" {
+		return platform.Event{}, false, nil
+	}
+	return messageOf(cb.Event, botUser)
+}
+
+// messageOf is the event for a person's message; ok is false for what
+// baton does not act on (see decodeEvent).
+func messageOf(e messageEvent, botUser string) (platform.Event, bool, error) {
+	if e.Type != "message" && e.Type != "app_mention" {
 		return platform.Event{}, false, nil
 	}
 	switch e.Subtype {

@@ -48,5 +48,5 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	if bot == "" && (app == "" || !s.Present) {
 		return nil, platform.ErrNotConfigured
 	}
-	return New(Config{BotToken: bot, AppToken: app, APIURL: sec.APIURL, Logger: s.Log})
+	return New(Config{BotToken: bot, AppToken: app, APIURL: sec.APIURL, Logger: s.Log, Memory: s.Memory})
 }

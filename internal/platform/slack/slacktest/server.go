@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,7 @@ type envelope struct {
 	acked      bool
 	deliveries int
 	sentOn     map[int]bool // socket ids it was written to
+	expired    bool         // Slack gave up retrying it (ExpireUnacked)
 }
 
 // socket is one open Socket Mode connection.
@@ -100,7 +102,8 @@ type Server struct {
 	envelopes  []*envelope
 	posts      []Post
 	statuses   []Status
-	authors    map[string]string // channel:ts → user who posted it
+	authors    map[string]string           // channel:ts → user who posted it
+	history    map[string][]map[string]any // channel → its messages as the Web API gives them, oldest first
 	sockets    map[int]*socket
 	nextSocket int
 	connects   int
@@ -118,6 +121,7 @@ func New(tb testing.TB, botToken, appToken string) *Server {
 		tb: tb, botToken: botToken, appToken: appToken,
 		clock:     1_700_000_000_000_000,
 		authors:   map[string]string{},
+		history:   map[string][]map[string]any{},
 		sockets:   map[int]*socket{},
 		failCodes: map[string][]string{},
 	}
@@ -257,6 +261,7 @@ func (s *Server) PushMessage(m Message) (ts, envelopeID string) {
 			ev["parent_user_id"] = root
 		}
 	}
+	s.recordLocked(m.Channel, ev)
 	envelopeID = s.queueLocked("events_api", s.callback(ev))
 	if m.Mention {
 		mention := map[string]any{}
@@ -463,6 +468,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		})
 	case "chat.postmessage", "chat.update":
 		s.chat(w, method, params)
+	case "conversations.history", "conversations.replies":
+		s.conversation(w, key, params)
 	case "assistant.threads.setstatus":
 		if params["channel_id"] == "" || params["thread_ts"] == "" {
 			fail(w, "invalid_arguments")
@@ -475,6 +482,103 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 	default:
 		fail(w, "unknown_method")
+	}
+}
+
+// recordLocked keeps a message as the Web API's history gives it back
+// (no channel, no channel_type). s.mu must be held.
+func (s *Server) recordLocked(channel string, ev map[string]any) {
+	m := map[string]any{}
+	for k, v := range ev {
+		switch k {
+		case "channel", "channel_type", "event_ts":
+		default:
+			m[k] = v
+		}
+	}
+	s.history[channel] = append(s.history[channel], m)
+}
+
+// conversation answers conversations.history (a channel's top-level
+// messages and thread broadcasts, newest first) and conversations.replies
+// (a thread: its root first, then its replies, oldest first), each after
+// oldest (exclusive unless inclusive), in pages of limit (default 100)
+// with a cursor, as Slack does.
+func (s *Server) conversation(w http.ResponseWriter, method string, p map[string]string) {
+	channel := p["channel"]
+	s.mu.Lock()
+	all, ok := s.history[channel]
+	all = slices.Clone(all)
+	s.mu.Unlock()
+	if channel == "" || !ok {
+		fail(w, "channel_not_found")
+		return
+	}
+	after := func(ts string) bool {
+		if p["oldest"] == "" {
+			return true
+		}
+		o, _ := strconv.ParseFloat(p["oldest"], 64)
+		t, _ := strconv.ParseFloat(ts, 64)
+		return t > o || (p["inclusive"] == "true" || p["inclusive"] == "1") && t == o
+	}
+	var out []map[string]any
+	if method == "conversations.history" {
+		for _, m := range all {
+			thread, _ := m["thread_ts"].(string)
+			ts := m["ts"].(string)
+			if (thread == "" || thread == ts || m["subtype"] == "thread_broadcast") && after(ts) {
+				out = append(out, m)
+			}
+		}
+		slices.Reverse(out)
+	} else {
+		root := p["ts"]
+		for _, m := range all {
+			thread, _ := m["thread_ts"].(string)
+			ts := m["ts"].(string)
+			switch {
+			case ts == root:
+				out = append([]map[string]any{m}, out...)
+			case thread == root && after(ts):
+				out = append(out, m)
+			}
+		}
+		if len(out) == 0 || out[0]["ts"] != root {
+			fail(w, "thread_not_found")
+			return
+		}
+	}
+	limit, err := strconv.Atoi(p["limit"])
+	if err != nil || limit <= 0 {
+		limit = 100
+	}
+	start, _ := strconv.Atoi(p["cursor"])
+	if start > len(out) {
+		start = len(out)
+	}
+	end := min(start+limit, len(out))
+	next := ""
+	if end < len(out) {
+		next = strconv.Itoa(end)
+	}
+	page := out[start:end]
+	if page == nil {
+		page = []map[string]any{}
+	}
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "messages": page, "has_more": next != "",
+		"response_metadata": map[string]any{"next_cursor": next}})
+}
+
+// ExpireUnacked gives up on every envelope not yet acknowledged, as Slack
+// does after its last retry: they are never delivered again.
+func (s *Server) ExpireUnacked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.envelopes {
+		if !e.acked {
+			e.expired = true
+		}
 	}
 }
 
@@ -532,7 +636,11 @@ func (s *Server) chat(w http.ResponseWriter, method string, p map[string]string)
 		}
 		if post.ThreadTS != "" {
 			ev["thread_ts"] = post.ThreadTS
+			if post.Broadcast {
+				ev["subtype"] = "thread_broadcast"
+			}
 		}
+		s.recordLocked(channel, ev)
 		s.queueLocked("events_api", s.callback(ev))
 	}
 	s.posts = append(s.posts, post)
@@ -594,7 +702,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 			so.disconnect = ""
 		}
 		for _, e := range s.envelopes {
-			if e.acked || e.sentOn[id] {
+			if e.acked || e.expired || e.sentOn[id] {
 				continue
 			}
 			e.sentOn[id] = true
