@@ -76,6 +76,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives warnings; default slog.Default().
 	Logger *slog.Logger
+	// Memory keeps where the catch-up starts across restarts of baton,
+	// so that what people wrote while baton was down is fetched; nil
+	// starts each process from its first connection.
+	Memory platform.Memory
 }
 
 // Adapter is the iMessage platform adapter: platform.Adapter, Typer and
@@ -91,6 +95,7 @@ type Adapter struct {
 	mu         sync.Mutex
 	ln         net.Listener // open from New until a Run ends; reopened on addr
 	since      int64        // catch up with messages after this (ms); 0 until first live
+	kept       int64        // the catch-up point last kept in Config.Memory
 	failed     int64        // earliest message Receive refused (ms), 0 for none
 	failedGUID string       // its guid
 	handed     *seen        // guids stored lately, so a catch-up does not repeat them

@@ -2,15 +2,21 @@ package imessage_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/imessage"
 	"github.com/baton-agent/baton/internal/platform/imessage/imessagetest"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -202,5 +208,70 @@ func TestWrongPasswordRefused(t *testing.T) {
 	_, err = a.Send(testutil.Context(t, 0), platform.Address{Platform: "imessage", Kind: platform.DM, Chat: "iMessage;-;x"}, "hi")
 	if err == nil || strings.Contains(err.Error(), "wrong-secret-pw") {
 		t.Errorf("send while down: %v", err)
+	}
+}
+
+// baton restarted: what people wrote while it was down (no webhook can
+// reach a stopped baton) is fetched by the next process, from where the
+// last one left off as kept in Memory. The last message before the
+// restart may come once more (the catch-up starts at its millisecond;
+// the gateway's inbox knows it by its guid); nothing older does.
+func TestWhatWasWrittenWhileDownIsFetchedAfterARestart(t *testing.T) {
+	fake := imessagetest.New(t, password)
+	mem := platformtest.NewMemory()
+	adapter := func() *imessage.Adapter {
+		a, err := imessage.New(imessage.Config{URL: fake.URL(), Password: password, Listen: "127.0.0.1:0",
+			WebhookSecret: "hook-secret", CheckEvery: 50 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		fake.SetWebhook(a.WebhookURL())
+		return a
+	}
+	dm := imessagetest.DM(owner)
+	c := &collector{}
+	stop := run(t, adapter(), c)
+	older := fake.Receive(owner, dm, "long before the restart")
+	last := fake.Receive(owner, dm, "just before the restart")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 2 }, "the first messages")
+	stop()
+
+	fake.SetWebhook("")
+	var during []string
+	for i := range 3 {
+		during = append(during, fake.Receive(owner, dm, fmt.Sprint("while baton is down ", i)))
+	}
+	// The fake dates messages a millisecond apart at least, ahead of the
+	// wall clock when they come quicker: let the clock pass them, so that
+	// a restart that forgot where it left off would start after them.
+	resumeAt := time.Now().Add(10 * time.Millisecond)
+	testutil.Eventually(t, 0, func() bool { return time.Now().After(resumeAt) }, "the clock to pass the messages' dates")
+	c2 := &collector{}
+	run(t, adapter(), c2)
+	has := func(id string) bool {
+		for _, e := range c2.all() {
+			if e.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	testutil.Eventually(t, 0, func() bool { return has(during[2]) }, "the messages written while baton was down")
+	after := fake.Receive(owner, dm, "after the restart")
+	testutil.Eventually(t, 0, func() bool { return has(after) }, "the message after the restart")
+	var got []string
+	for _, e := range c2.all() {
+		switch e.ID {
+		case older:
+			t.Errorf("a message from long before the restart came again")
+		case last:
+		default:
+			got = append(got, e.ID)
+		}
+	}
+	if want := append(during, after); !slices.Equal(got, want) {
+		t.Errorf("after the restart %v came, want %v", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,12 +50,8 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 		a.mu.Unlock()
 	}()
 
-	a.mu.Lock()
-	if a.since == 0 {
-		// History before baton first connected is not baton's to answer.
-		a.since = time.Now().UnixMilli()
-	}
-	a.mu.Unlock()
+	a.startPoint(ctx)
+	defer a.keepPoint(ctx)
 	r.Live()
 	tick := time.NewTicker(a.cfg.CheckEvery)
 	defer tick.Stop()
@@ -65,6 +62,7 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 			}
 			return err
 		}
+		a.keepPoint(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -141,6 +139,67 @@ func (a *Adapter) webhook(r platform.Receiver, failed chan<- error) http.Handler
 		w.WriteHeader(http.StatusOK)
 	})
 	return mux
+}
+
+// pointKey is where Config.Memory keeps the catch-up point.
+const pointKey = "since"
+
+// startPoint sets where the first catch-up of this process starts: where
+// the last process left off (kept in Config.Memory), so that what people
+// wrote while baton was down is fetched, or, the first time baton
+// connects, now: history from before is not baton's to answer.
+func (a *Adapter) startPoint(ctx context.Context) {
+	a.mu.Lock()
+	started := a.since != 0
+	a.mu.Unlock()
+	if started {
+		return
+	}
+	var kept int64
+	if a.cfg.Memory != nil {
+		v, err := a.cfg.Memory.Get(ctx, pointKey)
+		if err != nil {
+			a.log.Warn("imessage: read where the last run left off; fetching from now", "err", err)
+		}
+		kept, _ = strconv.ParseInt(v, 10, 64)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.since == 0 {
+		a.since = kept
+		if a.since <= 0 {
+			a.since = time.Now().UnixMilli()
+		}
+		a.kept = kept
+	}
+}
+
+// keepPoint keeps the catch-up point in Config.Memory when it moved: the
+// last message handed over, or before the earliest one refused, which
+// the next run must fetch again.
+func (a *Adapter) keepPoint(ctx context.Context) {
+	if a.cfg.Memory == nil {
+		return
+	}
+	a.mu.Lock()
+	point := a.since
+	if a.failed != 0 {
+		point = min(point, a.failed-1)
+	}
+	moved := point != a.kept
+	a.mu.Unlock()
+	if !moved {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RequestTimeout)
+	defer cancel()
+	if err := a.cfg.Memory.Set(ctx, pointKey, strconv.FormatInt(point, 10)); err != nil {
+		a.log.Warn("imessage: keep where this run is", "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.kept = point
+	a.mu.Unlock()
 }
 
 // catchUp asks the server for the messages after the last one stored

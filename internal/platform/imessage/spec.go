@@ -66,7 +66,7 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 		sec.Listen = "127.0.0.1:8091"
 	}
 	a, err := New(Config{URL: sec.URL, Password: sec.Password, Listen: sec.Listen, WebhookSecret: sec.WebhookSecret,
-		PrivateAPI: sec.PrivateAPI, CheckEvery: sec.CheckEvery, Logger: s.Log})
+		PrivateAPI: sec.PrivateAPI, CheckEvery: sec.CheckEvery, Logger: s.Log, Memory: s.Memory})
 	if err != nil {
 		return nil, err
 	}
