@@ -153,6 +153,14 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address, known ..
 	}
 }
 
+// maxSentMarks bounds the addresses whose highest sent delivery is
+// remembered (sentUpTo). Past it, marks are dropped and the highest
+// dropped one stands for every address without a mark: an answer stored
+// below it is sent after reading the outbox, as when something unsent
+// came before it. Delivery ids grow across addresses, so that is only
+// ever too careful.
+const maxSentMarks = 4096
+
 // noteSentTo records that delivery id to key is sent (or given up on) by
 // this process. Called with key's send lock held, in id order: a flush
 // sends an address's deliveries lowest id first and stops at the first it
@@ -160,6 +168,15 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address, known ..
 func (g *Gateway) noteSentTo(key string, id int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.sentUpTo[key]; !ok {
+		for k, v := range g.sentUpTo {
+			if len(g.sentUpTo) < g.sentMarks {
+				break
+			}
+			g.sentFloor = max(g.sentFloor, v)
+			delete(g.sentUpTo, k)
+		}
+	}
 	g.sentUpTo[key] = max(g.sentUpTo[key], id)
 }
 
@@ -169,7 +186,7 @@ func (g *Gateway) noteSentTo(key string, id int64) {
 // lowest id first, so the mark says whether it did.
 func (g *Gateway) unsentHere(key string, ds []store.Delivery) bool {
 	g.mu.Lock()
-	upTo := g.sentUpTo[key]
+	upTo := max(g.sentUpTo[key], g.sentFloor)
 	g.mu.Unlock()
 	for i, d := range ds {
 		if !d.SentAt.IsZero() || d.ID <= upTo || i > 0 && d.ID <= ds[i-1].ID {

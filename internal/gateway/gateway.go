@@ -147,6 +147,8 @@ type Gateway struct {
 	streamed        map[string]string           // delivery key → the streamed message it replaces
 	sentNotRecorded map[int64]string            // delivery id → platform message id: sent, its record failed
 	sentUpTo        map[string]int64            // address key → the highest delivery id this process sent there (deliver.go)
+	sentFloor       int64                       // the highest mark dropped from sentUpTo, standing for every address without one
+	sentMarks       int                         // how many addresses sentUpTo keeps
 	troubleTold     map[string]bool             // turn keys whose person was told of store trouble
 	turnAddr        map[string]platform.Address // session → where its running turn answers
 	claims          sync.WaitGroup
@@ -200,6 +202,7 @@ func New(cfg Config) (*Gateway, error) {
 		streamed:        map[string]string{},
 		sentNotRecorded: map[int64]string{},
 		sentUpTo:        map[string]int64{},
+		sentMarks:       maxSentMarks,
 		troubleTold:     map[string]bool{},
 		senders:         newSenderRates(),
 		turnAddr:        map[string]platform.Address{},
