@@ -28,8 +28,6 @@ const maxEventLine = 1 << 20
 // event and hands it over first once reconnected.) It returns nil when ctx
 // ends, and why otherwise.
 func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
-	a.loadLast(ctx)
-	defer a.keepLast(ctx, true)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.cfg.URL+"/api/v1/events", nil)
 	if err != nil {
 		return platform.Permanent(fmt.Errorf("signal: events: %w", err))
@@ -130,68 +128,8 @@ func (a *Adapter) dispatch(ctx context.Context, e sse, r platform.Receiver) erro
 	}
 	if e.id != "" {
 		a.setLast(e.id)
-		a.keepLast(ctx, false)
 	}
 	return nil
-}
-
-// lastKey is where Config.Memory keeps the id of the last event stored.
-const lastKey = "last-event"
-
-// keepLastEvery paces writing that id to Config.Memory; it is written
-// when Run ends too. After a crash the daemon sends again a few events
-// stored already, which the gateway's inbox knows by their ids.
-const keepLastEvery = 30 * time.Second
-
-// loadLast reads the id the last process of baton left, once.
-func (a *Adapter) loadLast(ctx context.Context) {
-	a.mu.Lock()
-	if a.lastLoaded || a.cfg.Memory == nil {
-		a.lastLoaded = true
-		a.mu.Unlock()
-		return
-	}
-	a.lastLoaded = true
-	a.mu.Unlock()
-	v, err := a.cfg.Memory.Get(ctx, lastKey)
-	if err != nil {
-		a.log.Warn("signal: read the last event stored; taking what comes next", "err", err)
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.lastEvent == "" {
-		a.lastEvent, a.kept = v, v
-	}
-}
-
-// keepLast writes the id of the last event stored to Config.Memory when
-// it moved: at once with now, otherwise once keepLastEvery has passed.
-// A restarted baton then asks the daemon, which keeps running, for what
-// came after it.
-func (a *Adapter) keepLast(ctx context.Context, now bool) {
-	if a.cfg.Memory == nil {
-		return
-	}
-	a.mu.Lock()
-	last := a.lastEvent
-	// A pending event (refused, with no id before it to resume from) sits
-	// behind lastEvent in this process only: keeping the id would pass it
-	// over after a restart.
-	due := last != a.kept && a.pending == nil && (now || time.Since(a.keptAt) >= keepLastEvery)
-	a.mu.Unlock()
-	if !due {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := a.cfg.Memory.Set(ctx, lastKey, last); err != nil {
-		a.log.Warn("signal: keep the last event stored", "err", err)
-		return
-	}
-	a.mu.Lock()
-	a.kept, a.keptAt = last, time.Now()
-	a.mu.Unlock()
 }
 
 func (a *Adapter) setLast(id string) {

@@ -66,10 +66,6 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives warnings; default slog.Default().
 	Logger *slog.Logger
-	// Memory keeps the id of the last event stored across restarts of
-	// baton, so that a restarted baton asks the daemon for what came
-	// after it; nil starts each process with what comes next.
-	Memory platform.Memory
 }
 
 // Adapter is the Signal platform adapter: platform.Adapter, Typer and
@@ -85,11 +81,6 @@ type Adapter struct {
 	// skipped): a reconnection asks the daemon for what came after it, so
 	// an event Receive refused comes again.
 	lastEvent string
-	// lastLoaded says lastEvent was read from Config.Memory; kept is the
-	// id last written there, at keptAt.
-	lastLoaded bool
-	kept       string
-	keptAt     time.Time
 	// pending is an event Receive refused when no earlier event id was
 	// known to resume from: the next Run hands it over first.
 	pending *platform.Event

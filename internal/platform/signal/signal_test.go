@@ -2,8 +2,6 @@ package signal_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton/internal/platform"
-	"github.com/baton-agent/baton/internal/platform/platformtest"
 	"github.com/baton-agent/baton/internal/platform/signal"
 	"github.com/baton-agent/baton/internal/platform/signal/signaltest"
 	"github.com/baton-agent/baton/internal/testutil"
@@ -211,52 +208,5 @@ func TestTyping(t *testing.T) {
 	got := fake.Typing()
 	if len(got) != 1 || !reflect.DeepEqual(got[0]["recipient"], []any{owner}) {
 		t.Errorf("typing %+v", got)
-	}
-}
-
-// baton restarted while the daemon kept running: the new process asks
-// for the events after the last one the old process stored (kept in
-// Memory), so what came meanwhile is handed over, and nothing before it.
-func TestRestartResumesAfterTheLastEventKept(t *testing.T) {
-	fake := signaltest.New(t, account)
-	mem := platformtest.NewMemory()
-	adapter := func() *signal.Adapter {
-		a, err := signal.New(signal.Config{URL: fake.URL(), Account: account,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: mem})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	c := &collector{}
-	first := adapter()
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			_ = first.Run(ctx, c)
-		}
-	}()
-	streaming(t, fake)
-	one := fake.PushMessage(owner, "Owner", "", "one")
-	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 1 }, "the first message")
-	cancel()
-	<-done
-	testutil.Eventually(t, 0, func() bool { return fake.Streams() == 0 }, "the first process's stream to close")
-
-	two := fake.PushMessage(owner, "Owner", "", "two")
-	three := fake.PushMessage(owner, "Owner", "", "three")
-	c2 := &collector{}
-	run(t, adapter(), c2)
-	testutil.Eventually(t, 0, func() bool { return len(c2.all()) >= 2 }, "the messages sent while baton was stopped")
-	after := fake.PushMessage(owner, "Owner", "", "after the restart")
-	testutil.Eventually(t, 0, func() bool { return len(c2.all()) >= 3 }, "the message after the restart")
-	var got []string
-	for _, e := range c2.all() {
-		got = append(got, e.ID)
-	}
-	if want := []string{two, three, after}; !reflect.DeepEqual(got, want) {
-		t.Errorf("after the restart %v, want %v (not %s again)", got, want, one)
 	}
 }

@@ -52,5 +52,5 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	if strings.TrimSpace(sec.Account) == "" {
 		return nil, platform.ErrNotConfigured
 	}
-	return New(Config{URL: sec.URL, Account: sec.Account, Logger: s.Log, Memory: s.Memory})
+	return New(Config{URL: sec.URL, Account: sec.Account, Logger: s.Log})
 }
