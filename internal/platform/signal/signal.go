@@ -1,5 +1,8 @@
 // Package signal connects baton to Signal through a signal-cli daemon
-// (`signal-cli -a +NUMBER daemon --http 127.0.0.1:PORT`): JSON-RPC calls on
+// (`signal-cli -a +NUMBER daemon --http 127.0.0.1:PORT
+// --receive-mode=on-connection`: it then takes messages from Signal's
+// servers only while baton's event stream is open, so none is taken
+// while baton is away): JSON-RPC calls on
 // POST /api/v1/rpc to send and show typing, and the daemon's Server-Sent
 // Events stream on GET /api/v1/events for what people write.
 //
