@@ -20,22 +20,19 @@ import (
 const maxEventLine = 1 << 20
 
 // Run reads the daemon's event stream and hands each message to r. It is
-// live once the daemon answers the stream. A reconnection (the supervisor
-// restarts Run after any failure) sends the id of the last event stored
-// as Last-Event-ID, so the daemon sends again whatever came after it — the
-// event Receive refused included. (Refused before any event of this
-// daemon was stored, there is no id to resume from: the adapter keeps the
-// event and hands it over first once reconnected.) It returns nil when ctx
-// ends, and why otherwise.
+// live once the daemon answers the stream. The daemon sends an event
+// once and keeps none to send again: run with
+// --receive-mode=on-connection it takes messages from Signal's servers
+// only while a stream is open, so what is written while baton is away
+// waits there and comes on the next stream. An event Receive refused is
+// kept here and handed over first when the supervisor runs Run again. It
+// returns nil when ctx ends, and why otherwise.
 func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.cfg.URL+"/api/v1/events", nil)
 	if err != nil {
 		return platform.Permanent(fmt.Errorf("signal: events: %w", err))
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	if last := a.last(); last != "" {
-		req.Header.Set("Last-Event-ID", last)
-	}
 	resp, err := a.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -105,8 +102,8 @@ func (a *Adapter) read(ctx context.Context, body io.Reader, r platform.Receiver)
 	return errors.New("signal: the daemon closed the event stream")
 }
 
-// dispatch hands one event's message to r, and remembers the event as
-// done once r stored it (or it carried nothing for baton).
+// dispatch hands one event's message to r; one r refused is kept to be
+// handed over first by the next Run.
 func (a *Adapter) dispatch(ctx context.Context, e sse, r platform.Receiver) error {
 	if e.name == "" || e.name == "receive" {
 		ev, ok, err := a.decode([]byte(e.data))
@@ -116,26 +113,13 @@ func (a *Adapter) dispatch(ctx context.Context, e sse, r platform.Receiver) erro
 			a.log.Warn("signal: unreadable event skipped", "id", e.id, "err", err)
 		} else if ok {
 			if err := r.Receive(ctx, ev); err != nil {
-				if a.last() == "" && e.id != "" {
-					// No earlier id to resume from on this daemon: keep
-					// the event here and resume after it instead.
-					a.keepPending(&ev)
-					a.setLast(e.id)
-				}
+				// The daemon will not send it again: keep it here.
+				a.keepPending(&ev)
 				return fmt.Errorf("signal: store message %s: %w", ev.ID, err)
 			}
 		}
 	}
-	if e.id != "" {
-		a.setLast(e.id)
-	}
 	return nil
-}
-
-func (a *Adapter) setLast(id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.lastEvent = id
 }
 
 func (a *Adapter) keepPending(ev *platform.Event) {
@@ -150,12 +134,6 @@ func (a *Adapter) takePending() *platform.Event {
 	ev := a.pending
 	a.pending = nil
 	return ev
-}
-
-func (a *Adapter) last() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.lastEvent
 }
 
 // envelope is the part of signal-cli's receive notification baton reads.

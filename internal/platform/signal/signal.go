@@ -80,12 +80,8 @@ type Adapter struct {
 	nextID atomic.Int64 // JSON-RPC request ids
 
 	mu sync.Mutex
-	// lastEvent is the id of the last event stored (or deliberately
-	// skipped): a reconnection asks the daemon for what came after it, so
-	// an event Receive refused comes again.
-	lastEvent string
-	// pending is an event Receive refused when no earlier event id was
-	// known to resume from: the next Run hands it over first.
+	// pending is an event Receive refused, which the daemon will not
+	// send again: the next Run hands it over first.
 	pending *platform.Event
 	refused platform.Refusals // optional methods already logged as refused
 }

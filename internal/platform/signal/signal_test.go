@@ -2,6 +2,7 @@ package signal_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,16 +15,23 @@ import (
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
-// collector keeps what Run hands over.
+// collector keeps what Run hands over; refuse, when set, may refuse an
+// event as a store that cannot write would.
 type collector struct {
 	mu     sync.Mutex
 	events []platform.Event
 	lives  int
+	refuse func(platform.Event) error
 }
 
 func (c *collector) Receive(_ context.Context, ev platform.Event) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.refuse != nil {
+		if err := c.refuse(ev); err != nil {
+			return err
+		}
+	}
 	c.events = append(c.events, ev)
 	return nil
 }
@@ -54,8 +62,7 @@ func run(t *testing.T, a *signal.Adapter, c *collector) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// streaming waits until the adapter has the event stream open: the daemon
-// sends a client without Last-Event-ID only what comes after it connects.
+// streaming waits until the adapter has the event stream open.
 func streaming(t *testing.T, fake *signaltest.Server) {
 	t.Helper()
 	if err := fake.Wait(testutil.Context(t, 0), func() bool { return fake.Streams() > 0 }); err != nil {
@@ -113,9 +120,10 @@ func TestWhatIsHandedOver(t *testing.T) {
 	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 4 && c.all()[3].ID == after }, "the message after a bad payload")
 }
 
-// A dropped stream is resumed after the last event stored: nothing is
-// missed and nothing comes twice.
-func TestStreamResumesAfterLastEvent(t *testing.T) {
+// A dropped stream is opened again: what was written while it was down
+// (which the daemon took from Signal only once a stream was open) arrives
+// on the new one, and nothing comes twice.
+func TestDroppedStreamIsOpenedAgain(t *testing.T) {
 	fake := signaltest.New(t, account)
 	a := newAdapter(t, fake)
 	c := &collector{}
@@ -129,9 +137,8 @@ func TestStreamResumesAfterLastEvent(t *testing.T) {
 	if got := c.all(); len(got) != 2 || got[0].ID != first || got[1].ID != second {
 		t.Fatalf("events %+v", got)
 	}
-	resumes := fake.Resumes()
-	if len(resumes) < 2 || resumes[0] != "" || resumes[len(resumes)-1] != "1" {
-		t.Errorf("stream requests resumed from %q, want none and then 1", resumes)
+	if n := fake.Opened(); n < 2 {
+		t.Errorf("%d event streams opened, want a second after the drop", n)
 	}
 	c.mu.Lock()
 	lives := c.lives
@@ -208,5 +215,40 @@ func TestTyping(t *testing.T) {
 	got := fake.Typing()
 	if len(got) != 1 || !reflect.DeepEqual(got[0]["recipient"], []any{owner}) {
 		t.Errorf("typing %+v", got)
+	}
+}
+
+// An event the store could not take is not sent again by the daemon: the
+// adapter keeps it and hands it over first when it runs again, before
+// anything newer, even after events stored before it.
+func TestRefusedEventIsHandedOverAgain(t *testing.T) {
+	fake := signaltest.New(t, account)
+	a := newAdapter(t, fake)
+	refused := 0
+	c := &collector{}
+	c.refuse = func(ev platform.Event) error {
+		if ev.Text == "two" && refused == 0 {
+			refused++
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	run(t, a, c)
+	streaming(t, fake)
+	one := fake.PushMessage(owner, "Owner", "", "one")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 1 }, "the first message")
+	two := fake.PushMessage(owner, "Owner", "", "two")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 2 }, "the refused message, handed over again")
+	three := fake.PushMessage(owner, "Owner", "", "three")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) == 3 }, "the message after it")
+	var got []string
+	for _, e := range c.all() {
+		got = append(got, e.ID)
+	}
+	if want := []string{one, two, three}; !reflect.DeepEqual(got, want) {
+		t.Errorf("handed over %v, want %v", got, want)
+	}
+	if refused != 1 {
+		t.Errorf("refused %d times, want 1", refused)
 	}
 }

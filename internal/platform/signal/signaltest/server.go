@@ -1,9 +1,11 @@
 // Package signaltest is a fake signal-cli daemon for tests, speaking what
-// `signal-cli -a ACCOUNT daemon --http` speaks: JSON-RPC 2.0 on POST
-// /api/v1/rpc (send, sendTyping, version), the receive notifications as
-// Server-Sent Events on GET /api/v1/events — each with an id, replayed
-// after the Last-Event-ID a reconnecting client sends — and GET
-// /api/v1/check. It is built on fakekit: every call recorded, failures on
+// `signal-cli -a ACCOUNT daemon --http --receive-mode=on-connection`
+// speaks: JSON-RPC 2.0 on POST /api/v1/rpc (send, sendTyping, version),
+// the receive notifications as Server-Sent Events on GET /api/v1/events,
+// and GET /api/v1/check. As that daemon does, it takes a message from
+// Signal's servers only while an event stream is open: a message pushed
+// while none is waits, and goes to the next stream; one written to a
+// stream is gone from the daemon (no Last-Event-ID replay). It is built on fakekit: every call recorded, failures on
 // demand (answered as signal-cli's JSON-RPC errors), unsupported methods,
 // the daemon down behind its proxy, and the event stream cut.
 package signaltest
@@ -50,8 +52,9 @@ type Server struct {
 	typing   []map[string]any
 	clock    int64 // the last timestamp handed out: every message gets a later one
 	drops    chan struct{}
-	streams  int      // event streams open now
-	resumes  []string // the Last-Event-ID of every stream request ("" for none)
+	streams  int // event streams open now
+	opened   int // event streams ever opened
+	taken    int // events[:taken] were written to a stream: gone from the daemon
 	refusals map[string]int
 }
 
@@ -150,25 +153,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// stream sends the events after the client's Last-Event-ID (all kept ones
-// when the id is unknown; only new ones without the header), then each
-// new event as it comes, until the client leaves, the server closes or
-// DropStreams cuts it.
+// stream sends the events no stream has taken yet, then each new event as
+// it comes, until the client leaves, the server closes or DropStreams
+// cuts it. What it writes is taken: no later stream sends it again.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
-	last := r.Header.Get("Last-Event-ID")
 	s.mu.Lock()
-	next := len(s.events) // index of the next event to send
-	if last != "" {
-		next = 0
-		if n, err := strconv.Atoi(last); err == nil {
-			for i, e := range s.events {
-				if e.ID == n {
-					next = i + 1
-				}
-			}
-		}
-	}
-	s.resumes = append(s.resumes, last)
+	s.opened++
 	s.streams++
 	drops := s.drops
 	s.mu.Unlock()
@@ -188,8 +178,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	for {
 		wake := s.kit.Changes()
 		s.mu.Lock()
-		pending := append([]Event(nil), s.events[next:]...)
-		next = len(s.events)
+		pending := append([]Event(nil), s.events[s.taken:]...)
+		s.taken = len(s.events)
 		s.mu.Unlock()
 		for _, e := range pending {
 			if _, err := fmt.Fprintf(w, "id:%d\nevent:receive\ndata:%s\n\n", e.ID, e.Data); err != nil {
@@ -391,11 +381,11 @@ func (s *Server) Streams() int {
 	return s.streams
 }
 
-// Resumes lists the Last-Event-ID of every stream request, in order.
-func (s *Server) Resumes() []string {
+// Opened is how many event streams were ever opened.
+func (s *Server) Opened() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.resumes...)
+	return s.opened
 }
 
 // DropStreams cuts every open event stream, as a network blip does; the
