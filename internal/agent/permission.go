@@ -235,6 +235,39 @@ func pathMatches(rule, subject string) bool {
 	return path.Clean(rule) == subject
 }
 
+// ErrSubjectMoved is a call whose subject changed while it was checked
+// (a link in its path moved): it is not run.
+var ErrSubjectMoved = errors.New("the path changed while it was being checked (a link in it moved); not run")
+
+// rulesWithin keeps the entries whose rule names dir or a path in it: the
+// only ones that cover a call in a repository's control directory.
+func rulesWithin(allow []string, dir string) []string {
+	var kept []string
+	for _, entry := range allow {
+		_, rule, hasRule := strings.Cut(strings.TrimSpace(entry), ":")
+		rule = strings.TrimSuffix(strings.TrimSpace(rule), "/")
+		if hasRule && rule != "" && (path.Clean(rule) == dir || strings.HasPrefix(path.Clean(rule), dir+"/")) {
+			kept = append(kept, entry)
+		}
+	}
+	return kept
+}
+
+type subjectKey struct{}
+
+// WithSubject passes a tool the subject its call was checked with, so it
+// can refuse to act on anything else.
+func WithSubject(ctx context.Context, subject string) context.Context {
+	return context.WithValue(ctx, subjectKey{}, subject)
+}
+
+// CheckedSubject is the subject the call running under ctx was checked
+// with; ok is false outside a checked call (a tool run directly).
+func CheckedSubject(ctx context.Context) (subject string, ok bool) {
+	subject, ok = ctx.Value(subjectKey{}).(string)
+	return subject, ok
+}
+
 type autoKey struct{}
 
 // WithAutoAllowed marks ctx for a tool call the allowlist let run without
