@@ -2,8 +2,8 @@ package gateway_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
