@@ -104,3 +104,58 @@ func escape(s string) string {
 	}
 	return strings.NewReplacer("%", "%25", ":", "%3A").Replace(s)
 }
+
+// ErrAmbiguousKey is returned by ParseWritten for a written key its
+// platform could read as more than one address.
+var ErrAmbiguousKey = errors.New("address key can be read more than one way")
+
+// ParseWritten reads an address key a person wrote (gateway.homes) as
+// its platform reads it: check refuses an address the platform cannot
+// have. A key as Key makes it (what /sethome stores) reads as ParseKey
+// reads it; otherwise an id may hold ':' as it is, as Matrix room ids do
+// ("matrix:group:!roomid:example.org"), and the one way of splitting the
+// rest into chat and thread that check accepts is taken. With no check
+// only Key's form is read: nothing says where such ids end.
+func ParseWritten(key string, check func(Address) error) (Address, error) {
+	accept := func(a Address) error {
+		if check == nil {
+			return nil
+		}
+		return check(a)
+	}
+	a, err := ParseKey(key)
+	if err == nil {
+		if err = accept(a); err == nil {
+			return a, nil
+		}
+	}
+	parts := strings.Split(key, ":")
+	if check == nil || len(parts) < 3 || parts[0] == "" || parts[1] == "" {
+		return Address{}, err
+	}
+	rest := parts[2:]
+	var found []Address
+	var whole error // why the reading with no thread is refused
+	for i := len(rest); i >= 1; i-- {
+		c := Address{Platform: parts[0], Kind: Kind(parts[1]), Chat: strings.Join(rest[:i], ":"), Thread: strings.Join(rest[i:], ":")}
+		if c.Chat == "" || (i < len(rest) && c.Thread == "") {
+			continue
+		}
+		cerr := check(c)
+		if i == len(rest) {
+			whole = cerr
+		}
+		if cerr == nil {
+			found = append(found, c)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) > 1:
+		return Address{}, fmt.Errorf("parse %q: %w; write each ':' inside an id as %%3A", key, ErrAmbiguousKey)
+	case whole != nil:
+		return Address{}, whole
+	}
+	return Address{}, err
+}
