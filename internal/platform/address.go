@@ -118,10 +118,21 @@ var ErrAmbiguousKey = errors.New("address key can be read more than one way")
 // only Key's form is read: nothing says where such ids end.
 func ParseWritten(key string, check func(Address) error) (Address, error) {
 	accept := func(a Address) error {
-		if check == nil {
-			return nil
+		if a.Kind != DM && a.Kind != Group && a.Kind != Thread {
+			return fmt.Errorf("%q is no kind of place: the kinds are dm, group and thread", a.Kind)
 		}
-		return check(a)
+		if check != nil {
+			if err := check(a); err != nil {
+				return err
+			}
+		}
+		switch {
+		case a.Chat == "":
+			return errors.New("the chat's id is missing")
+		case a.Kind == Thread && a.Thread == "":
+			return errors.New("a thread needs its id after the chat's")
+		}
+		return nil
 	}
 	a, err := ParseKey(key)
 	if err == nil {
@@ -141,7 +152,7 @@ func ParseWritten(key string, check func(Address) error) (Address, error) {
 		if c.Chat == "" || (i < len(rest) && c.Thread == "") {
 			continue
 		}
-		cerr := check(c)
+		cerr := accept(c)
 		if i == len(rest) {
 			whole = cerr
 		}

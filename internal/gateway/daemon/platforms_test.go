@@ -197,7 +197,8 @@ func TestAssembleRefusesAHomeItCannotRead(t *testing.T) {
 	for written, why := range map[string]string{
 		"matrix:group:!roomid":              "not a room id",
 		"matrix:group:#room:example.org":    "room alias",
-		"matrix:room:!roomid:example.org":   "no kind of Matrix place",
+		"matrix:room:!roomid:example.org":   "no kind of place",
+		"matrix:dm:!roomid:example.org":     "no kind of Matrix place",
 		"matrix:thread:!roomid:example.org": "root event",
 	} {
 		for _, env := range []map[string]string{matrixOn, nil} {
@@ -252,5 +253,23 @@ func TestDocumentedHomesRead(t *testing.T) {
 	}
 	if n < 5 {
 		t.Errorf("only %d documented homes found; has the README's form changed?", n)
+	}
+}
+
+// The mistakes people make writing a home on the other platforms (a name
+// or handle where an id belongs) are refused at start with the form.
+func TestAssembleRefusesHomesByName(t *testing.T) {
+	for platformName, c := range map[string]struct{ written, why, form string }{
+		"telegram": {"telegram:dm:@me", "not a chat id", "telegram:dm:123456789"},
+		"slack":    {"slack:group:#general", "not a channel id", "slack:group:C0123456789"},
+		"discord":  {"discord:group:general", "not a channel or thread id", "discord:group:"},
+		"whatsapp": {"whatsapp:dm:+4915550000", "not a chat JID", "whatsapp:dm:4915550000@s.whatsapp.net"},
+		"imessage": {"imessage:dm:+15550001111", "not a chat guid", "imessage:dm:iMessage;-;+15550001111"},
+		"signal":   {"signal:+4915550000", "not an address key", "signal:dm:+4915550000"},
+	} {
+		_, err := assembleFrom(t, freePort+"gateway:\n  homes:\n    "+platformName+": \""+c.written+"\"\n", nil)
+		if err == nil || !strings.Contains(err.Error(), "gateway.homes."+platformName) || !strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), c.form) {
+			t.Errorf("%s: %v; want it refused, saying %q and the form %q", c.written, err, c.why, c.form)
+		}
 	}
 }
