@@ -57,6 +57,18 @@ func (a Address) Key() string {
 
 func (a Address) String() string { return a.Key() }
 
+// Written is a as a person writes it (gateway.homes): Key without the
+// escaping, "matrix:group:!roomid:example.org". ParseWritten reads it
+// back only where the platform's check tells where each id ends; Key is
+// the form to store.
+func (a Address) Written() string {
+	w := a.Platform + ":" + string(a.Kind) + ":" + a.Chat
+	if a.Thread != "" {
+		w += ":" + a.Thread
+	}
+	return w
+}
+
 // IsZero reports whether a is the empty address.
 func (a Address) IsZero() bool { return a == Address{} }
 

@@ -118,3 +118,21 @@ func readHomes(specs []platform.Spec, written map[string]string) (map[string]str
 	}
 	return homes, errors.Join(errs...)
 }
+
+// homeAsWritten is a home's key as a person writes it in gateway.homes (a
+// Matrix room id with its ':' as it is) when its platform reads that back
+// as the same place; the key as stored otherwise.
+func homeAsWritten(specs []platform.Spec, key string) string {
+	a, err := platform.ParseKey(key)
+	if err != nil {
+		return key
+	}
+	i := slices.IndexFunc(specs, func(s platform.Spec) bool { return s.Name == a.Platform })
+	if i < 0 {
+		return key
+	}
+	if back, err := platform.ParseWritten(a.Written(), specs[i].CheckAddress); err != nil || back != a {
+		return key
+	}
+	return a.Written()
+}

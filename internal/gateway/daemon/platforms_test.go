@@ -273,3 +273,20 @@ func TestAssembleRefusesHomesByName(t *testing.T) {
 		}
 	}
 }
+
+// Status shows a home as a person writes it, where that reads back as the
+// same place, so it can be copied into gateway.homes.
+func TestHomeAsWritten(t *testing.T) {
+	for key, want := range map[string]string{
+		"matrix:group:!roomid%3Aexample.org":          "matrix:group:!roomid:example.org",
+		"matrix:thread:!r%3Aexample.org:$ev%3Aex.org": "matrix:thread:!r:example.org:$ev:ex.org",
+		"telegram:thread:-100777:42":                  "telegram:thread:-100777:42",
+		"web:thread:main:a%253Ab":                     "web:thread:main:a%253Ab",
+		"nosuch:dm:a%3Ab":                             "nosuch:dm:a%3Ab",
+		"":                                            "",
+	} {
+		if got := homeAsWritten(all.Specs(), key); got != want {
+			t.Errorf("homeAsWritten(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
