@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/platform"
@@ -99,7 +100,11 @@ func readHomes(specs []platform.Spec, written map[string]string) (map[string]str
 		k := written[p]
 		i := slices.IndexFunc(specs, func(s platform.Spec) bool { return s.Name == p })
 		if i < 0 {
-			homes[p] = k // no such platform here: nothing will land there
+			names := make([]string, len(specs))
+			for j, s := range specs {
+				names[j] = s.Name
+			}
+			errs = append(errs, fmt.Errorf("gateway.homes.%s: no platform is named %q (the platforms: %s)", p, p, strings.Join(names, ", ")))
 			continue
 		}
 		a, err := platform.ParseWritten(k, specs[i].CheckAddress)

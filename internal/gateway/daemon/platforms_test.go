@@ -257,7 +257,8 @@ func TestDocumentedHomesRead(t *testing.T) {
 }
 
 // The mistakes people make writing a home on the other platforms (a name
-// or handle where an id belongs) are refused at start with the form.
+// or handle where an id belongs, a platform misspelt) are refused at
+// start with the form.
 func TestAssembleRefusesHomesByName(t *testing.T) {
 	for platformName, c := range map[string]struct{ written, why, form string }{
 		"telegram": {"telegram:dm:@me", "not a chat id", "telegram:dm:123456789"},
@@ -266,6 +267,7 @@ func TestAssembleRefusesHomesByName(t *testing.T) {
 		"whatsapp": {"whatsapp:dm:+4915550000", "not a chat JID", "whatsapp:dm:4915550000@s.whatsapp.net"},
 		"imessage": {"imessage:dm:+15550001111", "not a chat guid", "imessage:dm:iMessage;-;+15550001111"},
 		"signal":   {"signal:+4915550000", "not an address key", "signal:dm:+4915550000"},
+		"telegarm": {"telegarm:dm:42", "no platform is named", "telegram, slack"},
 	} {
 		_, err := assembleFrom(t, freePort+"gateway:\n  homes:\n    "+platformName+": \""+c.written+"\"\n", nil)
 		if err == nil || !strings.Contains(err.Error(), "gateway.homes."+platformName) || !strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), c.form) {
