@@ -112,3 +112,24 @@ func TestParseWritten(t *testing.T) {
 		t.Errorf("no check, five parts: %v, want ErrBadKey", err)
 	}
 }
+
+// Whatever a platform's check accepts reads back from Key, and from
+// Written unless another reading is accepted too.
+func FuzzParseWritten(f *testing.F) {
+	f.Add("group", "!r:ex.org", "")
+	f.Add("thread", "!r:ex.org:8448", "$e:ex.org")
+	f.Add("dm", "!100%:x", "")
+	f.Fuzz(func(t *testing.T, kind, chat, thread string) {
+		a := Address{Platform: "m", Kind: Kind(kind), Chat: chat, Thread: thread}
+		if roomsWithServers(a) != nil || a.Kind != DM && a.Kind != Group && a.Kind != Thread {
+			return // not an address the check and the kit accept
+		}
+		if back, err := ParseWritten(a.Key(), roomsWithServers); back != a {
+			t.Fatalf("ParseWritten(%q) = %+v, %v; want %+v", a.Key(), back, err, a)
+		}
+		back, err := ParseWritten(a.Written(), roomsWithServers)
+		if err != nil && !errors.Is(err, ErrAmbiguousKey) || err == nil && back != a {
+			t.Fatalf("ParseWritten(%q) = %+v, %v; want %+v", a.Written(), back, err, a)
+		}
+	})
+}
