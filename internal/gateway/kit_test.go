@@ -123,32 +123,42 @@ func TestTelegramRefusedTokenIsSaidPlainly(t *testing.T) {
 	}
 }
 
-// A server that refuses createForumTopic: the handoff lands in the home
-// chat after exactly one createForumTopic call, and the next handoff does
-// not ask again.
+// A server that refuses createForumTopic — with the Bot API's 404, or
+// with a web server's HTML error page in front of it: the handoff lands in
+// the home chat after exactly one createForumTopic call, and the next
+// handoff does not ask again.
 func TestTelegramTopicsRefusedFallBackAtOnce(t *testing.T) {
-	fake := telegramtest.New(t, botToken)
-	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
-	fake.Unsupported("createForumTopic")
-	r := telegramRig(t, fake, "telegram:group:-100777")
-	ctx := context.Background()
-	for i, text := range []string{"Hello in the group.", "Hello again."} {
-		sess := r.terminalSession(t)
-		r.model.Push(llmtest.Reply{Text: text})
-		h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		final, err := r.client.Watch(ctx, h.ID, nil)
-		if err != nil || final.State != "completed" || final.Destination != "telegram:group:-100777" {
-			t.Fatalf("handoff %d: %+v %v; want completed in the home chat", i, final, err)
-		}
-		sentWhere(t, fake, "the greeting", func(m telegramtest.SentMessage) bool {
-			return m.ChatID == "-100777" && m.ThreadID == 0 && strings.Contains(m.Plain, text)
+	for name, refuse := range map[string]func(*telegramtest.Server){
+		"bot api 404": func(f *telegramtest.Server) { f.Unsupported("createForumTopic") },
+		"html 404":    func(f *telegramtest.Server) { f.ErrorPage(404, "createForumTopic") },
+		"html 405":    func(f *telegramtest.Server) { f.ErrorPage(405, "createForumTopic") },
+		"html 501":    func(f *telegramtest.Server) { f.ErrorPage(501, "createForumTopic") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := telegramtest.New(t, botToken)
+			fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+			refuse(fake)
+			r := telegramRig(t, fake, "telegram:group:-100777")
+			ctx := context.Background()
+			for i, text := range []string{"Hello in the group.", "Hello again."} {
+				sess := r.terminalSession(t)
+				r.model.Push(llmtest.Reply{Text: text})
+				h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				final, err := r.client.Watch(ctx, h.ID, nil)
+				if err != nil || final.State != "completed" || final.Destination != "telegram:group:-100777" {
+					t.Fatalf("handoff %d: %+v %v; want completed in the home chat", i, final, err)
+				}
+				sentWhere(t, fake, "the greeting", func(m telegramtest.SentMessage) bool {
+					return m.ChatID == "-100777" && m.ThreadID == 0 && strings.Contains(m.Plain, text)
+				})
+				if n := fake.CallCount("createForumTopic"); n != 1 {
+					t.Errorf("after handoff %d createForumTopic was called %d times, want 1", i, n)
+				}
+			}
 		})
-		if n := fake.CallCount("createForumTopic"); n != 1 {
-			t.Errorf("after handoff %d createForumTopic was called %d times, want 1", i, n)
-		}
 	}
 }
 

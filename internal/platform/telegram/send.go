@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -132,9 +133,8 @@ func (a *Adapter) Edit(ctx context.Context, at platform.Address, msgID, text str
 		return nil
 	case strings.Contains(err.Error(), "message is not modified"):
 		return nil
-	case optionalRefused(err):
+	case errors.Is(err, platform.ErrUnsupported):
 		a.refused.Log(a.log, "editMessageText", err)
-		return fmt.Errorf("telegram: edit in %s: %w: %w", at.Key(), platform.ErrUnsupported, err)
 	}
 	return fmt.Errorf("telegram: edit in %s: %w", at.Key(), err)
 }
@@ -146,17 +146,17 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-	defer cancel()
-	_, err = a.api.SendChatAction(ctx, &bot.SendChatActionParams{
-		ChatID: chat, MessageThreadID: thread, Action: models.ChatActionTyping,
+	err = a.do(ctx, "sendChatAction", func(ctx context.Context) error {
+		_, err := a.api.SendChatAction(ctx, &bot.SendChatActionParams{
+			ChatID: chat, MessageThreadID: thread, Action: models.ChatActionTyping,
+		})
+		return err
 	})
 	if err == nil {
 		return nil
 	}
-	if optionalRefused(err) {
+	if errors.Is(err, platform.ErrUnsupported) {
 		a.refused.Log(a.log, "sendChatAction", err)
-		return fmt.Errorf("telegram: typing in %s: %w: %w", at.Key(), platform.ErrUnsupported, err)
 	}
 	return fmt.Errorf("telegram: typing in %s: %w", at.Key(), err)
 }
@@ -181,12 +181,15 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 		return err
 	})
 	if err == nil && (topic == nil || topic.MessageThreadID == 0) {
-		err = fmt.Errorf("createForumTopic: answer without message_thread_id: %w", bot.ErrorBadRequest)
+		err = platform.Unsupported(errors.New("createForumTopic: answer without message_thread_id"))
 	}
 	if err != nil {
-		if optionalRefused(err) || errors.Is(err, bot.ErrorForbidden) {
+		if errors.Is(err, bot.ErrorForbidden) && !errors.Is(err, platform.ErrUnsupported) {
+			// No right to manage topics there: the home chat it is.
+			err = platform.Unsupported(err)
+		}
+		if errors.Is(err, platform.ErrUnsupported) {
 			a.refused.Log(a.log, "createForumTopic", err)
-			return platform.Address{}, fmt.Errorf("telegram: new topic in %s: %w: %w", home.Key(), platform.ErrUnsupported, err)
 		}
 		return platform.Address{}, fmt.Errorf("telegram: new topic in %s: %w", home.Key(), err)
 	}
@@ -252,9 +255,8 @@ func (a *Adapter) SetCommands(ctx context.Context, cmds []platform.Command) erro
 	if err == nil {
 		return nil
 	}
-	if optionalRefused(err) {
+	if errors.Is(err, platform.ErrUnsupported) {
 		a.refused.Log(a.log, "setMyCommands", err)
-		return fmt.Errorf("telegram: set commands: %w: %w", platform.ErrUnsupported, err)
 	}
 	return fmt.Errorf("telegram: set commands: %w", err)
 }
@@ -274,12 +276,15 @@ func target(to platform.Address) (chat string, thread int, err error) {
 }
 
 // do calls one API method once, within Config.RequestTimeout, and
-// classifies a failure for the gateway, which alone decides on retries: a
-// 429 asks for its retry_after, an answer Telegram will repeat (bad
-// request, forbidden, not found) is permanent, the rest is transient.
+// classifies a failure for the gateway, which alone decides on retries,
+// by the HTTP status and the method, never by the wording: a 429 asks for
+// its retry_after, a 401 refuses the token, an optional method the server
+// lacks (404, 405, 501, or a 400 refusing it here) is unsupported, and an
+// error page from something in front of the Bot API is transient.
 func (a *Adapter) do(ctx context.Context, method string, call func(context.Context) error) error {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-	err := call(cctx)
+	var ans answer
+	err := call(answered(cctx, &ans))
 	cancel()
 	if err == nil {
 		return nil
@@ -291,9 +296,43 @@ func (a *Adapter) do(ctx context.Context, method string, call func(context.Conte
 		return platform.RetryAfter(max(time.Duration(tooMany.RetryAfter)*time.Second, time.Second), err)
 	case errors.Is(err, bot.ErrorUnauthorized):
 		return platform.Refused(err)
+	case optional(method) && lacks(ans.status):
+		return platform.Unsupported(err)
+	case ans.page:
+		// The library's reading of the status (not found, bad request)
+		// is about the page, not a Bot API verdict on the request.
+		return pageError{err}
 	}
 	return err
 }
+
+// optional reports whether baton does without method where a server
+// lacks it; sendMessage and the polling methods it cannot do without.
+func optional(method string) bool {
+	switch method {
+	case "sendChatAction", "createForumTopic", "setMyCommands", "editMessageText":
+		return true
+	}
+	return false
+}
+
+// lacks reports whether an answer's HTTP status says the server will not
+// do a method: it has none (404, 405, 501), or refuses it here (400: not
+// a forum, a message that cannot be edited).
+func lacks(status int) bool {
+	switch status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented, http.StatusBadRequest:
+		return true
+	}
+	return false
+}
+
+// pageError is a failure answered by a web server's error page rather
+// than the Bot API: its text is kept, but not the library's classes, so
+// it reads as transient (the server in front may be misrouted for now).
+type pageError struct{ err error }
+
+func (e pageError) Error() string { return e.err.Error() }
 
 // final reports an answer that a retry will not change: Telegram has
 // understood the request and refused it.
@@ -313,22 +352,6 @@ func (a *Adapter) deliveryErr(what string, err error) error {
 		return platform.Permanent(err)
 	}
 	return err
-}
-
-// optionalRefused reports an answer meaning this server will not do an
-// optional method here: 404 (no such method), 400, or a server saying it
-// is not supported or implemented.
-func optionalRefused(err error) bool {
-	if errors.Is(err, bot.ErrorNotFound) || errors.Is(err, bot.ErrorBadRequest) {
-		return true
-	}
-	l := strings.ToLower(err.Error())
-	for _, s := range []string{"not supported", "not implemented", "method not found", "unknown method", " 501 "} {
-		if strings.Contains(l, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // Link is the t.me address of a topic (or group) in a supergroup, which

@@ -13,6 +13,7 @@ package telegram
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,9 +191,23 @@ func (a *Adapter) Username() string {
 // statusAnswers turns an HTTP answer that is not the Bot API's JSON (a
 // proxy's HTML page, a server's plain "404 page not found") into a Bot API
 // error answer carrying the HTTP status, so the library reports its code
-// (a 404 is a refused method, a 502 a transient failure) instead of
-// quoting the whole page.
+// instead of quoting the whole page. The status, and whether the Bot API
+// gave it, is also handed to the call that made the request (see
+// answered), which classifies the failure by status and method alone.
 type statusAnswers struct{ next http.RoundTripper }
+
+// answer is how the server answered one call.
+type answer struct {
+	status int  // the HTTP status
+	page   bool // not a Bot API answer: a web server or proxy in front of it spoke
+}
+
+type answerKey struct{}
+
+// answered is ctx with a place for the answer to the call made with it.
+func answered(ctx context.Context, into *answer) context.Context {
+	return context.WithValue(ctx, answerKey{}, into)
+}
 
 func (s statusAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := s.next.RoundTrip(req)
@@ -207,13 +222,17 @@ func (s statusAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	var probe struct {
 		OK *bool `json:"ok"`
 	}
-	if json.Unmarshal(data, &probe) != nil || probe.OK == nil {
+	page := json.Unmarshal(data, &probe) != nil || probe.OK == nil
+	if page {
 		body, _ := json.Marshal(map[string]any{
 			"ok": false, "error_code": resp.StatusCode,
 			"description": http.StatusText(resp.StatusCode) + " (not a Bot API answer)",
 		})
 		data = body
 		resp.Header.Set("Content-Type", "application/json")
+	}
+	if into, ok := req.Context().Value(answerKey{}).(*answer); ok {
+		*into = answer{status: resp.StatusCode, page: page}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = int64(len(data))

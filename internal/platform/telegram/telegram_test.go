@@ -669,3 +669,48 @@ func TestRunSaysAnotherProgramReadsTheBot(t *testing.T) {
 		t.Errorf("second Run at its end: %v", err)
 	}
 }
+
+// A server that answers an optional method with a web server's HTML error
+// page (no Bot API JSON) does not have it: the status and the method say
+// so, whatever the page's wording, and the refusal is final, not a
+// failure to try again.
+func TestOptionalMethodsAnsweredByAnErrorPage(t *testing.T) {
+	for _, status := range []int{404, 405, 501} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			f := setup(t)
+			f.srv.AddChat(telegramtest.Chat{ID: -100777, Type: telegramtest.Supergroup, IsForum: true})
+			f.srv.ErrorPage(status, "sendChatAction", "createForumTopic", "setMyCommands", "editMessageText")
+			ctx := ctxT(t)
+			forum := platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-100777"}
+			if err := f.tg.Typing(ctx, dm(5001)); !errors.Is(err, platform.ErrUnsupported) {
+				t.Errorf("Typing: %v", err)
+			}
+			if _, err := f.tg.NewThread(ctx, forum, "t"); !errors.Is(err, platform.ErrUnsupported) {
+				t.Errorf("NewThread: %v", err)
+			}
+			if err := f.tg.SetCommands(ctx, []platform.Command{{Name: "help", Description: "help"}}); !errors.Is(err, platform.ErrUnsupported) {
+				t.Errorf("SetCommands: %v", err)
+			}
+			id, err := f.tg.Send(ctx, forum, "sending still works")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.tg.Edit(ctx, forum, id, "changed"); !errors.Is(err, platform.ErrUnsupported) {
+				t.Errorf("Edit: %v", err)
+			}
+		})
+	}
+}
+
+// The same statuses from sendMessage, which every Bot API server has, are
+// the server's trouble, not a method it lacks.
+func TestSendAnsweredByAnErrorPageIsNotUnsupported(t *testing.T) {
+	f := setup(t)
+	for _, status := range []int{404, 405, 501, 502} {
+		f.srv.ErrorPage(status, "sendMessage")
+		_, err := f.tg.Send(ctxT(t), dm(5001), "hello")
+		if err == nil || errors.Is(err, platform.ErrUnsupported) {
+			t.Errorf("%d: err = %v, want a failure that is not ErrUnsupported", status, err)
+		}
+	}
+}

@@ -99,8 +99,9 @@ type Server struct {
 	topics     []Topic
 	commands   []json.RawMessage
 	rejectHTML int
-	forbidden  []string // texts whose sends and edits answer 403
-	polls      int64    // getUpdates calls so far: a newer one ends an older one's wait
+	forbidden  []string       // texts whose sends and edits answer 403
+	pages      map[string]int // methods answered with a web server's HTML error page, by status
+	polls      int64          // getUpdates calls so far: a newer one ends an older one's wait
 }
 
 // New starts a fake Bot API for token on 127.0.0.1, closed when tb ends.
@@ -421,6 +422,20 @@ func (s *Server) FailNext(method string, status, retryAfter int) {
 // API server without them would.
 func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
 
+// ErrorPage makes methods answer status with an HTML error page instead
+// of the Bot API's JSON, as a web server or proxy in front of a Bot API
+// server without those methods does (a 404, 405 or 501 page).
+func (s *Server) ErrorPage(status int, methods ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pages == nil {
+		s.pages = map[string]int{}
+	}
+	for _, m := range methods {
+		s.pages[strings.ToLower(m)] = status
+	}
+}
+
 // Forbid makes every sendMessage and editMessageText whose text contains
 // sub answer 403, as Telegram does for a chat that blocked the bot: a
 // refusal no retry changes, whichever call meets it first.
@@ -471,6 +486,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := strings.ToLower(method)
+	s.mu.Lock()
+	page := s.pages[key]
+	s.mu.Unlock()
+	if page != 0 {
+		text := strconv.Itoa(page) + " " + http.StatusText(page)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(page)
+		_, _ = io.WriteString(w, "<html><head><title>"+text+"</title></head><body><center><h1>"+text+"</h1></center><hr><center>nginx</center></body></html>\n")
+		return
+	}
 
 	switch key {
 	case "getme":
