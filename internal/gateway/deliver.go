@@ -368,30 +368,6 @@ func (g *Gateway) redeliverTo(addr platform.Address) {
 	}()
 }
 
-// resendAll starts a background resend for each address of platformName
-// with replies waiting (at start, and whenever the platform comes back).
-func (g *Gateway) resendAll(platformName string) {
-	if g.work == nil || g.work.Err() != nil {
-		return
-	}
-	waiting, err := g.st.WaitingDeliveries(g.work)
-	if err != nil {
-		g.log.Error("load pending deliveries", "err", err)
-		return
-	}
-	for key := range waiting {
-		if !strings.HasPrefix(key, platformName+":") {
-			continue
-		}
-		addr, err := platform.ParseKey(key)
-		if err != nil {
-			g.log.Error("pending delivery with a bad address", "key", key, "err", err)
-			continue
-		}
-		g.resend(addr)
-	}
-}
-
 // waiting counts the replies stored and not yet sent, per platform.
 func (g *Gateway) waiting(ctx context.Context) (map[string]int, error) {
 	byAddress, err := g.st.WaitingDeliveries(ctx)

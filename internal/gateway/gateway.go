@@ -110,8 +110,9 @@ func DefaultSend() retry.Policy {
 }
 
 // DefaultResend is how unsent replies are tried again in the background:
-// for as long as it takes, at least every five minutes.
-func DefaultResend() retry.Policy { return retry.Policy{First: 5 * time.Second, Max: 5 * time.Minute} }
+// for as long as it takes, at least every half minute (retry's cap). A
+// platform that comes back live sends what waits for it at once.
+func DefaultResend() retry.Policy { return retry.Policy{First: 5 * time.Second} }
 
 // DefaultRerecord tries a message again soon, then every half minute,
 // for as long as the gateway runs.
@@ -334,7 +335,9 @@ func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapte
 		case platform.StateLive:
 			g.log.Info("platform live", "platform", name)
 			g.Kick() // handoffs may be waiting for it
-			g.resendAll(name)
+			// Replies that waited for it go now, not at their resend's
+			// next try.
+			g.redeliver(platform.Address{Platform: name})
 			if c, ok := a.(platform.Commander); ok {
 				menu.Do(func() {
 					g.background.Add(1)
@@ -512,5 +515,5 @@ func (g *Gateway) recover(ctx context.Context) {
 		}
 		after = pending[len(pending)-1].ID
 	}
-	// Unsent replies are sent by each platform's resend once it is live.
+	// Unsent replies are sent as each platform becomes live (runAdapter).
 }

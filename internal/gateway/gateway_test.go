@@ -72,6 +72,9 @@ type rigOpts struct {
 	// again runs the new gateway on an earlier rig's BATON_HOME, store and
 	// owner: a restart.
 	again *rig
+	// restart and resend, when set, replace the rig's quick Restart and
+	// Resend policies.
+	restart, resend retry.Policy
 	// quiet logs warnings and errors only (benchmarks: a debug line per
 	// message would be what is measured).
 	quiet bool
@@ -146,9 +149,9 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		ShutdownGrace:     cmp.Or(o.grace, 2*time.Second),
 		Log:               slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logLevel(o.quiet)})),
 		// The retry policies keep their shape, made quick.
-		Restart:  retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Restart:  cmp.Or(o.restart, retry.Policy{First: 10 * time.Millisecond, Max: 50 * time.Millisecond}),
 		Send:     retry.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond, Tries: 4},
-		Resend:   retry.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond},
+		Resend:   cmp.Or(o.resend, retry.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond}),
 		Rerecord: retry.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond},
 	})
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/retry"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // outage stands between the adapter and its fake service: while down it
@@ -187,5 +189,43 @@ func TestRepliesAreResentAfterAnOutage(t *testing.T) {
 		if p, _ := s.Platform("telegram"); p.Waiting != 0 {
 			t.Errorf("status says %d replies wait after delivery", p.Waiting)
 		}
+	}
+}
+
+// A reply waits out an outage of the Bot API: its sends failed while the
+// service was failing, then the service went away altogether. When it
+// comes back the platform is live again at the next cheap probe, not at
+// its next restart (an hour away here), and the waiting reply goes out at
+// once, not at its own next resend (an hour away too).
+func TestWaitingReplyGoesOutWhenTelegramIsBack(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		extra:   []platform.Adapter{tg},
+		owners:  map[string][]string{"telegram": {"42"}},
+		homes:   map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:42"},
+		restart: retry.Policy{First: time.Hour, Max: time.Hour},
+		resend:  retry.Policy{First: time.Hour, Max: time.Hour},
+	})
+	r.waitLive(t, "telegram")
+	for range 8 { // the reply's first series and its resend's first series
+		fake.FailNext("sendMessage", 502, 0)
+	}
+	r.model.Push(llmtest.Reply{Text: "This waited for Telegram."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "are you there?")
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.CallCount("sendMessage") >= 8 }, "the reply's sends failing")
+
+	fake.Down()
+	r.waitPlatform(t, "telegram", "went down", func(p control.Platform) bool { return p.State == "down" })
+	fake.Up()
+	match := func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "This waited for Telegram.") }
+	sentWhere(t, fake, "the waiting reply once Telegram was back", match)
+	waitAllSent(t, r.st)
+	if n := countSent(fake, match); n != 1 {
+		t.Errorf("the reply was posted %d times, want 1", n)
 	}
 }

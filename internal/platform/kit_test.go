@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/retry"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 func TestClassify(t *testing.T) {
@@ -115,5 +117,73 @@ func TestSuperviseStopsWithContext(t *testing.T) {
 	platform.Supervise(ctx, a, platform.ReceiverFunc(nil), retry.Policy{First: time.Hour}, func(s platform.Status) { last = s })
 	if last.State != platform.StateStopped {
 		t.Fatalf("last state %v, want stopped", last.State)
+	}
+}
+
+// probed is a script whose service can be asked cheaply whether it
+// answers (platform.Prober): it does once up is closed.
+type probed struct {
+	script
+	up     chan struct{}
+	probes atomic.Int64
+}
+
+func (p *probed) Probe(context.Context) error {
+	p.probes.Add(1)
+	select {
+	case <-p.up:
+		return nil
+	default:
+		return errors.New("still down")
+	}
+}
+
+// A platform that went down is restarted as soon as a cheap probe finds
+// its service answering again, not at the end of a long backoff: with a
+// restart due in an hour, it is live again moments after the service is.
+func TestSuperviseRestartsOnceAProbeAnswers(t *testing.T) {
+	a := &probed{up: make(chan struct{}), script: script{plan: []func(context.Context, platform.Receiver) error{
+		func(context.Context, platform.Receiver) error { return errors.New("dial: connection refused") },
+	}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	states := make(chan platform.Status, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		platform.Supervise(ctx, a, platform.ReceiverFunc(nil), retry.Policy{First: time.Hour, Max: time.Hour}, func(s platform.Status) { states <- s })
+	}()
+	defer func() { cancel(); <-done }()
+	wait := func(want platform.State) platform.Status {
+		t.Helper()
+		for {
+			s := testutil.Receive(t, states, string(want))
+			if s.State == want {
+				return s
+			}
+		}
+	}
+	wait(platform.StateDown)
+	testutil.Eventually(t, testutil.Patience, func() bool { return a.probes.Load() >= 1 }, "a probe while down")
+	close(a.up)
+	wait(platform.StateStarting) // restarted: its run does not fail
+	a.mu.Lock()
+	runs := a.runs
+	a.mu.Unlock()
+	if runs != 2 {
+		t.Errorf("%d runs, want 2", runs)
+	}
+}
+
+// The restart backoff is capped near half a minute: a long outage does not
+// keep baton away for minutes after the service is back.
+func TestDefaultRestartIsCappedNearHalfAMinute(t *testing.T) {
+	b := platform.DefaultRestart().Backoff()
+	var longest time.Duration
+	for range 50 {
+		longest = max(longest, b.NextBackOff())
+	}
+	if longest > 36*time.Second {
+		t.Errorf("a restart waits up to %v, want at most 30s (+20%% jitter)", longest)
 	}
 }

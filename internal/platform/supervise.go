@@ -34,8 +34,25 @@ type Status struct {
 }
 
 // DefaultRestart is how a platform whose Run failed is restarted: soon at
-// first, then at most every five minutes, forever.
-func DefaultRestart() retry.Policy { return retry.Policy{First: time.Second, Max: 5 * time.Minute} }
+// first, then at most every half minute (retry's cap), forever. A Prober
+// is checked more often in between, cheaply.
+func DefaultRestart() retry.Policy { return retry.Policy{First: time.Second} }
+
+// Prober is an adapter that can ask its service cheaply whether it answers
+// (Telegram's getMe), without connecting for events. While the platform
+// is down, Supervise probes it between restarts and restarts it as soon
+// as a probe succeeds: baton is back moments after its service, while
+// full restarts (a login, a websocket) stay as rare as the backoff says.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
+// probeEvery bounds the wait between two probes of a down platform; they
+// start at the restart policy's first wait and back off to this.
+const probeEvery = 2 * time.Second
+
+// probeTimeout bounds one probe.
+const probeTimeout = 10 * time.Second
 
 // Supervise runs a's Run until ctx ends, restarting it with p's backoff
 // whenever it ends for any reason but refused credentials; a run that was
@@ -83,9 +100,41 @@ func Supervise(ctx context.Context, a Adapter, r Receiver, p retry.Policy, repor
 		}
 		now := time.Now()
 		report(Status{State: StateDown, Reason: OneLine(err), Since: now, NextTry: now.Add(wait)})
-		if !retry.Sleep(ctx, wait) {
+		if !awaitRestart(ctx, a, wait, p) {
 			report(Status{State: StateStopped, Since: time.Now()})
 			return
+		}
+	}
+}
+
+// awaitRestart waits wait before a restart, or less when a is a Prober
+// whose service answers a probe meanwhile. It reports whether ctx is
+// still live.
+func awaitRestart(ctx context.Context, a Adapter, wait time.Duration, p retry.Policy) bool {
+	pr, ok := a.(Prober)
+	if !ok {
+		return retry.Sleep(ctx, wait)
+	}
+	first := p.First
+	if first <= 0 {
+		first = probeEvery
+	}
+	probes := retry.Policy{First: min(first, probeEvery), Max: probeEvery}.Backoff()
+	due := time.Now().Add(wait)
+	for {
+		left := time.Until(due)
+		next := probes.NextBackOff()
+		if left <= next {
+			return retry.Sleep(ctx, left)
+		}
+		if !retry.Sleep(ctx, next) {
+			return false
+		}
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := pr.Probe(pctx)
+		cancel()
+		if err == nil {
+			return ctx.Err() == nil
 		}
 	}
 }

@@ -121,6 +121,17 @@ func (a *Adapter) identify(ctx context.Context) error {
 	return nil
 }
 
+// Probe asks getMe whether the Bot API answers again: the supervisor of
+// a platform that is down restarts it as soon as it does.
+func (a *Adapter) Probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	if err := a.rawCall(ctx, "getMe", nil, nil); err != nil {
+		return fmt.Errorf("telegram: probe: %w", err)
+	}
+	return nil
+}
+
 // apiError is a Bot API error answer.
 type apiError struct {
 	Method      string

@@ -95,7 +95,8 @@ func redacted(tok string) string {
 }
 
 // Adapter is the Telegram platform adapter. It implements
-// platform.Adapter, Threader, Typer, Editor, Limiter and Commander.
+// platform.Adapter, Threader, Typer, Editor, Limiter, Commander and
+// Prober.
 type Adapter struct {
 	cfg    Config
 	api    *bot.Bot
@@ -120,6 +121,7 @@ var (
 	_ platform.Limiter   = (*Adapter)(nil)
 	_ platform.Commander = (*Adapter)(nil)
 	_ platform.EditPacer = (*Adapter)(nil)
+	_ platform.Prober    = (*Adapter)(nil)
 )
 
 // New makes an adapter; it does not contact Telegram (Run does).
