@@ -357,7 +357,11 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 			return dest, "", fmt.Errorf("home channel of %s: %w", h.Platform, err)
 		}
 		var noThread error
-		dest, noThread = g.newThread(ctx, a, home, threadTitle(sess))
+		// Every try of the thread carries one key, so a service that can
+		// drop a repeat (a Matrix transaction id) opens it once even when
+		// an answer was lost, or this gateway died before recording it.
+		tctx := platform.WithDeliveryKey(ctx, fmt.Sprintf("handoff:%d:thread", h.ID))
+		dest, noThread = g.newThread(tctx, a, home, threadTitle(sess))
 		if noThread != nil {
 			// The person expected a thread: say why the conversation is in
 			// the home chat instead. Stored before the destination is

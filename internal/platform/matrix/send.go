@@ -242,7 +242,9 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 
 // NewThread posts a root event naming the conversation in the home room
 // and returns the thread it starts: the room and the root's event id,
-// the address a person's reply in that thread arrives at.
+// the address a person's reply in that thread arrives at. With a
+// delivery key in ctx (platform.WithDeliveryKey) its transaction id is
+// derived from it, so every try under that key posts one root.
 func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title string) (platform.Address, error) {
 	home = home.Home()
 	r, err := room(home)
@@ -259,7 +261,9 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 	if err != nil {
 		return platform.Address{}, platform.Permanent(fmt.Errorf("matrix: new thread in %s: encode: %w", home.Key(), err))
 	}
-	ev, err := a.sendEvent(ctx, r, a.cli.TxnID(), body)
+	// Under the handoff's key, a try after a lost answer or a restart gets
+	// the root made the first time.
+	ev, err := a.sendEvent(ctx, r, a.txnID(ctx, home, 0), body)
 	if err != nil {
 		return platform.Address{}, fmt.Errorf("matrix: new thread in %s: %w", home.Key(), failure("send", err, false))
 	}
