@@ -702,15 +702,16 @@ func TestOptionalMethodsAnsweredByAnErrorPage(t *testing.T) {
 	}
 }
 
-// The same statuses from sendMessage, which every Bot API server has, are
-// the server's trouble, not a method it lacks.
-func TestSendAnsweredByAnErrorPageIsNotUnsupported(t *testing.T) {
+// The same pages for sendMessage, which every Bot API server has, are the
+// trouble of whatever stands in front of it: tried again, never a refusal
+// that would give the reply up.
+func TestSendAnsweredByAnErrorPageIsTriedAgain(t *testing.T) {
 	f := setup(t)
 	for _, status := range []int{404, 405, 501, 502} {
 		f.srv.ErrorPage(status, "sendMessage")
 		_, err := f.tg.Send(ctxT(t), dm(5001), "hello")
-		if err == nil || errors.Is(err, platform.ErrUnsupported) {
-			t.Errorf("%d: err = %v, want a failure that is not ErrUnsupported", status, err)
+		if cl, _ := platform.Classify(err); err == nil || cl != platform.ClassTransient {
+			t.Errorf("%d page: class %v (%v), want transient", status, cl, err)
 		}
 	}
 }
