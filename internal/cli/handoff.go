@@ -243,9 +243,14 @@ func (h *Handoffs) Waiting(ctx context.Context) ([]store.Handoff, error) {
 }
 
 // PickUp takes a handoff to the terminal: claimed, its note written, and
-// completed here, so it is no longer waiting; it returns its session.
+// completed here, so it is no longer waiting; the place that held the
+// session is told it left. It returns the session.
 func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session, error) {
 	claimer := fmt.Sprintf("cli:%d", os.Getpid())
+	var before string // the holder the session leaves
+	if s, err := h.App.Store.GetSession(ctx, hf.SessionID); err == nil {
+		before = s.Holder
+	}
 	_, ok, err := h.App.Store.ClaimHandoff(ctx, hf.ID, claimer, time.Minute)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("pick up handoff %d: %w", hf.ID, err)
@@ -268,6 +273,7 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	if !ok {
 		return store.Session{}, fmt.Errorf("handoff %d was taken over elsewhere while being picked up", hf.ID)
 	}
+	tellLeft(ctx, h.App, hf.ID, before)
 	return h.App.Store.GetSession(ctx, hf.SessionID)
 }
 

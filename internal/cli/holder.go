@@ -79,7 +79,7 @@ func (r *REPL) takeHere(ctx context.Context) {
 		return
 	}
 	before := r.session.Holder
-	h, err := r.app.Store.RequestHandoffTo(ctx, r.session.ID, Platform, Platform, r.app.TerminalKey())
+	h, err := r.app.Store.RequestHandoffTo(ctx, r.session.ID, platformOf(before), Platform, r.app.TerminalKey())
 	if errors.Is(err, store.ErrHandoffInFlight) {
 		r.out.Printf("A handoff of this conversation is under way; try /continue again in a moment.\n")
 		return
@@ -93,13 +93,18 @@ func (r *REPL) takeHere(ctx context.Context) {
 		return
 	}
 	r.session = s
-	tellLeft(ctx, r.app, h.ID, before)
 	r.out.Printf("Brought %s here from %s.\n", describe(s), placeOf(before))
 	parked := r.parked
 	r.parked = nil
 	for _, text := range parked {
 		r.say(ctx, text, nil)
 	}
+}
+
+// platformOf is the platform of an address key ("telegram:dm:42").
+func platformOf(key string) string {
+	p, _, _ := strings.Cut(key, ":")
+	return p
 }
 
 // tellLeft stores the notice for the chat a session left for the

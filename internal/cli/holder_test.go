@@ -33,6 +33,9 @@ func TestContinueHeldElsewhereAsksAndMoves(t *testing.T) {
 	if h.State != store.HandoffCompleted || h.Destination != app.TerminalKey() {
 		t.Errorf("the move is not a completed handoff to the terminal: %+v", h)
 	}
+	if h.FromPlatform != "web" {
+		t.Errorf("the move is recorded as from %q, want from the web chat that held it", h.FromPlatform)
+	}
 	// The page is told, through the outbox.
 	pending, _ := app.Store.PendingDeliveries(ctx, page, 0)
 	if len(pending) != 1 || !strings.Contains(pending[0].Text, "continues in the terminal now") {
@@ -84,5 +87,28 @@ func TestOnceRefusesHeldElsewhere(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("answered anyway: %q", out.String())
+	}
+}
+
+// A handoff to the terminal picked up at start (`baton resume`) tells
+// the place that held the session that it left, as /continue does.
+func TestPickedUpHandoffTellsThePlaceItLeft(t *testing.T) {
+	app := testApp(t, nil)
+	ctx := t.Context()
+	const page = "web:thread:main:c1"
+	s, err := app.Store.CreateSession(ctx, store.Session{OwnerID: app.Owner.ID, Platform: "web", Holder: page})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hf, err := app.Store.RequestHandoff(ctx, s.ID, "web", TerminalPlatform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Handoffs{App: app}).PickUp(ctx, hf); err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := app.Store.PendingDeliveries(ctx, page, 0)
+	if len(pending) != 1 || !strings.Contains(pending[0].Text, "continues in the terminal now") {
+		t.Errorf("deliveries for the page: %+v", pending)
 	}
 }

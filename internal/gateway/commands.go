@@ -189,9 +189,18 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 	if to == addr.Platform {
 		return fmt.Sprintf("This conversation is already on %s.", g.placeName(to))
 	}
+	if to != TerminalPlatform {
+		// Told here by tellOutcome; noted before the worker can finish it.
+		g.mu.Lock()
+		g.outcomeTo[sess.ID] = addr.Key()
+		g.mu.Unlock()
+	}
 	h, err := g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
 	if errors.Is(err, store.ErrHandoffInFlight) && g.withdrawTerminalHandoff(ctx, sess.ID, to) {
 		h, err = g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
+	}
+	if err != nil {
+		g.forgetOutcome(sess.ID)
 	}
 	switch {
 	case errors.Is(err, store.ErrHandoffInFlight):
@@ -206,6 +215,13 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 	return fmt.Sprintf("Handing off to %s… (handoff %d)", g.placeName(to), h.ID)
 }
 
+// forgetOutcome ends what chatHandoff noted for tellOutcome.
+func (g *Gateway) forgetOutcome(sessionID string) {
+	g.mu.Lock()
+	delete(g.outcomeTo, sessionID)
+	g.mu.Unlock()
+}
+
 // tellFailure tells the chat only if the handoff it asked for failed (a
 // /continue whose success shows as the conversation arriving here).
 func (g *Gateway) tellFailure(from platform.Address, h store.Handoff) { g.tellOutcome(from, h, false) }
@@ -218,6 +234,9 @@ func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff, success bo
 	go func() {
 		defer g.claims.Done()
 		defer stop()
+		if success {
+			defer g.forgetOutcome(h.SessionID)
+		}
 		ctx := g.work
 		var final control.Progress
 		// The store first: it may have ended before the subscription.

@@ -152,6 +152,7 @@ type Gateway struct {
 	sentMarks       int                         // how many addresses sentUpTo keeps
 	troubleTold     map[string]bool             // turn keys whose person was told of store trouble
 	turnAddr        map[string]platform.Address // session → where its running turn answers
+	outcomeTo       map[string]string           // session → the chat tellOutcome tells of its handoff's end
 	claims          sync.WaitGroup
 	// background holds resends and other work that ends with the work
 	// context.
@@ -205,6 +206,7 @@ func New(cfg Config) (*Gateway, error) {
 		sentUpTo:        map[string]int64{},
 		sentMarks:       maxSentMarks,
 		troubleTold:     map[string]bool{},
+		outcomeTo:       map[string]string{},
 		senders:         newSenderRates(),
 		turnAddr:        map[string]platform.Address{},
 	}

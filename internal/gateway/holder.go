@@ -69,7 +69,7 @@ func (g *Gateway) continueHere(ctx context.Context, addr platform.Address) strin
 			return "This conversation is here already."
 		}
 	}
-	h, err := g.requestHandoffTo(ctx, sess.ID, addr)
+	h, err := g.requestHandoffTo(ctx, sess.ID, holderPlatform(sess, addr), addr)
 	switch {
 	case errors.Is(err, store.ErrHandoffInFlight):
 		return "A handoff of this session is already under way."
@@ -133,13 +133,22 @@ func ago(t, now time.Time) string {
 	return fmt.Sprintf("%d hours ago", int(d.Hours()))
 }
 
-// requestHandoffTo records a handoff of sessionID to addr itself and
-// wakes the worker.
-func (g *Gateway) requestHandoffTo(ctx context.Context, sessionID string, addr platform.Address) (store.Handoff, error) {
+// holderPlatform is the platform of the place holding sess, the origin
+// of a move to addr ("" holder: addr's own).
+func holderPlatform(sess store.Session, addr platform.Address) string {
+	if p, _, ok := strings.Cut(sess.Holder, ":"); ok && p != "" {
+		return p
+	}
+	return addr.Platform
+}
+
+// requestHandoffTo records a handoff of sessionID from the platform from
+// (where it is held) to addr itself and wakes the worker.
+func (g *Gateway) requestHandoffTo(ctx context.Context, sessionID, from string, addr platform.Address) (store.Handoff, error) {
 	if g.stopping.Load() {
 		return store.Handoff{}, fmt.Errorf("%w: try again once it is back (`baton gateway`)", ErrStopping)
 	}
-	h, err := g.st.RequestHandoffTo(ctx, sessionID, addr.Platform, addr.Platform, addr.Key())
+	h, err := g.st.RequestHandoffTo(ctx, sessionID, from, addr.Platform, addr.Key())
 	if err != nil {
 		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
 	}
@@ -151,9 +160,12 @@ func (g *Gateway) requestHandoffTo(ctx context.Context, sessionID string, addr p
 // before is told where it went, and what was parked at the destination
 // runs now, in order.
 func (g *Gateway) moved(ctx context.Context, h store.Handoff, before string, dest platform.Address) {
-	if before != "" && before != dest.Key() {
-		// A chat that asked to move is told by tellOutcome already.
-		if old, err := platform.ParseKey(before); err == nil && g.adapters[old.Platform] != nil && old.Platform != h.FromPlatform {
+	g.mu.Lock()
+	toldByOutcome := g.outcomeTo[h.SessionID] == before
+	g.mu.Unlock()
+	if before != "" && before != dest.Key() && !toldByOutcome {
+		// A chat that asked to move is told by tellOutcome instead.
+		if old, err := platform.ParseKey(before); err == nil && g.adapters[old.Platform] != nil {
 			text := place.Left(g.placeName(dest.Platform))
 			if err := g.deliver(ctx, old, fmt.Sprintf("handoff:%d:left", h.ID), text); err != nil {
 				g.log.Warn("tell the place a session left", "at", before, "err", err)

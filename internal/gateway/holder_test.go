@@ -294,3 +294,52 @@ func TestApprovalAskedWhereTheSessionIsHeld(t *testing.T) {
 	fake.PushMessage(forum, topic, ownerUser, "/approve")
 	sentWhere(t, fake, "nothing waiting", inTopic("Nothing is waiting for approval."))
 }
+
+// A /continue is recorded as coming from the place that held the
+// session when it was asked, not from its destination: the handoff's
+// origin, and the words the model is given.
+func TestContinueRecordsTheHolderAsOrigin(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	pg := r.openPage(t)
+	ctx := context.Background()
+	key := web.Home.Key()
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."}, llmtest.Reply{Text: "Hi on Telegram."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "o1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "o2"})
+	pg.await("the outcome", isMsg("now continues in Telegram."))
+	b, _ := r.st.LookupBinding(ctx, key)
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		s, _ := r.st.GetSession(ctx, b.SessionID)
+		return strings.HasPrefix(s.Holder, "telegram:")
+	}, "the topic to hold the session")
+
+	r.model.Push(llmtest.Reply{Text: "Back on the page."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/continue", "id": "o3"})
+	pg.await("the greeting back", isMsg("Back on the page."))
+	h, err := r.st.HandoffState(ctx, b.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.FromPlatform != "telegram" || h.Platform != "web" {
+		t.Errorf("the /continue is recorded from %q to %q, want from telegram to web", h.FromPlatform, h.Platform)
+	}
+	msgs, _ := r.st.Transcript(ctx, b.SessionID)
+	var said string
+	for _, m := range msgs {
+		if m.Kind == store.KindHandoff {
+			said = m.Content
+		}
+	}
+	if !strings.Contains(said, "handed off from Telegram to the web chat") {
+		t.Errorf("the model is told %q", said)
+	}
+	// The topic it left is told, as after any move.
+	topic := fake.Topics()[0].ThreadID
+	sentWhere(t, fake, "the notice in the topic", func(m telegramtest.SentMessage) bool {
+		return m.ThreadID == topic && strings.Contains(m.Plain, "continues in the web chat now")
+	})
+}
