@@ -53,6 +53,11 @@ func (r *REPL) offerToTake(ctx context.Context) {
 	if !r.session.HeldElsewhere(r.app.TerminalKey()) {
 		return
 	}
+	if hf, ok := r.handedHere(ctx); ok {
+		// Handed off to the terminal already (/handoff cli): asked for.
+		r.pickUp(ctx, hf)
+		return
+	}
 	place := placeOf(r.session.Holder)
 	ans, err := r.in.Ask(fmt.Sprintf("It is in %s — move it here? [Y/n] ", place))
 	if err == nil {
@@ -78,8 +83,11 @@ func (r *REPL) takeHere(ctx context.Context) {
 		r.out.Printf("This conversation is here already.\n")
 		return
 	}
-	before := r.session.Holder
-	h, err := r.app.Store.RequestHandoffTo(ctx, r.session.ID, platformOf(before), Platform, r.app.TerminalKey())
+	if hf, ok := r.handedHere(ctx); ok {
+		r.pickUp(ctx, hf)
+		return
+	}
+	h, err := r.app.Store.RequestHandoffTo(ctx, r.session.ID, platformOf(r.session.Holder), Platform, r.app.TerminalKey())
 	if errors.Is(err, store.ErrHandoffInFlight) {
 		r.out.Printf("A handoff of this conversation is under way; try /continue again in a moment.\n")
 		return
@@ -87,13 +95,29 @@ func (r *REPL) takeHere(ctx context.Context) {
 		r.out.Printf("error: %v\n", err)
 		return
 	}
-	s, err := (&Handoffs{App: r.app}).PickUp(ctx, h)
+	r.pickUp(ctx, h)
+}
+
+// handedHere is the session's handoff to the terminal waiting to be
+// picked up, if there is one (/handoff cli in a chat).
+func (r *REPL) handedHere(ctx context.Context) (store.Handoff, bool) {
+	hf, err := r.app.Store.HandoffState(ctx, r.session.ID)
+	return hf, err == nil && hf.State == store.HandoffPending && hf.Platform == Platform
+}
+
+// pickUp completes hf, a handoff of the current session to the terminal,
+// here: its note is shown, as a chat shows it with the greeting, and
+// what was typed here meanwhile is answered.
+func (r *REPL) pickUp(ctx context.Context, hf store.Handoff) {
+	before := r.session.Holder
+	s, err := (&Handoffs{App: r.app}).PickUp(ctx, hf)
 	if err != nil {
 		r.out.Printf("error: %v\n", err)
 		return
 	}
 	r.session = s
 	r.out.Printf("Brought %s here from %s.\n", describe(s), placeOf(before))
+	r.showNote(ctx)
 	parked := r.parked
 	r.parked = nil
 	for _, text := range parked {

@@ -112,3 +112,40 @@ func TestPickedUpHandoffTellsThePlaceItLeft(t *testing.T) {
 		t.Errorf("deliveries for the page: %+v", pending)
 	}
 }
+
+// `baton -c` on a session handed off to the terminal (/handoff cli in a
+// chat) picks that handoff up, as `baton resume` does: no question, no
+// "under way" refusal, and its note is shown.
+func TestContinueLatestPicksUpTheHandoffToTheTerminal(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	ctx := t.Context()
+	s, err := app.Store.CreateSession(ctx, store.Session{OwnerID: app.Owner.ID, Platform: "telegram", Holder: "telegram:dm:42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Store.AppendMessages(ctx, s.ID,
+		store.Message{Role: store.RoleUser, Content: "tidy my notes", Platform: "telegram"},
+		store.Message{Role: store.RoleAssistant, Content: "Three files are empty.", Platform: "telegram"}); err != nil {
+		t.Fatal(err)
+	}
+	hf, err := app.Store.RequestHandoff(ctx, s.ID, "telegram", TerminalPlatform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handoffs{App: app}
+	out := runREPL(t, app, Config{SessionID: s.ID, Startup: h.Startup}, "hello from the desk")
+	for _, bad := range []string{"move it here?", "under way", "Press Enter"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output has %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{"Brought session", "here from Telegram", "**Handoff note**", "echo: hello from the desk"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if got, _ := app.Store.GetHandoff(ctx, hf.ID); got.State != store.HandoffCompleted || got.Destination != app.TerminalKey() {
+		t.Errorf("the handoff to the terminal: %+v", got)
+	}
+}
