@@ -32,8 +32,10 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 	args := inv.Args
 	if inv.Command.Category == command.CategoryTurn && inv.Command.Name != "approve" && inv.Command.Name != "always" && inv.Command.Name != "deny" {
 		// Only the holder changes the conversation.
-		if sess, err := g.boundSession(ctx, addr); err == nil && sess.HeldElsewhere(addr.Key()) {
-			return g.whereLine(sess)
+		if sess, err := g.boundSession(ctx, addr); err == nil {
+			if line, ok := g.notHereLine(ctx, sess, addr); ok {
+				return line
+			}
 		}
 	}
 	switch inv.Command.Name {
@@ -196,7 +198,7 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 		g.mu.Unlock()
 	}
 	h, err := g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
-	if errors.Is(err, store.ErrHandoffInFlight) && g.withdrawTerminalHandoff(ctx, sess.ID, to) {
+	if errors.Is(err, store.ErrHandoffInFlight) && g.withdrawTerminalHandoff(ctx, sess.ID, "replaced by a handoff to "+to) {
 		h, err = g.RequestHandoff(ctx, sess.ID, addr.Platform, to)
 	}
 	if err != nil {
@@ -277,7 +279,7 @@ func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff, success bo
 // withdrawTerminalHandoff fails a handoff of the session that is still
 // waiting for the terminal, because the person has since asked for
 // another; it reports whether there was one.
-func (g *Gateway) withdrawTerminalHandoff(ctx context.Context, sessionID, to string) bool {
+func (g *Gateway) withdrawTerminalHandoff(ctx context.Context, sessionID, reason string) bool {
 	h, err := g.st.HandoffState(ctx, sessionID)
 	if err != nil || h.State != store.HandoffPending || h.Platform != TerminalPlatform {
 		return false
@@ -285,7 +287,7 @@ func (g *Gateway) withdrawTerminalHandoff(ctx context.Context, sessionID, to str
 	if _, ok, err := g.st.ClaimHandoff(ctx, h.ID, g.cfg.Claimer, g.cfg.Lease); err != nil || !ok {
 		return false // the terminal took it meanwhile
 	}
-	ok, err := g.st.FailHandoff(ctx, h.ID, g.cfg.Claimer, "replaced by a handoff to "+to)
+	ok, err := g.st.FailHandoff(ctx, h.ID, g.cfg.Claimer, reason)
 	return err == nil && ok
 }
 

@@ -204,6 +204,7 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 			return
 		}
 		g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: store.TruncateReason(reason)})
+		g.stayed(wctx, h.SessionID)
 		return
 	}
 	if ok, cerr := g.st.CompleteHandoff(wctx, h.ID, g.cfg.Claimer); cerr != nil || !ok {
@@ -298,6 +299,19 @@ func (g *Gateway) undoReaped(ctx context.Context, id int64) {
 	}
 	g.undoHandoff(ctx, h, h.SessionID, dest, prev)
 	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: h.Error})
+	g.stayed(ctx, h.SessionID)
+}
+
+// stayed runs once a handoff failed: what was parked at the place still
+// holding the session while it was leaving runs now, in order.
+func (g *Gateway) stayed(ctx context.Context, sessionID string) {
+	sess, err := g.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return
+	}
+	if at, err := platform.ParseKey(sess.Holder); err == nil && g.adapters[at.Platform] != nil {
+		g.carryParked(ctx, at)
+	}
 }
 
 // undoHandoff takes back what a failed handoff did at dest: the binding,

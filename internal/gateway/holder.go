@@ -26,6 +26,30 @@ func (g *Gateway) arriving(ctx context.Context, sess store.Session, addr platfor
 	return err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning) && h.Destination == addr.Key()
 }
 
+// leaving reports whether a handoff of sess out of addr, the place
+// holding it, is under way: h, bound elsewhere. addr runs no new turn
+// meanwhile; what is said there is parked, as anywhere not holding it.
+func (g *Gateway) leaving(ctx context.Context, sess store.Session, addr platform.Address) (h store.Handoff, ok bool) {
+	if sess.Holder != addr.Key() {
+		return h, false
+	}
+	h, err := g.st.HandoffState(ctx, sess.ID)
+	live := err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning)
+	return h, live && h.Destination != addr.Key()
+}
+
+// notHereLine is the one line a place answers with instead of a turn,
+// and ok, when sess is held elsewhere or on its way out of addr.
+func (g *Gateway) notHereLine(ctx context.Context, sess store.Session, addr platform.Address) (line string, ok bool) {
+	if sess.HeldElsewhere(addr.Key()) {
+		return g.whereLine(sess), true
+	}
+	if h, leaving := g.leaving(ctx, sess, addr); leaving {
+		return place.OnItsWay(g.placeName(h.Platform)), true
+	}
+	return "", false
+}
+
 // whereLine is the one line a place not holding sess answers with.
 func (g *Gateway) whereLine(sess store.Session) string {
 	return place.Elsewhere(g.holderName(sess.Holder), sess.HeldSince, time.Now())
@@ -36,11 +60,11 @@ func (g *Gateway) holderName(key string) string {
 	return place.NameOf(key, TerminalPlatform, g.cfg.Display)
 }
 
-// park keeps a message that reached sess from a place not holding it and
-// tells that place where the conversation is.
-func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbound, sess store.Session) error {
+// park keeps a message that reached sess from a place not holding it (or
+// that it is leaving) and tells that place, in line, where it is.
+func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbound, sess store.Session, line string) error {
 	// Its own delivery key: the message's answer, once it runs, is "in:ID".
-	if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d:where", in.ID), g.whereLine(sess)); errors.Is(err, errNotRecorded) {
+	if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d:where", in.ID), line); errors.Is(err, errNotRecorded) {
 		return err
 	} else if err != nil {
 		g.log.Error("deliver where the conversation is", "to", addr.Key(), "err", err)
@@ -56,6 +80,15 @@ func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbo
 // latest session), through the same worker as /handoff.
 func (g *Gateway) continueHere(ctx context.Context, addr platform.Address) string {
 	sess, err := g.boundSession(ctx, addr)
+	if h, ok := g.leaving(ctx, sess, addr); err == nil && ok {
+		// Asked to go to the terminal, not taken yet: it stays, and
+		// what was typed here meanwhile runs now.
+		if h.Platform == TerminalPlatform && g.withdrawTerminalHandoff(ctx, sess.ID, "withdrawn by /continue in "+g.placeName(addr.Platform)) {
+			g.carryParked(ctx, addr)
+			return fmt.Sprintf("%s stays here; the handoff to the terminal is withdrawn.", upperFirst(describe(sess)))
+		}
+		return "A handoff of this session is already under way."
+	}
 	if err != nil || !sess.HeldElsewhere(addr.Key()) {
 		// Nothing here is held elsewhere: the session the owner was
 		// working on elsewhere lately, as the continue-offer said.
@@ -218,6 +251,14 @@ func (g *Gateway) sendStoredNotices(ctx context.Context) {
 	}
 }
 
+// upperFirst is s with its first letter capitalized.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
 // heldAt is ", in Telegram since 14:02" for a list of sessions.
 func (g *Gateway) heldAt(s store.Session) string {
 	if s.Holder == "" {
@@ -234,6 +275,9 @@ func (g *Gateway) where(ctx context.Context, addr platform.Address) string {
 	}
 	if sess.HeldElsewhere(addr.Key()) {
 		return g.whereLine(sess)
+	}
+	if h, ok := g.leaving(ctx, sess, addr); ok {
+		return place.Leaving(describe(sess), g.placeName(h.Platform))
 	}
 	return place.Here(describe(sess), sess.HeldSince, time.Now())
 }

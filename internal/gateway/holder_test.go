@@ -343,3 +343,71 @@ func TestContinueRecordsTheHolderAsOrigin(t *testing.T) {
 		return m.ThreadID == topic && strings.Contains(m.Plain, "continues in the web chat now")
 	})
 }
+
+// While a handoff out of the page is pending (/handoff cli, not yet
+// picked up), the page runs no turn: what is typed is kept, and /where
+// says where the conversation is going. Once the terminal takes it the
+// page is told at once, and a page opened afterwards ends with where it is.
+func TestPendingHandoffOutOfThePage(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	pg := r.openPage(t)
+	ctx := context.Background()
+	key := web.Home.Key()
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "q1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff cli", "id": "q2"})
+	pg.await("the handoff", isMsg("Handing off to the terminal."))
+	b, _ := r.st.LookupBinding(ctx, key)
+	sid := b.SessionID
+
+	calls := len(r.model.Requests())
+	pg.send(map[string]any{"type": "say", "key": key, "text": "one more thing", "id": "q3"})
+	pg.await("the line", isMsg("This conversation is on its way to the terminal"))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/retry", "id": "q4"})
+	pg.await("retry refused", isMsg("This conversation is on its way to the terminal"))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/where", "id": "q5"})
+	pg.await("where", isMsg("is on its way to the terminal"))
+	if n := len(r.model.Requests()); n != calls {
+		t.Fatalf("the page ran %d model calls while its session was leaving", n-calls)
+	}
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		ps, _ := r.st.Parked(ctx, key)
+		return len(ps) == 1 && ps[0].Text == "one more thing"
+	}, "the message to be kept")
+
+	// The terminal picks it up, as `baton resume` does: it completes the
+	// handoff, stores the notice for the page and kicks the gateway.
+	h, _ := r.st.HandoffState(ctx, sid)
+	const claimer = "cli:test"
+	if _, ok, err := r.st.ClaimHandoff(ctx, h.ID, claimer, time.Minute); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	cliKey := "cli:dm:" + r.owner.ID
+	if ok, err := r.st.SetHandoffDestination(ctx, h.ID, claimer, cliKey); err != nil || !ok {
+		t.Fatalf("destination: %v %v", ok, err)
+	}
+	if ok, err := r.st.CompleteHandoff(ctx, h.ID, claimer); err != nil || !ok {
+		t.Fatalf("complete: %v %v", ok, err)
+	}
+	if _, err := r.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:left:part:0", h.ID), AddressKey: key,
+		Text: "This conversation continues in the terminal now. /continue to bring it back here."}); err != nil {
+		t.Fatal(err)
+	}
+	r.gw.Kick()
+	pg.await("the notice", isMsg("This conversation continues in the terminal now."))
+
+	// A page opened now ends with where the conversation is.
+	again := r.openPage(t)
+	again.send(map[string]any{"type": "open", "key": key})
+	hist := again.await("the history", typ("history"))
+	lines, _ := hist["lines"].([]any)
+	if len(lines) == 0 {
+		t.Fatalf("history %v", hist)
+	}
+	last, _ := lines[len(lines)-1].(map[string]any)
+	if text, _ := last["text"].(string); !strings.Contains(text, "This conversation is in the terminal now, since") {
+		t.Errorf("the history ends with %v", last)
+	}
+}

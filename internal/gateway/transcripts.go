@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/baton-agent/baton/internal/note"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/transcript"
@@ -27,6 +29,8 @@ type TranscriptStore interface {
 type Transcripts struct {
 	Store   TranscriptStore
 	OwnerID string
+	// Display names platforms for people, as Config.Display does.
+	Display map[string]string
 }
 
 var _ platform.Transcripts = Transcripts{}
@@ -78,7 +82,36 @@ func (t Transcripts) View(ctx context.Context, key string) ([]platform.Line, err
 	if ns, ok := t.Store.(noteStore); ok {
 		lines = withNotes(ctx, ns, msgs, lines)
 	}
+	if hs, ok := t.Store.(holderStore); ok {
+		lines = t.withWhere(ctx, hs, key, bd.SessionID, lines)
+	}
 	return lines, nil
+}
+
+// holderStore is where the store says a session is, for a history that
+// ends with it when that is not here.
+type holderStore interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	HandoffState(ctx context.Context, sessionID string) (store.Handoff, error)
+}
+
+// withWhere ends the history of key with the line the place answers
+// with while its session is held elsewhere or on its way out, so a page
+// opened then says where the conversation is, as it was told live.
+func (t Transcripts) withWhere(ctx context.Context, hs holderStore, key, sessionID string, lines []platform.Line) []platform.Line {
+	s, err := hs.GetSession(ctx, sessionID)
+	if err != nil {
+		return lines
+	}
+	name := func(k string) string { return place.NameOf(k, TerminalPlatform, t.Display) }
+	if s.HeldElsewhere(key) {
+		return append(lines, platform.Line{Role: string(transcript.Note), Text: place.Elsewhere(name(s.Holder), s.HeldSince, time.Now()), Time: s.HeldSince})
+	}
+	h, err := hs.HandoffState(ctx, sessionID)
+	if err == nil && s.Holder == key && (h.State == store.HandoffPending || h.State == store.HandoffRunning) && h.Destination != key {
+		return append(lines, platform.Line{Role: string(transcript.Note), Text: place.OnItsWay(name(h.Platform + ":")), Time: h.RequestedAt})
+	}
+	return lines
 }
 
 // noteStore is the store's handoff notes, for a history that shows them

@@ -60,3 +60,18 @@ func Here(what string, since, now time.Time) string {
 	}
 	return fmt.Sprintf("%s is here, since %s.", what, Moment(since, now))
 }
+
+// OnItsWay is the one line a place a conversation is leaving (a handoff
+// from it is under way) answers with: it runs nothing there meanwhile.
+func OnItsWay(to string) string {
+	return fmt.Sprintf("This conversation is on its way to %s; what you type here is kept until /continue brings it back.", to)
+}
+
+// Leaving says, for /where, that what (a session, described) is on its
+// way to another place.
+func Leaving(what, to string) string {
+	if what != "" {
+		what = strings.ToUpper(what[:1]) + what[1:]
+	}
+	return fmt.Sprintf("%s is on its way to %s.", what, to)
+}

@@ -17,6 +17,8 @@ func TestWording(t *testing.T) {
 		{place.Left("the terminal"), "This conversation continues in the terminal now. /continue to bring it back here."},
 		{place.Here("session ab12", now, now), "Session ab12 is here, since 18:40."},
 		{place.Here(`"Trip" (ab12)`, now, now), `"Trip" (ab12) is here, since 18:40.`},
+		{place.OnItsWay("the terminal"), "This conversation is on its way to the terminal; what you type here is kept until /continue brings it back."},
+		{place.Leaving("session ab12", "Telegram"), "Session ab12 is on its way to Telegram."},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

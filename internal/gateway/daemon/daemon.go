@@ -66,7 +66,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		home:        home,
 		storeFile:   a.StoreFile,
 		log:         log,
-		transcripts: gateway.Transcripts{Store: a.Store, OwnerID: a.Owner.ID},
+		transcripts: gateway.Transcripts{Store: a.Store, OwnerID: a.Owner.ID, Display: displayNames(all.Specs())},
 		memory: func(name string) platform.Memory {
 			return gateway.PlatformMemory{Store: a.Store, Platform: name}
 		},
@@ -206,6 +206,17 @@ func platformState(p control.Platform, now time.Time) string {
 	}
 	if p.Error != "" {
 		out += ": " + p.Error
+	}
+	return out
+}
+
+// displayNames maps each platform to the name people know it by.
+func displayNames(specs []platform.Spec) map[string]string {
+	out := map[string]string{}
+	for _, s := range specs {
+		if s.Display != "" {
+			out[s.Name] = s.Display
+		}
 	}
 	return out
 }
