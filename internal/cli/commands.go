@@ -35,7 +35,7 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 	if inv.Command.Category == command.CategoryTurn {
 		// Only the holder changes the conversation.
 		if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
-			r.out.Printf("%s\n", whereLine(r.session))
+			r.out.Printf("%s\n", r.elsewhereLine(ctx))
 			return false, false
 		}
 	}

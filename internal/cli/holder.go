@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/place"
+	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -81,6 +83,7 @@ func (r *REPL) takeHere(ctx context.Context) {
 	}
 	if !r.session.HeldElsewhere(r.app.TerminalKey()) {
 		r.out.Printf("This conversation is here already.\n")
+		r.carryKept(ctx, nil)
 		return
 	}
 	if hf, ok := r.handedHere(ctx); ok {
@@ -118,11 +121,53 @@ func (r *REPL) pickUp(ctx context.Context, hf store.Handoff) {
 	r.session = s
 	r.out.Printf("Brought %s here from %s.\n", describe(s), placeOf(before))
 	r.showNote(ctx)
-	parked := r.parked
-	r.parked = nil
-	for _, text := range parked {
-		r.say(ctx, text, nil)
+	r.carryKept(ctx, nil)
+}
+
+// keepKey is where what is typed into the current session in a terminal
+// that cannot run it is kept (parked, as a chat's messages are): one
+// place per session, since every terminal is one place to the store.
+func (r *REPL) keepKey() string {
+	return platform.Address{Platform: Platform, Kind: platform.Thread, Chat: r.app.Owner.ID, Thread: r.session.ID}.Key()
+}
+
+// keep stores text, typed where it cannot run now, parked in the current
+// session until a terminal holding it answers it (carryKept), and says so.
+func (r *REPL) keep(ctx context.Context, text, until string) {
+	key := r.keepKey()
+	in, _, err := r.app.Store.AddInbound(ctx, store.Inbound{Platform: Platform, AddressKey: key, SenderID: r.app.Owner.ID, Sender: r.app.Owner.Name, Text: text})
+	if err == nil {
+		err = r.app.Store.ParkInbound(ctx, in.ID, r.session.ID, key)
 	}
+	if err != nil {
+		r.out.Printf("error: could not keep the message: %v\n", err)
+		return
+	}
+	r.out.Printf("(kept: answered %s)\n", until)
+}
+
+// carryKept answers, in order, what was kept for the current session in
+// a terminal while it could not run there; each is forgotten once its
+// turn ran.
+func (r *REPL) carryKept(ctx context.Context, interrupts <-chan os.Signal) {
+	kept, err := r.app.Store.Parked(ctx, r.keepKey())
+	if err != nil {
+		r.out.Printf("warning: %v\n", err)
+		return
+	}
+	for _, in := range kept {
+		r.out.Printf("(kept) %s%s\n", prompt, in.Text)
+		r.runTurn(ctx, in.Text, interrupts)
+		if err := r.app.Store.Unpark(ctx, in.ID); err != nil {
+			r.out.Printf("warning: %v\n", err)
+		}
+	}
+}
+
+// keptCount is how many messages wait kept for the current session.
+func (r *REPL) keptCount(ctx context.Context) int {
+	kept, _ := r.app.Store.Parked(ctx, r.keepKey())
+	return len(kept)
 }
 
 // platformOf is the platform of an address key ("telegram:dm:42").
@@ -155,8 +200,22 @@ func (r *REPL) where(ctx context.Context) {
 	case r.session.ID == "":
 		r.out.Printf("No conversation yet: say something to start one here.\n")
 	case r.session.HeldElsewhere(r.app.TerminalKey()):
-		r.out.Printf("%s\n", whereLine(r.session))
+		r.out.Printf("%s\n", r.elsewhereLine(ctx))
 	default:
 		r.out.Printf("%s\n", place.Here(describe(r.session), r.session.HeldSince, time.Now()))
 	}
+}
+
+// elsewhereLine says where the current session, held elsewhere, is: on
+// its way somewhere when a handoff of it is under way (here, when it was
+// handed off to the terminal), else where it is held.
+func (r *REPL) elsewhereLine(ctx context.Context) string {
+	h, err := r.app.Store.HandoffState(ctx, r.session.ID)
+	if err != nil || (h.State != store.HandoffPending && h.State != store.HandoffRunning) {
+		return whereLine(r.session)
+	}
+	if h.Platform == Platform {
+		return place.Leaving(describe(r.session), placeOf(Platform+":")) + " /continue picks it up here."
+	}
+	return place.Leaving(describe(r.session), placeOf(h.Platform+":"))
 }

@@ -149,3 +149,38 @@ func TestContinueLatestPicksUpTheHandoffToTheTerminal(t *testing.T) {
 		t.Errorf("the handoff to the terminal: %+v", got)
 	}
 }
+
+// What is typed in a terminal where the session is read-only (held in a
+// chat) is kept in the store, not in the terminal's memory: a terminal
+// that quits leaves it kept, and /continue in the next one answers it.
+func TestKeptInTheTerminalSurvivesItAndIsCarried(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	ctx := t.Context()
+	s, err := app.Store.CreateSession(ctx, store.Session{OwnerID: app.Owner.ID, Platform: "telegram", Holder: "telegram:thread:-100:7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runREPL(t, app, Config{SessionID: s.ID}, "n", "first kept", "second kept", "/quit")
+	if !strings.Contains(out, "kept") || strings.Contains(out, "were not sent") {
+		t.Errorf("the terminal does not say the messages are kept:\n%s", out)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d model calls from a read-only terminal", n)
+	}
+	out = runREPL(t, app, Config{SessionID: s.ID}, "n", "/continue")
+	first, second := strings.Index(out, "echo: first kept"), strings.Index(out, "echo: second kept")
+	if first < 0 || second < first {
+		t.Errorf("the kept messages are not answered in order after /continue:\n%s", out)
+	}
+	var said []string
+	msgs, _ := app.Store.Transcript(ctx, s.ID)
+	for _, m := range msgs {
+		if m.Role == store.RoleUser && m.Kind == "" {
+			said = append(said, m.Content)
+		}
+	}
+	if got := strings.Join(said, "|"); got != "first kept|second kept" {
+		t.Errorf("user messages %q", got)
+	}
+}

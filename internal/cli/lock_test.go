@@ -56,10 +56,16 @@ func TestSecondTerminalIsReadOnly(t *testing.T) {
 	if got, _ := app.Store.GetSession(ctx, s.ID); !got.Open() {
 		t.Fatalf("the second terminal ended the session the first has open: %+v", got)
 	}
+	if !strings.Contains(out, "kept") {
+		t.Errorf("the second terminal does not say its message is kept:\n%s", out)
+	}
 
-	// The first goes on as before, then leaves.
+	// The first goes on: what the second kept is answered first, in order.
 	fmt.Fprintln(keys, "still mine")
 	testutil.Eventually(t, testutil.Patience, func() bool { return strings.Contains(firstOut.String(), "echo: still mine") }, "the first terminal's next turn")
+	if kept, mine := strings.Index(firstOut.String(), "echo: typed in the second"), strings.Index(firstOut.String(), "echo: still mine"); kept < 0 || kept > mine {
+		t.Errorf("the message kept in the second terminal was not answered before the next turn:\n%s", firstOut.String())
+	}
 	fmt.Fprintln(keys, "/quit")
 	if err := testutil.Receive(t, done, "the first terminal to leave"); err != nil {
 		t.Fatalf("first terminal: %v\n%s", err, firstOut.String())

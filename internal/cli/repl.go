@@ -70,7 +70,6 @@ type REPL struct {
 	in    LineReader
 
 	session store.Session // ID "" until the first message or command needs one
-	parked  []string      // typed while another place held the session; answered after /continue
 	lock    *sessionLock  // this terminal's hold on session against other terminals (lock.go)
 
 	mu         sync.Mutex
@@ -246,13 +245,16 @@ func (r *REPL) leave(ctx context.Context) error {
 	}
 	if err := r.hold(); err != nil {
 		r.out.Printf("It stays open in the other terminal.\n")
+		if r.keptCount(ctx) > 0 {
+			r.out.Printf("What you typed here is kept: the terminal that has it answers it before its next message.\n")
+		}
 		return nil
 	}
 	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
 		// Not this terminal's to end: it goes on where it is held.
 		r.out.Printf("It stays in %s (`baton -c` brings it here).\n", placeOf(r.session.Holder))
-		if n := len(r.parked); n > 0 {
-			r.out.Printf("%d message(s) typed here while it was there were not sent.\n", n)
+		if r.keptCount(ctx) > 0 {
+			r.out.Printf("What you typed here is kept: /continue in the terminal answers it.\n")
 		}
 		return nil
 	}
@@ -283,15 +285,22 @@ func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal
 		return
 	}
 	if err := r.hold(); err != nil {
-		// Another terminal is typing into it: nothing is sent from here.
+		// Another terminal is typing into it: kept for when it is free.
 		r.out.Printf("%s\n", openElsewhereLine(err))
+		r.keep(ctx, text, "before the next message in the terminal that has it")
 		return
 	}
 	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
-		r.parked = append(r.parked, text)
-		r.out.Printf("%s\n", whereLine(r.session))
+		r.out.Printf("%s\n", r.elsewhereLine(ctx))
+		r.keep(ctx, text, "once it is here: /continue")
 		return
 	}
+	r.carryKept(ctx, interrupts)
+	r.runTurn(ctx, text, interrupts)
+}
+
+// runTurn runs one turn in the current session, which this terminal holds.
+func (r *REPL) runTurn(ctx context.Context, text string, interrupts <-chan os.Signal) {
 	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform}
 	r.turn(ctx, interrupts, func(ctx context.Context, emit func(agent.Event)) (agent.Result, error) {
 		return r.agent.Run(ctx, r.session.ID, in, emit)

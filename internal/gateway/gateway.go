@@ -510,6 +510,11 @@ func (g *Gateway) recover(ctx context.Context) {
 			return
 		}
 		for _, in := range pending {
+			if in.Platform == TerminalPlatform {
+				// Kept by a terminal (parked as it is stored): the
+				// terminal's to answer, never a chat's.
+				continue
+			}
 			g.boxes.push(in.AddressKey, func() { g.process(ctx, in, false) })
 		}
 		if len(pending) < recoverPage {
