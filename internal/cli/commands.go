@@ -36,6 +36,7 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		// Only the holder changes the conversation.
 		if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
 			r.out.Printf("%s\n", r.elsewhereLine(ctx))
+			r.told(ctx)
 			return false, false
 		}
 	}

@@ -120,6 +120,7 @@ func (r *REPL) pickUp(ctx context.Context, hf store.Handoff) {
 	}
 	r.session = s
 	r.out.Printf("Brought %s here from %s.\n", describe(s), placeOf(before))
+	r.told(ctx)
 	r.showNote(ctx)
 	r.carryKept(ctx, nil)
 }
@@ -204,6 +205,7 @@ func (r *REPL) where(ctx context.Context) {
 	default:
 		r.out.Printf("%s\n", place.Here(describe(r.session), r.session.HeldSince, time.Now()))
 	}
+	r.told(ctx)
 }
 
 // elsewhereLine says where the current session, held elsewhere, is: on

@@ -93,6 +93,10 @@ func bindNewline(sh *readline.Shell) {
 	}
 }
 
+// Notify shows text above the main prompt while it waits, which readline
+// redraws below it with what was typed so far.
+func (t *terminalReader) Notify(text string) { _, _ = t.main.PrintTransientf("%s", text) }
+
 func (t *terminalReader) Prompt(prompt string) (string, error) { return t.read(t.main, prompt) }
 func (t *terminalReader) Ask(prompt string) (string, error)    { return t.read(t.ask, prompt) }
 

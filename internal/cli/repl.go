@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/agent"
@@ -58,6 +59,10 @@ type Config struct {
 	// Interrupts cancel the running turn; nil means SIGINT (Ctrl-C while a
 	// turn runs, when the terminal is not in raw mode).
 	Interrupts <-chan os.Signal
+	// WatchEvery is how often the terminal, idle at its prompt, reads
+	// where its session is, to say at once when it moved (watch.go);
+	// 0: DefaultWatchEvery.
+	WatchEvery time.Duration
 }
 
 // REPL is the interactive terminal chat.
@@ -74,6 +79,8 @@ type REPL struct {
 
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc // cancels the running turn; nil between turns
+	known      whereabouts        // where the person last knew the session to be (watch.go)
+	atPrompt   bool               // the REPL waits for a line: the watcher may speak
 }
 
 // New builds a REPL; the REPL is the agent's approver.
@@ -119,8 +126,18 @@ func (r *REPL) Run(ctx context.Context) error {
 	if err := r.start(ctx); err != nil {
 		return err
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		r.watch(wctx)
+	}()
+	defer func() { stopWatch(); <-watched }()
 	for ctx.Err() == nil {
+		r.refresh(ctx)
+		r.idle(ctx)
 		line, err := r.in.Prompt(prompt)
+		r.busy()
 		switch {
 		case errors.Is(err, ErrInterrupt):
 			r.out.Printf("(Ctrl-D or /quit to leave)\n")
@@ -217,9 +234,11 @@ func (r *REPL) enter(ctx context.Context, s store.Session) error {
 	}
 	if err := r.hold(); err != nil {
 		r.out.Printf("%s\n", openElsewhereLine(err))
+		r.told(ctx)
 		return nil
 	}
 	r.offerToTake(ctx)
+	r.told(ctx)
 	return nil
 }
 
@@ -275,7 +294,9 @@ func (r *REPL) ensureSession(ctx context.Context) error {
 		return err
 	}
 	r.session = s
-	return r.hold()
+	err = r.hold()
+	r.told(ctx)
+	return err
 }
 
 // say runs one turn with what the person typed.
@@ -292,6 +313,7 @@ func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal
 	}
 	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
 		r.out.Printf("%s\n", r.elsewhereLine(ctx))
+		r.told(ctx)
 		r.keep(ctx, text, "once it is here: /continue")
 		return
 	}
