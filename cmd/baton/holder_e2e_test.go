@@ -222,7 +222,9 @@ func pageSay(ctx context.Context, t *testing.T, text string) {
 
 // TestTwoTerminalsOneSession: a second real terminal on a session the
 // first has open is told so (with the first's pid), runs no turn and
-// ends nothing; after the first leaves, `baton -c` types into it again.
+// ends nothing; what is typed there is kept and answered before the
+// first's next message; after the first leaves, `baton -c` types into it
+// again.
 // A first terminal killed outright frees the session too.
 func TestTwoTerminalsOneSession(t *testing.T) {
 	srv := llmtest.Start(t)
@@ -238,6 +240,7 @@ func TestTwoTerminalsOneSession(t *testing.T) {
 	second.expect(fmt.Sprintf("This conversation is open in another terminal (pid %d); here it is read-only until that terminal leaves it.", first.cmd.Process.Pid))
 	second.line("typed in the second")
 	second.expect("open in another terminal")
+	second.expect("(kept: answered before the next message in the terminal that has it)")
 	second.line("/quit")
 	second.expect("It stays open in the other terminal.")
 	if err := second.wait(); err != nil {
@@ -247,7 +250,9 @@ func TestTwoTerminalsOneSession(t *testing.T) {
 		t.Errorf("the second terminal ran %d model calls", n-calls)
 	}
 
+	// What the second kept is answered first, in order.
 	first.line("still mine")
+	first.expect("echo: typed in the second")
 	first.expect("echo: still mine")
 	_ = first.cmd.Process.Kill() // no goodbye: the kernel frees the lock
 	_ = first.wait()
@@ -274,7 +279,7 @@ func TestTwoTerminalsOneSession(t *testing.T) {
 			said = append(said, m.Content)
 		}
 	}
-	if got := strings.Join(said, "|"); got != "hello from the first|still mine|my turn now" {
+	if got := strings.Join(said, "|"); got != "hello from the first|typed in the second|still mine|my turn now" {
 		t.Errorf("user messages %q", got)
 	}
 }
