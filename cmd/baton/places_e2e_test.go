@@ -105,6 +105,7 @@ func TestEveryPlaceKnowsWhereItIs(t *testing.T) {
 		t.Errorf("the topic ran %d model calls while the session was leaving it", n-calls)
 	}
 	tm.line("typed while it travels")
+	tm.expect("is on its way to the terminal. /continue picks it up here.")
 	tm.expect("(kept: answered once it is here: /continue)")
 	if n := modelCalls(); n != calls {
 		t.Errorf("the terminal ran %d model calls while the session was not here", n-calls)

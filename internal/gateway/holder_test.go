@@ -411,3 +411,22 @@ func TestPendingHandoffOutOfThePage(t *testing.T) {
 		t.Errorf("the history ends with %v", last)
 	}
 }
+
+// A message a terminal keeps (an inbound row of the terminal's own) is
+// the terminal's to answer: a gateway starting with one stored, as after
+// a terminal stopped between storing and parking it, runs nothing for it.
+func TestGatewayLeavesTheTerminalsKeptMessages(t *testing.T) {
+	r := newRig(t, rigOpts{beforeRun: func(st store.Store, owner store.User) {
+		if _, _, err := st.AddInbound(context.Background(), store.Inbound{Platform: "cli", AddressKey: "cli:thread:" + owner.ID + ":s1", SenderID: owner.ID, Text: "kept in a terminal"}); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	pg := r.openPage(t)
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."})
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "hi", "id": "k1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	ss, _ := r.st.ListSessions(context.Background(), store.SessionFilter{})
+	if len(ss) != 1 || len(r.model.Requests()) != 1 {
+		t.Errorf("the gateway ran the terminal's kept message: %d sessions, %d model calls", len(ss), len(r.model.Requests()))
+	}
+}
