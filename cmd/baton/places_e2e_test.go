@@ -106,7 +106,7 @@ func TestEveryPlaceKnowsWhereItIs(t *testing.T) {
 	}
 	tm.line("typed while it travels")
 	tm.expect("is on its way to the terminal. /continue picks it up here.")
-	tm.expect("(kept: answered once it is here: /continue)")
+	tm.expect("(kept: answered once /continue brings the conversation here)")
 	if n := modelCalls(); n != calls {
 		t.Errorf("the terminal ran %d model calls while the session was not here", n-calls)
 	}

@@ -314,7 +314,7 @@ func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal
 	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
 		r.out.Printf("%s\n", r.elsewhereLine(ctx))
 		r.told(ctx)
-		r.keep(ctx, text, "once it is here: /continue")
+		r.keep(ctx, text, "once /continue brings the conversation here")
 		return
 	}
 	r.carryKept(ctx, interrupts)
