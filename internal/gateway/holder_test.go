@@ -430,3 +430,38 @@ func TestGatewayLeavesTheTerminalsKeptMessages(t *testing.T) {
 		t.Errorf("the gateway ran the terminal's kept message: %d sessions, %d model calls", len(ss), len(r.model.Requests()))
 	}
 }
+
+// A place that loses its session to another place on the same service
+// (a Telegram topic, to the owner's direct chat with /continue) is told
+// at once where it went, like any other.
+func TestTopicIsToldWhenTheDirectChatTakesIt(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	pg := r.openPage(t)
+	ctx := context.Background()
+	key := web.Home.Key()
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."}, llmtest.Reply{Text: "Hi in the topic."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "t1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "t2"})
+	pg.await("the outcome", isMsg("now continues in Telegram."))
+	topic := fake.Topics()[0].ThreadID
+	b, _ := r.st.LookupBinding(ctx, key)
+	topicKey := fmt.Sprintf("telegram:thread:%d:%d", forum, topic)
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		s, _ := r.st.GetSession(ctx, b.SessionID)
+		return s.Holder == topicKey
+	}, "the topic to hold the session")
+
+	r.model.Push(llmtest.Reply{Text: "Hi in the direct chat."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "/continue")
+	sentWhere(t, fake, "the greeting in the direct chat", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "42" && strings.Contains(m.Plain, "Hi in the direct chat.")
+	})
+	sentWhere(t, fake, "the notice in the topic", func(m telegramtest.SentMessage) bool {
+		return m.ThreadID == topic && strings.Contains(m.Plain, "This conversation continues in Telegram now.")
+	})
+}
