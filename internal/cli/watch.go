@@ -16,7 +16,7 @@ import (
 
 // DefaultWatchEvery is how often an idle terminal reads where its
 // session is.
-const DefaultWatchEvery = time.Second
+const DefaultWatchEvery = 250 * time.Millisecond
 
 // Notifier is a LineReader that can show a line while a prompt waits,
 // redrawing the prompt and what is typed after it.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-agent/baton/internal/app"
+	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
@@ -73,5 +75,38 @@ func TestIdleTerminalIsToldWhenTheSessionMoves(t *testing.T) {
 	shows("the terminal told Telegram took it", "This conversation is in Telegram now, since")
 	if strings.Count(out.String(), "continues in the web chat now") != 1 {
 		t.Errorf("a move was told more than once:\n%s", out.String())
+	}
+}
+
+// BenchmarkWatchPoll is what an idle terminal spends each WatchEvery to
+// learn where its session is: one read of the session, one of its newest
+// handoff, on a real SQLite file.
+func BenchmarkWatchPoll(b *testing.B) {
+	home := b.TempDir()
+	b.Setenv(config.HomeEnv, home)
+	if err := os.WriteFile(home+"/config.yaml", []byte("model:\n  provider: offline\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	app, err := app.Open(b.Context(), home)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer app.Close()
+	ctx := b.Context()
+	s, err := app.NewSession(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := app.Store.RequestHandoff(ctx, s.ID, "cli", "web"); err != nil {
+		b.Fatal(err)
+	}
+	r := &REPL{app: app, session: s}
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := app.Store.GetSession(ctx, s.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = r.whereaboutsOf(ctx, got)
 	}
 }
