@@ -191,6 +191,10 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 	if to == addr.Platform {
 		return fmt.Sprintf("This conversation is already on %s.", g.placeName(to))
 	}
+	if sess.HeldElsewhere(addr.Key()) {
+		// Only the holder sends it on; here it would move it from afar.
+		return g.whereLine(sess)
+	}
 	if to != TerminalPlatform {
 		// Told here by tellOutcome; noted before the worker can finish it.
 		g.mu.Lock()

@@ -465,3 +465,32 @@ func TestTopicIsToldWhenTheDirectChatTakesIt(t *testing.T) {
 		return m.ThreadID == topic && strings.Contains(m.Plain, "This conversation continues in Telegram now.")
 	})
 }
+
+// Only the place holding a session sends it on: /handoff typed where it
+// is not held says where it is and moves nothing.
+func TestHandoffOnlyFromTheHolder(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	pg := r.openPage(t)
+	ctx := context.Background()
+	key := web.Home.Key()
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."}, llmtest.Reply{Text: "Hi on Telegram."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "h1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "h2"})
+	pg.await("the outcome", isMsg("now continues in Telegram."))
+	b, _ := r.st.LookupBinding(ctx, key)
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		s, _ := r.st.GetSession(ctx, b.SessionID)
+		return strings.HasPrefix(s.Holder, "telegram:")
+	}, "the topic to hold the session")
+	before, _ := r.st.HandoffState(ctx, b.SessionID)
+
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff cli", "id": "h3"})
+	pg.await("where it is", isMsg("This conversation is in Telegram now, since"))
+	if h, _ := r.st.HandoffState(ctx, b.SessionID); h.ID != before.ID {
+		t.Errorf("a place not holding the session handed it off: %+v", h)
+	}
+}
