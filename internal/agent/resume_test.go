@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/anthropic"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
@@ -37,6 +38,109 @@ func (e *env) lastRequestMessage() map[string]any {
 	msgs := reqs[len(reqs)-1].Messages()
 	m, _ := msgs[len(msgs)-1].(map[string]any)
 	return m
+}
+
+// speakAnthropic has the agent reach the fake model as Anthropic, whose
+// models go on from a trailing assistant message (prefill).
+func (e *env) speakAnthropic() {
+	e.t.Helper()
+	p, err := anthropic.New(anthropic.Config{BaseURL: e.srv.URL, APIKey: "test-key", Model: "test-model"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.agent.Provider = p
+}
+
+// suspendMidAnswer runs a turn whose answer is cut by a stop after its
+// second word and returns the part kept as the draft.
+func (e *env) suspendMidAnswer(text string) string {
+	e.t.Helper()
+	e.srv.Push(llmtest.Reply{Text: text, Delay: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	evs := &events{}
+	evs.on = func(ev agent.Event) {
+		if ev.Kind == agent.EventTextDelta && strings.Contains(ev.Text, "two") {
+			cancel(agent.ErrSuspended)
+		}
+	}
+	if _, err := e.agent.Run(ctx, e.sid, store.Message{Role: store.RoleUser, Content: "count"}, evs.emit); !errors.Is(err, context.Canceled) {
+		e.t.Fatalf("the cut turn: err = %v", err)
+	}
+	kept := e.draft(e.sid)
+	if !strings.HasPrefix(kept, "one two") {
+		e.t.Fatalf("kept %q", kept)
+	}
+	return kept
+}
+
+// Where the model cannot go on from its own words (OpenAI-style chat
+// completions answer a trailing assistant message anew), the kept part
+// is not sent as the start of the answer: the answer is written again
+// and replaces it. The transcript holds the new answer alone, never the
+// kept part followed by a whole second answer.
+func TestSuspendedAnswerIsWrittenAnewWhereTheModelCannotContinue(t *testing.T) {
+	e := newEnv(t)
+	e.agent.DraftEvery = 10 * time.Millisecond
+	e.suspendMidAnswer("one two three four five six")
+
+	fresh := "One, two, three, four, five and six."
+	e.srv.Push(llmtest.Reply{Text: fresh})
+	resumed := &events{}
+	res, err := e.agent.Run(context.Background(), e.sid, store.Message{}, resumed.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != fresh || resumed.text() != fresh {
+		t.Errorf("answer %q, shown %q; want the new answer alone, %q", res.Text, resumed.text(), fresh)
+	}
+	sameRows(t, e.transcript(e.sid), []row{{Role: store.RoleUser, Content: "count"}, {Role: store.RoleAssistant, Content: fresh}})
+	reqs := e.srv.Requests()
+	if role, text := reqs[len(reqs)-1].LastMessage(); role != "user" || text != "count" {
+		t.Errorf("the model was sent the kept part to continue: last message %s %q", role, text)
+	}
+	if strings.Contains(string(reqs[len(reqs)-1].Raw), "cut off") {
+		t.Errorf("the model was told to continue an answer it is not sent")
+	}
+	if d := e.draft(e.sid); d != "" {
+		t.Errorf("draft %q left after the answer", d)
+	}
+}
+
+// Written anew, the answer replaces the kept part from its first words:
+// a second stop keeps what the new answer wrote, not the old part.
+func TestAnswerWrittenAnewReplacesTheKeptPart(t *testing.T) {
+	e := newEnv(t)
+	e.agent.DraftEvery = 10 * time.Millisecond
+	e.suspendMidAnswer("one two three four five six")
+
+	e.srv.Push(llmtest.Reply{Text: "Uno dos tres cuatro cinco", Delay: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	evs := &events{}
+	evs.on = func(ev agent.Event) {
+		if ev.Kind != agent.EventTextDelta || !strings.Contains(ev.Text, "tres") {
+			return
+		}
+		testutil.Eventually(t, 0, func() bool { return strings.HasPrefix(e.draft(e.sid), "Uno dos") }, "the new answer kept")
+		cancel(agent.ErrSuspended)
+	}
+	if _, err := e.agent.Run(ctx, e.sid, store.Message{}, evs.emit); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if d := e.draft(e.sid); !strings.HasPrefix(d, "Uno dos") || strings.Contains(d, "one") {
+		t.Errorf("kept %q; want the new answer's start alone", d)
+	}
+	// A model call that fails before writing a word keeps the old part,
+	// ended as cut off: nothing is lost.
+	e.srv.Push(llmtest.Fail{Status: 400})
+	if _, err := e.agent.Run(context.Background(), e.sid, store.Message{}, nil); err == nil {
+		t.Fatal("the failed call did not fail the turn")
+	}
+	msgs := e.transcript(e.sid)
+	if last := msgs[len(msgs)-1]; last.Role != store.RoleAssistant || !strings.HasPrefix(last.Content, "Uno dos") || !strings.HasSuffix(last.Content, agent.InterruptedMarker) {
+		t.Errorf("after the failure the transcript ends with %+v", last)
+	}
 }
 
 // The answer being written is in the store while it streams, so a crash
@@ -74,6 +178,7 @@ func TestAnswerIsKeptWhileWritten(t *testing.T) {
 // answer once, whole.
 func TestSuspendedAnswerIsContinued(t *testing.T) {
 	e := newEnv(t)
+	e.speakAnthropic()
 	e.srv.Push(llmtest.Reply{Text: "one two three four five six seven eight", Delay: 40 * time.Millisecond})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -104,8 +209,8 @@ func TestSuspendedAnswerIsContinued(t *testing.T) {
 		t.Errorf("answer %q, shown %q; want %q", res.Text, resumed.text(), whole)
 	}
 	sameRows(t, e.transcript(e.sid), []row{{Role: store.RoleUser, Content: "count"}, {Role: store.RoleAssistant, Content: whole}})
-	if last := e.lastRequestMessage(); last["role"] != "assistant" || last["content"] != strings.TrimRight(kept, " ") {
-		t.Errorf("the model was not asked to continue: last message %v", last)
+	if role, text := e.srv.Requests()[len(e.srv.Requests())-1].LastMessage(); role != "assistant" || text != strings.TrimRight(kept, " ") {
+		t.Errorf("the model was not asked to continue: last message %s %q", role, text)
 	}
 	reqs := e.srv.Requests()
 	if !strings.Contains(string(reqs[len(reqs)-1].Raw), "cut off") {
@@ -122,6 +227,7 @@ func TestSuspendedAnswerIsContinued(t *testing.T) {
 // sent it without), so the next start continues exactly what was written.
 func TestContinuationDraftJoinsOnce(t *testing.T) {
 	e := newEnv(t)
+	e.speakAnthropic()
 	e.agent.DraftEvery = 10 * time.Millisecond
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

@@ -32,8 +32,10 @@ const InterruptedMarker = "[interrupted]"
 //
 // A turn cancelled with ErrSuspended as the cause, or cut off by a crash,
 // is resumed by the next Run: the kept draft is continued by the model
-// rather than written again, and a tool call that has no result is
-// recorded as interrupted (InterruptedResult), never run again unasked.
+// where the provider can go on from it (llm.CanPrefill), and otherwise
+// written anew, the new answer replacing it; a tool call that has no
+// result is recorded as interrupted (InterruptedResult), never run again
+// unasked.
 //
 // emit (may be nil) receives the turn's events; on error the last one is
 // EventError, otherwise EventDone.
@@ -123,7 +125,13 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			slog.Warn("keep the answer being continued", "session", t.session, "err", err)
 		}
 	}
-	kept := draft // the first call continues it
+	// The first call continues the kept answer where the model can go on
+	// from its own words; elsewhere it writes the answer anew, and the
+	// new answer replaces the kept one (never both stored).
+	kept, replacing := draft, ""
+	if !llm.CanPrefill(a.Provider) {
+		kept, replacing = "", draft
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -134,7 +142,11 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 		t.res.Steps++
 		resp, partial, err := t.callModel(ctx, kept)
 		if err != nil {
-			if text := continued(kept, partial); text != "" {
+			text := continued(kept, partial)
+			if text == "" {
+				text = replacing // nothing new written: the kept answer stays
+			}
+			if text != "" {
 				if st, ok := a.Store.(Drafts); ok && suspended(ctx) {
 					// Kept for the next Run to continue, not ended.
 					if serr := keepDraft(ctx, st, t.session, text); serr != nil {
@@ -150,7 +162,7 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			return fmt.Errorf("model call failed: %w", err)
 		}
 		resp.Text = continued(kept, resp.Text)
-		kept = ""
+		kept, replacing = "", ""
 		calls := withIDs(resp.ToolCalls, t.res.Steps)
 		raw, err := EncodeToolCalls(calls)
 		if err != nil {

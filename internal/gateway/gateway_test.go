@@ -75,6 +75,9 @@ type rigOpts struct {
 	// restart and resend, when set, replace the rig's quick Restart and
 	// Resend policies.
 	restart, resend retry.Policy
+	// anthropic has the agent speak Anthropic's protocol to the fake
+	// model (which goes on from a kept answer) instead of OpenAI's.
+	anthropic bool
 	// quiet logs warnings and errors only (benchmarks: a debug line per
 	// message would be what is measured).
 	quiet bool
@@ -101,7 +104,11 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	model.SetDefault(o.answer)
 	model.Aside(isNoteRequest, func(llmtest.Request) llmtest.Step { return llmtest.Reply{Text: rigNote} })
 	model.Push(o.script...)
-	p, err := provider.New(config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: model.URL, APIKey: "k", Name: "m"}, provider.Options{NoRetry: true})
+	mc := config.ModelConfig{Provider: config.ProviderOpenAI, BaseURL: model.URL, APIKey: "k", Name: "m"}
+	if o.anthropic {
+		mc.Provider = config.ProviderAnthropic
+	}
+	p, err := provider.New(mc, provider.Options{NoRetry: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,91 +71,113 @@ func lastMessage(req llmtest.Request) map[string]any {
 	return m
 }
 
-// A turn cut off while the model writes continues where it was cut at the
-// next start: the transcript holds one answer, the part written before
-// the stop followed by the rest, never the cut-off part and a second
-// whole answer.
+// A turn cut off while the model writes is taken up at the next start
+// and the transcript holds one answer, never the cut-off part and a
+// second whole answer: where the model goes on from its own words
+// (Anthropic), the part written before the stop followed by the rest;
+// where it cannot (OpenAI-style chat completions), a new answer that
+// replaces the part.
 func TestCutOffAnswerIsContinuedOnce(t *testing.T) {
-	for _, how := range []string{"stopped past the grace period", "crashed"} {
-		t.Run(how, func(t *testing.T) {
-			r1 := newRig(t, rigOpts{grace: 300 * time.Millisecond,
-				script: []llmtest.Step{llmtest.Reply{Text: longAnswer, Delay: 100 * time.Millisecond}}})
-			pg := r1.openPage(t)
-			pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "spell it", "id": "s1"})
-			pg.await("the answer streaming", typ("delta"))
-			sessionID := homeSession(t, r1.st)
+	for _, proto := range []string{llmtest.ProtocolAnthropic, llmtest.ProtocolOpenAI} {
+		for _, how := range []string{"stopped past the grace period", "crashed"} {
+			t.Run(proto+"/"+how, func(t *testing.T) { cutOffAnswerTakenUp(t, proto, how) })
+		}
+	}
+}
 
-			again := r1
-			var kept string
-			if how == "crashed" {
-				// The partial answer is in the store while it is written.
-				testutil.Eventually(t, 0, func() bool {
-					d, err := r1.st.Draft(context.Background(), sessionID)
-					kept = d
-					return err == nil && d != ""
-				}, "the partial answer kept in the store")
-				again = crashCopy(t, r1)
-				st, err := sqlite.Open(context.Background(), filepath.Join(again.home, "state.db"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				kept, err = st.Draft(context.Background(), sessionID)
-				st.Close()
-				if err != nil || kept == "" {
-					t.Fatalf("the crash left no partial answer: %q %v", kept, err)
-				}
-			} else {
-				r1.stop()
-			}
+func cutOffAnswerTakenUp(t *testing.T, proto, how string) {
+	prefills := proto == llmtest.ProtocolAnthropic
+	r1 := newRig(t, rigOpts{grace: 300 * time.Millisecond, anthropic: prefills,
+		script: []llmtest.Step{llmtest.Reply{Text: longAnswer, Delay: 100 * time.Millisecond}}})
+	pg := r1.openPage(t)
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "spell it", "id": "s1"})
+	pg.await("the answer streaming", typ("delta"))
+	sessionID := homeSession(t, r1.st)
 
-			r2 := newRig(t, rigOpts{again: again, script: []llmtest.Step{llmtest.Reply{Text: " and the rest."}}})
-			msgs := answered(t, r2.st, sessionID)
-			var answers []string
-			for _, m := range msgs {
-				if m.Role == store.RoleAssistant {
-					answers = append(answers, m.Content)
-				}
-			}
-			if len(answers) != 1 {
-				t.Fatalf("the transcript holds %d answers, want one: %q", len(answers), answers)
-			}
-			answer := answers[0]
-			part, ok := strings.CutSuffix(answer, " and the rest.")
-			if !ok || part == "" || !strings.HasPrefix(longAnswer, part) || strings.Count(answer, "Alpha") != 1 {
-				t.Fatalf("answer %q: want the part written before the cut, once, then the rest", answer)
-			}
-			if kept != "" && part != strings.TrimRight(kept, " ") {
-				t.Errorf("continued from %q, but the crash kept %q", part, kept)
-			}
-			if strings.Contains(answer, agent.InterruptedMarker) {
-				t.Errorf("the continued answer still says it was cut off: %q", answer)
-			}
-			// The model was asked once, to go on from the written part.
-			reqs := r2.model.Requests()
-			if len(reqs) != 1 {
-				t.Fatalf("the model was asked %d times at the restart, want 1", len(reqs))
-			}
-			if last := lastMessage(reqs[0]); last["role"] != "assistant" || last["content"] != part {
-				t.Errorf("the model was not asked to continue %q; its last message was %v", part, last)
-			}
-			testutil.Eventually(t, 0, func() bool {
-				pending, err := r2.st.PendingInbound(context.Background(), 0, 0)
-				return err == nil && len(pending) == 0
-			}, "the message handled")
-			// The page shows the answer once.
-			pg2 := r2.openPage(t)
-			pg2.send(map[string]any{"type": "open", "key": web.Home.Key()})
-			hist := pg2.await("history", typ("history"))
-			shown := 0
-			for _, l := range hist["lines"].([]any) {
-				if strings.Contains(l.(map[string]any)["text"].(string), "Alpha") {
-					shown++
-				}
-			}
-			if shown != 1 {
-				t.Errorf("the page's history shows the answer %d times: %v", shown, hist["lines"])
-			}
-		})
+	again := r1
+	var kept string
+	if how == "crashed" {
+		// The partial answer is in the store while it is written.
+		testutil.Eventually(t, 0, func() bool {
+			d, err := r1.st.Draft(context.Background(), sessionID)
+			kept = d
+			return err == nil && d != ""
+		}, "the partial answer kept in the store")
+		again = crashCopy(t, r1)
+		st, err := sqlite.Open(context.Background(), filepath.Join(again.home, "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err = st.Draft(context.Background(), sessionID)
+		st.Close()
+		if err != nil || kept == "" {
+			t.Fatalf("the crash left no partial answer: %q %v", kept, err)
+		}
+	} else {
+		r1.stop()
+	}
+
+	rest, anew := " and the rest.", "Alpha to zulu, spelt again from the start."
+	next := rest
+	if !prefills {
+		next = anew
+	}
+	r2 := newRig(t, rigOpts{again: again, anthropic: prefills, script: []llmtest.Step{llmtest.Reply{Text: next}}})
+	msgs := answered(t, r2.st, sessionID)
+	var answers []string
+	for _, m := range msgs {
+		if m.Role == store.RoleAssistant {
+			answers = append(answers, m.Content)
+		}
+	}
+	if len(answers) != 1 {
+		t.Fatalf("the transcript holds %d answers, want one: %q", len(answers), answers)
+	}
+	answer := answers[0]
+	reqs := r2.model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the model was asked %d times at the restart, want 1", len(reqs))
+	}
+	role, text := reqs[0].LastMessage()
+	if prefills {
+		part, ok := strings.CutSuffix(answer, rest)
+		if !ok || part == "" || !strings.HasPrefix(longAnswer, part) || strings.Count(answer, "Alpha") != 1 {
+			t.Fatalf("answer %q: want the part written before the cut, once, then the rest", answer)
+		}
+		if kept != "" && part != strings.TrimRight(kept, " ") {
+			t.Errorf("continued from %q, but the crash kept %q", part, kept)
+		}
+		// The model was asked once, to go on from the written part.
+		if role != "assistant" || text != part {
+			t.Errorf("the model was not asked to continue %q; its last message was %s %q", part, role, text)
+		}
+	} else {
+		if answer != anew {
+			t.Fatalf("answer %q: want the new answer alone, %q", answer, anew)
+		}
+		if role != "user" {
+			t.Errorf("the model was sent the cut-off part to continue: last message %s %q", role, text)
+		}
+	}
+	if strings.Contains(answer, agent.InterruptedMarker) {
+		t.Errorf("the answer still says it was cut off: %q", answer)
+	}
+	testutil.Eventually(t, 0, func() bool {
+		pending, err := r2.st.PendingInbound(context.Background(), 0, 0)
+		return err == nil && len(pending) == 0
+	}, "the message handled")
+	// The page shows the answer once.
+	pg2 := r2.openPage(t)
+	pg2.send(map[string]any{"type": "open", "key": web.Home.Key()})
+	hist := pg2.await("history", typ("history"))
+	shown := 0
+	for _, l := range hist["lines"].([]any) {
+		if strings.Contains(l.(map[string]any)["text"].(string), "Alpha") {
+			shown++
+		}
+	}
+	if shown != 1 {
+		t.Errorf("the page's history shows the answer %d times: %v", shown, hist["lines"])
 	}
 }
 

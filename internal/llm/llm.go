@@ -79,6 +79,22 @@ type Provider interface {
 	Chat(ctx context.Context, req Request, onDelta func(Delta)) (Response, error)
 }
 
+// Prefiller is the optional part of a Provider that can continue an
+// answer: a request ending in an assistant message has the model go on
+// from its last word (Anthropic's prefill). OpenAI-style chat completions
+// cannot; they answer such a request anew.
+type Prefiller interface {
+	Prefills() bool
+}
+
+// CanPrefill reports whether p continues a request's trailing assistant
+// message rather than answering it anew; a provider that does not say
+// cannot.
+func CanPrefill(p Provider) bool {
+	pf, ok := p.(Prefiller)
+	return ok && pf.Prefills()
+}
+
 // Sentinel errors callers branch on; an *APIError wraps one of them.
 var (
 	ErrAuth        = errors.New("model provider rejected the credentials")

@@ -50,6 +50,9 @@ type retrying struct {
 
 func (r *retrying) Name() string { return r.inner.Name() }
 
+// Prefills is the wrapped provider's answer: retrying changes no capability.
+func (r *retrying) Prefills() bool { return CanPrefill(r.inner) }
+
 func (r *retrying) Chat(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
 	for attempt := 1; ; attempt++ {
 		delivered := false

@@ -42,6 +42,7 @@ type Provider struct {
 }
 
 var _ llm.Provider = (*Provider)(nil)
+var _ llm.Prefiller = (*Provider)(nil)
 
 // New builds a provider. Environment defaults are switched off and base
 // URL, key and retries set explicitly: the SDK would otherwise pick up
@@ -71,6 +72,10 @@ func New(cfg Config) (*Provider, error) {
 
 // Name is the configured label, "anthropic" by default.
 func (p *Provider) Name() string { return p.name }
+
+// Prefills: a request ending in an assistant message is continued from
+// its last word.
+func (p *Provider) Prefills() bool { return true }
 
 // Chat streams one message, handing text pieces to onDelta as they come.
 func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {

@@ -76,6 +76,19 @@ func (r Request) LastUserText() string {
 	return ""
 }
 
+// LastMessage is the role and text of the request's last message, in
+// either protocol's shape: for a request that asks the model to go on
+// from its own words, "assistant" and those words.
+func (r Request) LastMessage() (role, text string) {
+	msgs := r.Messages()
+	if len(msgs) == 0 {
+		return "", ""
+	}
+	m, _ := msgs[len(msgs)-1].(map[string]any)
+	role, _ = m["role"].(string)
+	return role, contentText(m["content"])
+}
+
 // contentText joins the text parts of a content field: a plain string, or a
 // list of parts/blocks of type "text".
 func contentText(c any) string {

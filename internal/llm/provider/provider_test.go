@@ -47,6 +47,11 @@ func TestNewTalksToTheConfiguredServer(t *testing.T) {
 		if last.Protocol() != wantProto {
 			t.Errorf("%s: protocol %q", m.Provider, last.Protocol())
 		}
+		// Only Anthropic goes on from a trailing assistant message; the
+		// retrying wrapper keeps saying so.
+		if got, want := llm.CanPrefill(p), m.Provider == config.ProviderAnthropic; got != want {
+			t.Errorf("%s: CanPrefill = %v, want %v", m.Provider, got, want)
+		}
 	}
 }
 
