@@ -285,8 +285,8 @@ type inboundMsg struct {
 //
 //   - no handoff is left pending or running;
 //   - every inbound message is stored once and has exactly one whole
-//     answer in its transcript (a cut-off answer is continued, not
-//     redone);
+//     answer in its transcript (a cut-off answer is taken up once: over
+//     OpenAI's protocol it is written anew and replaces the kept part);
 //   - every answer, and every completed handoff's greeting, is shown in
 //     its chat at least once — and the times it is shown twice are
 //     counted and reported, not failed: the Bot API has no idempotency
