@@ -115,7 +115,8 @@ type sseWriter struct {
 	w     http.ResponseWriter
 	ctx   context.Context
 	delay time.Duration
-	cut   int // text chunks to send before hanging up; -1: never
+	first time.Duration // before the first text chunk
+	cut   int           // text chunks to send before hanging up; -1: never
 	texts int
 	dead  bool // client gone or cut point reached
 }
@@ -161,6 +162,10 @@ func (s *sseWriter) send(name string, v any) bool {
 // sendText is send for a text chunk, which counts toward the cut point.
 func (s *sseWriter) sendText(name string, v any) bool {
 	if s.cut >= 0 && s.texts >= s.cut {
+		s.dead = true
+		return false
+	}
+	if s.texts == 0 && !pause(s.ctx, s.first) {
 		s.dead = true
 		return false
 	}

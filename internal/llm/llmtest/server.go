@@ -8,6 +8,7 @@
 package llmtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -210,6 +211,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveReply answers with r; cut >= 0 hangs up after that many text chunks.
 func serveReply(w http.ResponseWriter, hr *http.Request, proto string, req Request, r Reply, seq, cut int) {
+	if r.Wait != nil {
+		select {
+		case <-r.Wait:
+		case <-hr.Context().Done():
+			return
+		}
+	}
 	if r.Usage == (Usage{}) {
 		r.Usage = Usage{Input: int64(len(req.Raw)/4 + 1), Output: int64(len(words(r.Text)) + 10*len(r.ToolCalls))}
 	}
@@ -227,6 +235,9 @@ func serveReply(w http.ResponseWriter, hr *http.Request, proto string, req Reque
 		}
 	}
 	if !req.Streamed() {
+		if !pause(hr.Context(), r.FirstToken) {
+			return
+		}
 		if cut >= 0 {
 			hangUp(w)
 			return
@@ -241,7 +252,7 @@ func serveReply(w http.ResponseWriter, hr *http.Request, proto string, req Reque
 		_ = json.NewEncoder(w).Encode(body)
 		return
 	}
-	sw := &sseWriter{w: w, ctx: hr.Context(), delay: r.Delay, cut: cut}
+	sw := &sseWriter{w: w, ctx: hr.Context(), delay: r.Delay, first: r.FirstToken, cut: cut}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -255,12 +266,22 @@ func serveReply(w http.ResponseWriter, hr *http.Request, proto string, req Reque
 		return
 	}
 	if r.HoldEnd > 0 {
-		t := time.NewTimer(r.HoldEnd)
-		select {
-		case <-hr.Context().Done():
-		case <-t.C:
-		}
-		t.Stop()
+		pause(hr.Context(), r.HoldEnd)
+	}
+}
+
+// pause waits d; false if ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

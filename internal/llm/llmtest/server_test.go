@@ -271,3 +271,38 @@ func TestAsideTakesNoScriptedStep(t *testing.T) {
 		t.Fatalf("%d requests recorded, want 2", n)
 	}
 }
+
+// A reply with Wait is held until the test lets it go, while later
+// requests are answered; FirstToken delays only the first text chunk.
+func TestWaitHoldsAnAnswer(t *testing.T) {
+	srv := llmtest.Start(t)
+	release := make(chan struct{})
+	srv.Push(llmtest.Reply{Text: "held", Wait: release}, llmtest.Reply{Text: "free", FirstToken: time.Millisecond})
+	held := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+		if err != nil {
+			held <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		held <- string(b)
+	}()
+	for len(srv.Requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"y"}]}`)
+	if !strings.Contains(body, `"free"`) {
+		t.Fatalf("the second request got %s", body)
+	}
+	select {
+	case b := <-held:
+		t.Fatalf("the held answer came before it was let go: %s", b)
+	default:
+	}
+	close(release)
+	if b := <-held; !strings.Contains(b, `"held"`) {
+		t.Errorf("the held request got %s", b)
+	}
+}

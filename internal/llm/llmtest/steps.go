@@ -18,6 +18,12 @@ type Reply struct {
 	ToolCalls []Call
 	Usage     Usage         // zero: a rough estimate from the request size
 	Delay     time.Duration // pause before each streamed chunk: a slow model
+	// FirstToken is the pause before the first text chunk (on top of
+	// Delay): a model's time to first token.
+	FirstToken time.Duration
+	// Wait, when set, holds the answer until it is closed (or the request
+	// ends): a test decides when this request is answered.
+	Wait <-chan struct{}
 	// HoldEnd keeps a streamed body open this long after its last event
 	// before ending it, as a proxy that flushes events ahead of the
 	// stream's end does.
@@ -66,6 +72,7 @@ type scriptStep struct {
 	ToolCalls  []scriptCall `json:"tool_calls"`
 	Usage      Usage        `json:"usage"`
 	DelayMS    int          `json:"delay_ms"`
+	FirstMS    int          `json:"first_token_ms"`
 	Fail       *Fail        `json:"fail"`
 	Disconnect *Disconnect  `json:"disconnect"`
 }
@@ -90,7 +97,7 @@ func ParseScript(data []byte) ([]Step, error) {
 		case s.Disconnect != nil:
 			steps = append(steps, *s.Disconnect)
 		default:
-			r := Reply{Text: s.Text, Usage: s.Usage, Delay: time.Duration(s.DelayMS) * time.Millisecond}
+			r := Reply{Text: s.Text, Usage: s.Usage, Delay: time.Duration(s.DelayMS) * time.Millisecond, FirstToken: time.Duration(s.FirstMS) * time.Millisecond}
 			for _, c := range s.ToolCalls {
 				args := string(c.Args)
 				var str string
