@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/retry"
@@ -247,27 +248,46 @@ func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Add
 
 // greet posts what is queued at dest (a notice, if any) and the first
 // message there: the handoff note, then the agent's greeting.
+//
+// The note is written beside the greeting, not before it: the greeting
+// streams to dest from the model's first token, and the note joins it at
+// the top of the first message once both are done. The note covers the
+// transcript before the handoff's own turn (notes().TurnOf) and is
+// stored once per handoff: a retry shows the note an attempt stored.
 func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) error {
 	g.step(h, "running", "conversation ready in "+g.placeName(dest.Platform), dest.Key())
 	if err := g.flush(ctx, dest); err != nil {
 		return fmt.Errorf("send what waits at %s: %w", dest.Key(), err)
 	}
-	// The note is stored before the first message is asked for, once per
-	// handoff: a retry shows the note the first attempt stored.
-	n, err := g.notes().ForHandoff(ctx, h)
-	if err != nil {
-		return fmt.Errorf("write the handoff note: %w", err)
+	nctx, stopNote := context.WithCancel(ctx)
+	defer stopNote()
+	type written struct {
+		n   note.Note
+		err error
 	}
-	if n.Fallback != "" {
-		g.step(h, "running", "note written by baton from the last turns ("+n.Fallback+")", dest.Key())
-	} else {
-		g.step(h, "running", "note written", dest.Key())
-	}
+	noted := make(chan written, 1)
+	go func() {
+		n, err := g.notes().ForHandoff(nctx, h)
+		if err == nil {
+			if n.Fallback != "" {
+				g.step(h, "running", "note written by baton from the last turns ("+n.Fallback+")", dest.Key())
+			} else {
+				g.step(h, "running", "note written", dest.Key())
+			}
+		}
+		noted <- written{n, err}
+	}()
 	reply, err := g.handoffTurn(ctx, h, sess, dest)
 	if err != nil {
+		stopNote()
+		<-noted
 		return err
 	}
-	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), withNote(n, reply)); err != nil {
+	w := <-noted
+	if w.err != nil {
+		return fmt.Errorf("write the handoff note: %w", w.err)
+	}
+	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), withNote(w.n, reply)); err != nil {
 		return fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
 	}
 	g.step(h, "running", "first message delivered", dest.Key())

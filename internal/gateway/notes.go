@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
 )
 
 // notes writes handoff notes with the agent's model.
@@ -19,6 +20,11 @@ func (g *Gateway) notes() *note.Writer {
 		MaxTokens:     g.ag.MaxOutputTokens,
 		ContextWindow: g.ag.ContextWindow,
 		Log:           g.log,
+		// The greeting's turn runs while the note is written; a retried
+		// handoff may have stored it already.
+		TurnOf: func(h store.Handoff, m store.Message) bool {
+			return m.Kind == store.KindHandoff && m.PlatformMsgID == fmt.Sprintf("handoff:%d", h.ID)
+		},
 	}
 }
 

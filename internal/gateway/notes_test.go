@@ -13,8 +13,8 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
-// The note is written before the first message, stored with the handoff,
-// and is what the first message at the destination starts with.
+// The note is stored with the handoff and is what the first message at
+// the destination starts with.
 func TestHandoffNoteComesFirst(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	sess := r.terminalSession(t)
@@ -47,7 +47,8 @@ func TestHandoffNoteComesFirst(t *testing.T) {
 	if err != nil || stored.SessionID != sess.ID || stored.Fallback != "" || !strings.Contains(stored.Body, "Plan the trip") {
 		t.Fatalf("stored note %+v, %v", stored, err)
 	}
-	// One model call for the note, on the transcript, before the turn.
+	// One model call for the note, on the transcript as it was before
+	// the handoff (the greeting's turn runs beside it).
 	noteAt, turnAt := -1, -1
 	for i, req := range r.model.Requests() {
 		switch text := req.LastUserText(); {
@@ -59,12 +60,15 @@ func TestHandoffNoteComesFirst(t *testing.T) {
 			if !strings.Contains(text, "book the 9:40 train") {
 				t.Errorf("the note request lacks the transcript:\n%.300s", text)
 			}
+			if strings.Contains(text, "just handed off") {
+				t.Errorf("the note covers the handoff's own turn:\n%s", text)
+			}
 		case strings.HasPrefix(text, gateway.HandoffLead):
 			turnAt = i
 		}
 	}
-	if noteAt < 0 || turnAt < 0 || noteAt > turnAt {
-		t.Errorf("note asked at %d, first message at %d; want the note first", noteAt, turnAt)
+	if noteAt < 0 || turnAt < 0 {
+		t.Errorf("note asked at %d, first message at %d; want both", noteAt, turnAt)
 	}
 	// Reopened, the conversation shows the note where it was first shown.
 	pg.send(map[string]any{"type": "open", "key": final.Destination})
@@ -85,6 +89,37 @@ func TestHandoffNoteComesFirst(t *testing.T) {
 		if strings.Contains(m.Content, note.Lead) || strings.Contains(m.Content, "**Handoff note**") {
 			t.Errorf("the note got into the transcript: %+v", m)
 		}
+	}
+}
+
+// The note does not hold up the first word at the destination: it is
+// written beside the greeting. The fake model holds the note's answer
+// until the greeting's first word is on the page; a gateway that waited
+// for the note first would never show it.
+func TestHandoffGreetingDoesNotWaitForTheNote(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	sess := r.terminalSession(t)
+	pg := r.openPage(t)
+	ctx := context.Background()
+	firstWord := make(chan struct{})
+	r.model.Aside(isNoteRequest, func(llmtest.Request) llmtest.Step { return llmtest.Reply{Text: rigNote, Wait: firstWord} })
+	r.model.Push(llmtest.Reply{Text: "Hello from the web, at once!"})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delta := pg.await("the greeting's first word, with the note's answer held", typ("delta"))
+	if text, _ := delta["text"].(string); !strings.HasPrefix("Hello from the web, at once!", text) {
+		t.Fatalf("the first word streamed is %q", text)
+	}
+	close(firstWord)
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v, %v", final, err)
+	}
+	text := pg.await("the first message", typ("message"))["text"].(string)
+	if !strings.HasPrefix(text, "**Handoff note**\n**Task:** Plan the trip\n") || !strings.HasSuffix(text, "\n\nHello from the web, at once!") {
+		t.Fatalf("first message, the note first:\n%s", text)
 	}
 }
 

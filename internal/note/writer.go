@@ -88,6 +88,10 @@ type Writer struct {
 	ContextWindow int
 	Timeout       time.Duration // 0: DefaultTimeout
 	Log           *slog.Logger  // nil: slog.Default()
+	// TurnOf, when set, picks the message that starts handoff h's own
+	// turn at the destination, which may be stored while h's note is
+	// written: the note covers the transcript before it.
+	TurnOf func(h store.Handoff, m store.Message) bool
 }
 
 // ForHandoff writes the note of handoff h and stores it with the
@@ -101,7 +105,11 @@ func (w *Writer) ForHandoff(ctx context.Context, h store.Handoff) (Note, error) 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return Note{}, fmt.Errorf("note of handoff %d: %w", h.ID, err)
 	}
-	n, err := w.compose(ctx, h.SessionID)
+	var before func(store.Message) bool
+	if w.TurnOf != nil {
+		before = func(m store.Message) bool { return w.TurnOf(h, m) }
+	}
+	n, err := w.compose(ctx, h.SessionID, before)
 	if errors.Is(err, ErrEmpty) {
 		n, err = Fallback(nil, ReasonEmpty, w.Tools), nil
 	}
@@ -115,7 +123,7 @@ func (w *Writer) ForHandoff(ctx context.Context, h store.Handoff) (Note, error) 
 // Save writes a note of the session without a handoff (/save) and stores
 // it. ErrEmpty when the session has no conversation yet.
 func (w *Writer) Save(ctx context.Context, sessionID string) (Note, error) {
-	n, err := w.compose(ctx, sessionID)
+	n, err := w.compose(ctx, sessionID, nil)
 	if err != nil {
 		return Note{}, fmt.Errorf("save a note of session %s: %w", sessionID, err)
 	}
@@ -134,9 +142,10 @@ func (w *Writer) store(ctx context.Context, sessionID string, n Note) (Note, err
 	return FromStored(stored)
 }
 
-// compose asks the model for a note on the session's transcript and
-// falls back to one built from the last turns.
-func (w *Writer) compose(ctx context.Context, sessionID string) (Note, error) {
+// compose asks the model for a note on the session's transcript (up to
+// the first message end picks, if any) and falls back to one built from
+// the last turns.
+func (w *Writer) compose(ctx context.Context, sessionID string, end func(store.Message) bool) (Note, error) {
 	sess, err := w.Store.GetSession(ctx, sessionID)
 	if err != nil {
 		return Note{}, err
@@ -144,6 +153,14 @@ func (w *Writer) compose(ctx context.Context, sessionID string) (Note, error) {
 	msgs, err := w.Store.Transcript(ctx, sessionID)
 	if err != nil {
 		return Note{}, err
+	}
+	if end != nil {
+		for i, m := range msgs {
+			if end(m) {
+				msgs = msgs[:i]
+				break
+			}
+		}
 	}
 	if len(personTurns(msgs)) == 0 {
 		return Note{}, ErrEmpty

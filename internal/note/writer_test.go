@@ -167,3 +167,29 @@ func TestWriterStoresNothingWhenStopped(t *testing.T) {
 		t.Fatalf("a note was stored for a handoff that stopped: %v", err)
 	}
 }
+
+// The handoff's own turn, which runs while its note is written (or was
+// stored by an earlier try), is left out of the note: TurnOf picks where
+// the note's transcript ends.
+func TestHandoffNoteEndsBeforeTheHandoffsTurn(t *testing.T) {
+	e := newWriter(t)
+	ctx := context.Background()
+	h, err := e.st.RequestHandoff(ctx, e.sid, "cli", "telegram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AppendMessages(ctx, e.sid,
+		store.Message{Role: store.RoleUser, Kind: store.KindHandoff, Content: "[baton handoff] greet them", PlatformMsgID: "turn-of-h"},
+		store.Message{Role: store.RoleAssistant, Content: "Hello over here."}); err != nil {
+		t.Fatal(err)
+	}
+	e.w.TurnOf = func(of store.Handoff, m store.Message) bool { return of.ID == h.ID && m.PlatformMsgID == "turn-of-h" }
+	e.model.Push(llmtest.Reply{Text: validNote})
+	if _, err := e.w.ForHandoff(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	text := e.model.Requests()[0].LastUserText()
+	if !strings.Contains(text, "book the 9:40 train") || strings.Contains(text, "greet them") || strings.Contains(text, "Hello over here") {
+		t.Fatalf("the note's transcript:\n%s", text)
+	}
+}
