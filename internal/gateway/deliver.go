@@ -40,13 +40,24 @@ func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *sto
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
 	}
 	var ds []store.Delivery
+	streamed := map[string]int{} // outbox key → messages streamed for it
 	for _, m := range msgs {
 		parts := []string{m.text}
 		if l, ok := a.(platform.Limiter); ok {
 			parts = platform.Split(m.text, l.MaxMessageLen(), l.MessageLen)
 		}
+		// Streamed parts are stored with the message each edits, so the
+		// edit survives a restart before it is sent.
+		ids := g.takeStreamed(m.key)
+		if len(ids) > 0 {
+			streamed[m.key] = len(ids)
+		}
 		for i, p := range parts {
-			ds = append(ds, store.Delivery{Key: partKey(m.key, i), AddressKey: addr.Key(), Text: p})
+			d := store.Delivery{Key: partKey(m.key, i), AddressKey: addr.Key(), Text: p}
+			if i < len(ids) {
+				d.PlatformMsgID = ids[i]
+			}
+			ds = append(ds, d)
 		}
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
@@ -55,17 +66,27 @@ func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *sto
 		if _, err := g.st.EnqueueDeliveries(wctx, ds...); err != nil {
 			return notRecorded("store reply for "+addr.Key(), err)
 		}
+		g.streamedStored(ctx, addr, streamed)
 		return g.flush(ctx, addr)
 	}
 	ans, err := g.st.AnswerInbound(wctx, in.ID, ds...)
 	if err != nil {
 		return notRecorded("store reply for "+addr.Key(), err)
 	}
+	g.streamedStored(ctx, addr, streamed)
 	in.DoneAt = time.Now()
 	if ans.Behind {
 		return g.flush(ctx, addr) // after what waits before it
 	}
 	return g.flush(ctx, addr, ans.Deliveries...)
+}
+
+// streamedStored clears the records of streamed messages the outbox
+// holds now (streamed: outbox key → how many).
+func (g *Gateway) streamedStored(ctx context.Context, addr platform.Address, streamed map[string]int) {
+	for key, n := range streamed {
+		g.forgetStreamed(ctx, addr, key, n)
+	}
 }
 
 // partKey is the outbox key of part i of the reply stored under key.
@@ -236,11 +257,11 @@ func (g *Gateway) sentBefore(deliveryID int64) (platformMsgID string, ok bool) {
 // failure: a wait the service asked for is kept, a permanent or
 // unsupported failure ends the series. Each failure is recorded.
 func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
-	if id := g.takeStreamed(d.Key); id != "" {
+	if ed, ok := a.(platform.Editor); ok && d.PlatformMsgID != "" {
 		// Streamed already: the message becomes the final text in place.
-		err := a.(platform.Editor).Edit(ctx, addr, id, d.Text)
+		err := ed.Edit(ctx, addr, d.PlatformMsgID, d.Text)
 		if err == nil {
-			return id, nil
+			return d.PlatformMsgID, nil
 		}
 		g.log.Debug("final edit of a streamed reply failed; posting it", "to", addr.Key(), "err", err)
 	}

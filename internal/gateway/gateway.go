@@ -145,7 +145,7 @@ type Gateway struct {
 	senders         *senderRates                // messages taken per person, for Config.Rate
 	resending       map[string]bool             // address keys with a background resend running
 	redelivering    map[string]bool             // address keys being redelivered → asked again meanwhile
-	streamed        map[string]string           // delivery key → the streamed message it replaces
+	streamed        map[string][]string         // answer's outbox key → the streamed messages its parts replace
 	sentNotRecorded map[int64]string            // delivery id → platform message id: sent, its record failed
 	sentUpTo        map[string]int64            // address key → the highest delivery id this process sent there (deliver.go)
 	sentFloor       int64                       // the highest mark dropped from sentUpTo, standing for every address without one
@@ -201,7 +201,7 @@ func New(cfg Config) (*Gateway, error) {
 		unsupported:     map[string]bool{},
 		resending:       map[string]bool{},
 		redelivering:    map[string]bool{},
-		streamed:        map[string]string{},
+		streamed:        map[string][]string{},
 		sentNotRecorded: map[int64]string{},
 		sentUpTo:        map[string]int64{},
 		sentMarks:       maxSentMarks,

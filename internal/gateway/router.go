@@ -340,7 +340,7 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 				}
 			}
 		}
-	} else if es := g.streamEdits(ctx, a, addr); es != nil {
+	} else if es := g.streamEdits(ctx, a, addr, key, input.Role == ""); es != nil {
 		show = es.event
 		defer func() { g.noteStreamed(key, es.finish()) }()
 	}

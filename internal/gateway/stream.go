@@ -27,11 +27,17 @@ const firstPostWait = 300 * time.Millisecond
 // tool call stays as it was shown; the text after it starts anew. The
 // final answer is still delivered through the outbox, which edits the
 // streamed messages into their final form instead of posting again.
+//
+// Each message posted is recorded in the store as it is posted (under
+// the answer's outbox key), so that a gateway stopped or killed
+// mid-stream, taking the turn up at its next start, edits the message
+// left half-written instead of posting the answer again below it.
 type editStream struct {
 	g     *Gateway
 	a     platform.Adapter
 	ed    platform.Editor
 	addr  platform.Address
+	key   string // the outbox key the answer will be delivered under
 	every time.Duration
 	split func(string) []string
 
@@ -48,16 +54,23 @@ type editStream struct {
 	broken bool     // a send or edit failed: stop streaming, the outbox delivers
 }
 
-// streamEdits starts an edit stream at addr when the platform can edit and
-// has no Streamer of its own; nil otherwise.
-func (g *Gateway) streamEdits(ctx context.Context, a platform.Adapter, addr platform.Address) *editStream {
+// streamEdits starts an edit stream at addr, for the answer to be
+// delivered under key, when the platform can edit and has no Streamer of
+// its own; nil otherwise. A resumed turn (its input stored by an earlier
+// run) takes over the messages that run streamed for key and left
+// half-written: the stream edits them.
+func (g *Gateway) streamEdits(ctx context.Context, a platform.Adapter, addr platform.Address, key string, resumed bool) *editStream {
 	ed, ok := a.(platform.Editor)
 	if !ok || g.knownUnsupported(addr.Platform, "edits") {
 		return nil
 	}
-	s := &editStream{g: g, a: a, ed: ed, addr: addr, every: defaultEditEvery,
+	s := &editStream{g: g, a: a, ed: ed, addr: addr, key: key, every: defaultEditEvery,
 		split: func(t string) []string { return []string{t} },
 		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if resumed {
+		s.ids = g.streamedBefore(ctx, addr, key)
+		s.shown = make([]string, len(s.ids)) // unknown: the first round edits them
+	}
 	if p, ok := a.(platform.EditPacer); ok && p.EditEvery() > 0 {
 		s.every = p.EditEvery()
 	}
@@ -89,8 +102,10 @@ func (s *editStream) event(ev agent.Event) {
 			s.show(context.WithoutCancel(context.Background()), text)
 		}
 		s.mu.Lock()
+		posted := len(s.ids)
 		s.text, s.ids, s.shown = "", nil, nil
 		s.mu.Unlock()
+		s.g.forgetStreamed(context.Background(), s.addr, s.key, posted) // shown as they stay
 	}
 }
 
@@ -173,6 +188,7 @@ func (s *editStream) show(ctx context.Context, text string) {
 			var id string
 			if id, err = s.a.Send(ctx, s.addr, part); err == nil {
 				ids, shown = append(ids, id), append(shown, part)
+				s.g.recordStreamed(ctx, s.addr, s.key, i, id)
 			}
 		case shown[i] != part:
 			if err = s.ed.Edit(ctx, s.addr, ids[i], part); err == nil {
@@ -206,17 +222,61 @@ func (g *Gateway) noteStreamed(key string, ids []string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i, id := range ids {
-		g.streamed[partKey(key, i)] = id
+	g.streamed[key] = ids
+}
+
+// takeStreamed returns and forgets the messages streamed for the answer
+// to be delivered under key, one per part; nil if none.
+func (g *Gateway) takeStreamed(key string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ids := g.streamed[key]
+	delete(g.streamed, key)
+	return ids
+}
+
+// streamedState is the platform memory key under which the message
+// streamed for part i of the answer under key is recorded until the
+// answer is in the outbox.
+func streamedState(key string, i int) string { return "gateway.streamed:" + partKey(key, i) }
+
+// recordStreamed records, in the store, the message posted at addr for
+// part i of the answer under key. A failure costs only the edit after a
+// crash: the answer would then be posted anew.
+func (g *Gateway) recordStreamed(ctx context.Context, addr platform.Address, key string, i int, id string) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := g.st.SetPlatformState(wctx, addr.Platform, streamedState(key, i), id); err != nil {
+		g.log.Warn("record a streamed message", "to", addr.Key(), "err", err)
 	}
 }
 
-// takeStreamed returns and forgets the streamed message a delivery
-// replaces; "" if none.
-func (g *Gateway) takeStreamed(deliveryKey string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	id := g.streamed[deliveryKey]
-	delete(g.streamed, deliveryKey)
-	return id
+// streamedBefore is what an earlier run recorded as streamed at addr for
+// the answer under key and did not finish: the messages left
+// half-written, one per part.
+func (g *Gateway) streamedBefore(ctx context.Context, addr platform.Address, key string) []string {
+	var ids []string
+	for i := 0; ; i++ {
+		id, err := g.st.PlatformState(ctx, addr.Platform, streamedState(key, i))
+		if err != nil {
+			g.log.Warn("read the messages streamed before a restart", "to", addr.Key(), "err", err)
+			return ids
+		}
+		if id == "" {
+			return ids
+		}
+		ids = append(ids, id)
+	}
+}
+
+// forgetStreamed clears the records of the first n messages streamed for
+// the answer under key: the outbox holds them now, or they stay as shown.
+func (g *Gateway) forgetStreamed(ctx context.Context, addr platform.Address, key string, n int) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	for i := range n {
+		if err := g.st.SetPlatformState(wctx, addr.Platform, streamedState(key, i), ""); err != nil {
+			g.log.Warn("forget a streamed message", "to", addr.Key(), "err", err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // Streaming by edits, through the Telegram fake: the gateway posts a
@@ -189,5 +191,78 @@ func TestStreamedReplyOverflowsIntoANewMessage(t *testing.T) {
 	}
 	if edits < 2 {
 		t.Errorf("the first message was edited %d times; it should have grown", edits)
+	}
+}
+
+// editRig is a gateway with Telegram editing as fast as the model
+// writes, on o (a restart when o.again is set).
+func editRig(t *testing.T, fake *telegramtest.Server, o rigOpts) *rig {
+	t.Helper()
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+		EditEvery: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.extra = append(o.extra, tg)
+	o.owners = map[string][]string{"telegram": {"42"}}
+	o.homes = map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:42"}
+	r := newRig(t, o)
+	r.waitLive(t, "telegram")
+	return r
+}
+
+// A reply half streamed by edits when the gateway stopped or crashed is
+// finished in place by the next start: the message shown half-written is
+// edited into the answer, not left frozen with the answer posted again
+// below it.
+func TestFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
+	for _, how := range []string{"stopped past the grace period", "crashed"} {
+		t.Run(how, func(t *testing.T) {
+			fake := telegramtest.New(t, botToken)
+			r1 := editRig(t, fake, rigOpts{grace: 200 * time.Millisecond,
+				script: []llmtest.Step{llmtest.Reply{Text: words(60), Delay: 60 * time.Millisecond}}})
+			fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
+			// Posted, then edited: the message is half-written in the chat.
+			testutil.Eventually(t, 0, func() bool {
+				return fake.CallCount("editMessageText") > 0
+			}, "the reply streamed by edits")
+			again := r1
+			if how == "crashed" {
+				sid := ""
+				testutil.Eventually(t, 0, func() bool {
+					b, err := r1.st.LookupBinding(context.Background(), "telegram:dm:42")
+					if err != nil {
+						return false
+					}
+					sid = b.SessionID
+					d, err := r1.st.Draft(context.Background(), sid)
+					return err == nil && d != ""
+				}, "the partial answer kept")
+				again = crashCopy(t, r1)
+			}
+			r1.stop()
+			frozen := inDM(fake)
+			if len(frozen) == 0 || frozen[0].Method != "sendMessage" {
+				t.Fatalf("nothing posted before the stop: %+v", frozen)
+			}
+			posts := fake.CallCount("sendMessage")
+
+			answer := "Here it is, written again from the start."
+			r2 := editRig(t, fake, rigOpts{again: again, script: []llmtest.Step{llmtest.Reply{Text: answer}}})
+			sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == answer })
+			waitAllSent(t, r2.st)
+			var shown []telegramtest.SentMessage
+			for _, m := range fake.Shown() {
+				if m.ChatID == "42" {
+					shown = append(shown, m)
+				}
+			}
+			if len(shown) != 1 || shown[0].MessageID != frozen[0].MessageID || shown[0].Plain != answer {
+				t.Errorf("the chat shows %+v; want the message streamed before the stop (%d) edited into the answer, alone", shown, frozen[0].MessageID)
+			}
+			if n := fake.CallCount("sendMessage"); n != posts {
+				t.Errorf("%d messages posted after the restart, want none", n-posts)
+			}
+		})
 	}
 }

@@ -24,16 +24,19 @@ type Inbound struct {
 // and marks it sent after, so every reply is sent once even across crashes
 // and retried handoffs.
 type Delivery struct {
-	ID            int64
-	Key           string // dedupe key, e.g. "handoff:12:part:0"; "" never deduplicates
-	AddressKey    string // where it goes
-	Text          string
-	CreatedAt     time.Time
-	SentAt        time.Time // zero while unsent
-	Attempts      int       // failed sends so far
-	LastError     string    // cut to MaxHandoffError bytes
-	PlatformMsgID string    // the platform's id for the sent message
-	Abandoned     bool      // given up on: SentAt is when, LastError why
+	ID         int64
+	Key        string // dedupe key, e.g. "handoff:12:part:0"; "" never deduplicates
+	AddressKey string // where it goes
+	Text       string
+	CreatedAt  time.Time
+	SentAt     time.Time // zero while unsent
+	Attempts   int       // failed sends so far
+	LastError  string    // cut to MaxHandoffError bytes
+	// PlatformMsgID is the platform's id for the sent message; while
+	// unsent, the message it is to replace by an edit (a reply streamed
+	// there as it was written), if any.
+	PlatformMsgID string
+	Abandoned     bool // given up on: SentAt is when, LastError why
 }
 
 // Inbox stores inbound events until they have been handled.

@@ -165,8 +165,8 @@ func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {
 
 // insertDeliverySQL stores a delivery unless its key is taken; then no row
 // comes back.
-const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at)
-	VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
+const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id)
+	VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
 
 const deliveryByKeySQL = `SELECT ` + deliveryCols + ` FROM deliveries WHERE key = ? AND key <> ''`
 
@@ -212,7 +212,7 @@ func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Deliver
 			if created == 0 {
 				created = t
 			}
-			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created))
+			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created, d.PlatformMsgID))
 			if errors.Is(err, sql.ErrNoRows) {
 				got, err = scanDelivery(tx.QueryRow(deliveryByKeySQL, d.Key))
 			}

@@ -222,6 +222,16 @@ func storedDelivery(t *testing.T, s store.Store, key string) store.Delivery {
 }
 
 var outboxTests = map[string]func(*testing.T, store.Store){
+	"EnqueueKeepsTheMessageToEdit": func(t *testing.T, s store.Store) {
+		d := delivery("in:9:part:0", "telegram:dm:5", "the whole answer")
+		d.PlatformMsgID = "streamed-7"
+		ds := must(s.EnqueueDeliveries(ctx(t), d))
+		eq(t, "message to edit", ds[0].PlatformMsgID, "streamed-7")
+		p := must(s.PendingDeliveries(ctx(t), "telegram:dm:5", 0))
+		if len(p) != 1 || p[0].PlatformMsgID != "streamed-7" || !p[0].SentAt.IsZero() {
+			t.Fatalf("pending %+v: want it unsent, with the message it edits", p)
+		}
+	},
 	"EnqueueStoresInOrder": func(t *testing.T, s store.Store) {
 		ds := must(s.EnqueueDeliveries(ctx(t),
 			delivery("handoff:1:part:0", "telegram:topic:-100:42", "first\x00 part"),
