@@ -46,6 +46,7 @@ type rig struct {
 	owner  store.User
 	logs   *testutil.SyncBuffer // the gateway's log
 	stop   func()
+	halt   func() // begins the stop without waiting for it (stop waits)
 }
 
 type rigOpts struct {
@@ -170,7 +171,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()
-	r := &rig{home: home, st: st, model: model, web: w, gw: gw, client: control.NewClient(sock), owner: owner, logs: logs}
+	r := &rig{home: home, st: st, model: model, web: w, gw: gw, client: control.NewClient(sock), owner: owner, logs: logs, halt: cancel}
 	r.stop = func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -194,12 +196,12 @@ func TestStreamedReplyOverflowsIntoANewMessage(t *testing.T) {
 	}
 }
 
-// editRig is a gateway with Telegram editing as fast as the model
-// writes, on o (a restart when o.again is set).
-func editRig(t *testing.T, fake *telegramtest.Server, o rigOpts) *rig {
+// editRig is a gateway with Telegram editing at most once per every, on
+// o (a restart when o.again is set).
+func editRig(t *testing.T, fake *telegramtest.Server, every time.Duration, o rigOpts) *rig {
 	t.Helper()
 	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
-		EditEvery: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		EditEvery: every, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +221,7 @@ func TestFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
 	for _, how := range []string{"stopped past the grace period", "crashed"} {
 		t.Run(how, func(t *testing.T) {
 			fake := telegramtest.New(t, botToken)
-			r1 := editRig(t, fake, rigOpts{grace: 200 * time.Millisecond,
+			r1 := editRig(t, fake, time.Millisecond, rigOpts{grace: 200 * time.Millisecond,
 				script: []llmtest.Step{llmtest.Reply{Text: words(60), Delay: 60 * time.Millisecond}}})
 			fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
 			// Posted, then edited: the message is half-written in the chat.
@@ -248,7 +250,7 @@ func TestFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
 			posts := fake.CallCount("sendMessage")
 
 			answer := "Here it is, written again from the start."
-			r2 := editRig(t, fake, rigOpts{again: again, script: []llmtest.Step{llmtest.Reply{Text: answer}}})
+			r2 := editRig(t, fake, time.Millisecond, rigOpts{again: again, script: []llmtest.Step{llmtest.Reply{Text: answer}}})
 			sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == answer })
 			waitAllSent(t, r2.st)
 			var shown []telegramtest.SentMessage
@@ -264,5 +266,71 @@ func TestFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
 				t.Errorf("%d messages posted after the restart, want none", n-posts)
 			}
 		})
+	}
+}
+
+// heldAnswer is the store, whose first write of an answer to the
+// owner's Telegram chat into the outbox waits, once stored, until release
+// is closed: a gateway killed between storing the answer and its final
+// edit.
+type heldAnswer struct {
+	store.Store
+	once    sync.Once
+	stored  chan struct{}
+	release chan struct{}
+}
+
+func (s *heldAnswer) AnswerInbound(ctx context.Context, id int64, ds ...store.Delivery) (store.Answer, error) {
+	a, err := s.Store.AnswerInbound(ctx, id, ds...)
+	if err == nil && len(ds) > 0 && ds[0].AddressKey == "telegram:dm:42" {
+		s.once.Do(func() {
+			close(s.stored)
+			<-s.release
+		})
+	}
+	return a, err
+}
+
+// A gateway killed after the streamed answer was stored in the outbox and
+// before its final edit was sent leaves the edit to the next start: the
+// outbox keeps which message each part edits.
+func TestStreamedAnswerStoredBeforeAKillIsFinishedInPlace(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	held := &heldAnswer{stored: make(chan struct{}), release: make(chan struct{})}
+	answer := words(40)
+	// Edits at most every 300 ms: the answer (800 ms) is stored before
+	// the stream shows its end.
+	r1 := editRig(t, fake, 300*time.Millisecond, rigOpts{grace: 100 * time.Millisecond,
+		wrapStore: func(st store.Store) store.Store { held.Store = st; return held },
+		script:    []llmtest.Step{llmtest.Reply{Text: answer, Delay: 20 * time.Millisecond}}})
+	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
+	testutil.Receive(t, held.stored, "the streamed answer stored")
+	again := crashCopy(t, r1)
+	// The first run goes without sending anything more: its turns are
+	// suspended when the store answers.
+	r1.halt()
+	testutil.Eventually(t, 0, func() bool { return strings.Contains(r1.logs.String(), "after the grace period") }, "the first run's grace period to pass")
+	close(held.release)
+	r1.stop()
+	frozen := inDM(fake)
+	if len(frozen) == 0 || frozen[0].Method != "sendMessage" || frozen[len(frozen)-1].Plain == answer {
+		t.Fatalf("want a half-written message before the restart, got %+v", frozen)
+	}
+	posts := fake.CallCount("sendMessage")
+
+	r2 := editRig(t, fake, time.Millisecond, rigOpts{again: again})
+	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == answer })
+	waitAllSent(t, r2.st)
+	var shown []telegramtest.SentMessage
+	for _, m := range fake.Shown() {
+		if m.ChatID == "42" {
+			shown = append(shown, m)
+		}
+	}
+	if len(shown) != 1 || shown[0].MessageID != frozen[0].MessageID {
+		t.Errorf("the chat shows %+v; want the streamed message (%d) edited into the answer, alone", shown, frozen[0].MessageID)
+	}
+	if n := fake.CallCount("sendMessage"); n != posts {
+		t.Errorf("%d messages posted after the restart, want none", n-posts)
 	}
 }
