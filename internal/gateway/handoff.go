@@ -445,6 +445,7 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 	}
 	if p.found {
 		if p.answer != "" || p.movedOn {
+			g.takeOverStreamed(ctx, dest, marker)
 			return p.answer, nil
 		}
 		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{Platform: h.Platform}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it

@@ -234,6 +234,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in *store.Inbound, fresh bool)
 		case prior.movedOn:
 			return nil
 		case prior.answer != "":
+			g.takeOverStreamed(ctx, addr, fmt.Sprintf("in:%d", in.ID))
 			return g.reply(ctx, addr, in, prior.answer, "")
 		default:
 			return g.turn(ctx, addr, in, prior.sessionID, store.Message{Platform: in.Platform}, "")

@@ -269,6 +269,16 @@ func (g *Gateway) streamedBefore(ctx context.Context, addr platform.Address, key
 	}
 }
 
+// takeOverStreamed has the answer about to be delivered under key at
+// addr edit the messages an earlier run streamed for it and left
+// half-written: that run stored the answer in the transcript and stopped
+// before the outbox had it.
+func (g *Gateway) takeOverStreamed(ctx context.Context, addr platform.Address, key string) {
+	if _, ok := g.adapters[addr.Platform].(platform.Editor); ok {
+		g.noteStreamed(key, g.streamedBefore(ctx, addr, key))
+	}
+}
+
 // forgetStreamed clears the records of the first n messages streamed for
 // the answer under key: the outbox holds them now, or they stay as shown.
 func (g *Gateway) forgetStreamed(ctx context.Context, addr platform.Address, key string, n int) {

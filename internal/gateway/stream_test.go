@@ -270,37 +270,57 @@ func TestFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
 }
 
 // heldAnswer is the store, whose first write of an answer to the
-// owner's Telegram chat into the outbox waits, once stored, until release
-// is closed: a gateway killed between storing the answer and its final
+// owner's Telegram chat into the outbox waits until release is closed:
+// before the write when first, else after it (stored says when it
+// waits). A gateway killed meanwhile stopped between the answer stored
+// in the transcript (and, unless first, in the outbox) and its final
 // edit.
 type heldAnswer struct {
 	store.Store
+	first   bool
 	once    sync.Once
 	stored  chan struct{}
 	release chan struct{}
 }
 
 func (s *heldAnswer) AnswerInbound(ctx context.Context, id int64, ds ...store.Delivery) (store.Answer, error) {
-	a, err := s.Store.AnswerInbound(ctx, id, ds...)
-	if err == nil && len(ds) > 0 && ds[0].AddressKey == "telegram:dm:42" {
+	if len(ds) == 0 || ds[0].AddressKey != "telegram:dm:42" {
+		return s.Store.AnswerInbound(ctx, id, ds...)
+	}
+	hold := func() {
 		s.once.Do(func() {
 			close(s.stored)
 			<-s.release
 		})
 	}
+	if s.first {
+		hold()
+	}
+	a, err := s.Store.AnswerInbound(ctx, id, ds...)
+	if err == nil {
+		hold()
+	}
 	return a, err
 }
 
-// A gateway killed after the streamed answer was stored in the outbox and
-// before its final edit was sent leaves the edit to the next start: the
-// outbox keeps which message each part edits.
+// A gateway killed after the streamed answer was stored (in the
+// transcript only, or in the outbox too) and before its final edit was
+// sent leaves the edit to the next start, which finishes the message
+// left half-written: the outbox keeps which message each part edits,
+// and until it has the answer the platform's memory does.
 func TestStreamedAnswerStoredBeforeAKillIsFinishedInPlace(t *testing.T) {
+	for _, where := range []string{"transcript", "outbox"} {
+		t.Run("in the "+where, func(t *testing.T) { streamedAnswerStoredBeforeAKill(t, where == "transcript") })
+	}
+}
+
+func streamedAnswerStoredBeforeAKill(t *testing.T, transcriptOnly bool) {
 	fake := telegramtest.New(t, botToken)
-	held := &heldAnswer{stored: make(chan struct{}), release: make(chan struct{})}
+	held := &heldAnswer{first: transcriptOnly, stored: make(chan struct{}), release: make(chan struct{})}
 	answer := words(40)
-	// Edits at most every 300 ms: the answer (800 ms) is stored before
-	// the stream shows its end.
-	r1 := editRig(t, fake, 300*time.Millisecond, rigOpts{grace: 100 * time.Millisecond,
+	// Its first words are posted, and not edited again before the answer
+	// (800 ms) is stored: the stream never shows its end.
+	r1 := editRig(t, fake, time.Hour, rigOpts{grace: 100 * time.Millisecond,
 		wrapStore: func(st store.Store) store.Store { held.Store = st; return held },
 		script:    []llmtest.Step{llmtest.Reply{Text: answer, Delay: 20 * time.Millisecond}}})
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
