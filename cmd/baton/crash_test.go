@@ -657,14 +657,25 @@ tools:
 		}
 	}
 	// What the kills interrupted, as evidence that they landed mid-work:
-	// answers continued from a kept draft, tool calls recorded as
-	// interrupted.
+	// answers taken up again (continued from a kept draft, or over
+	// OpenAI's protocol asked for anew on the same transcript), tool
+	// calls recorded as interrupted.
 	continued, interrupted := 0, 0
+	asked := map[string]bool{}
 	for _, r := range srv.Requests() {
 		ms := r.Messages()
 		if last, _ := ms[len(ms)-1].(map[string]any); last["role"] == "assistant" {
 			continued++
+			continue
 		}
+		if strings.HasPrefix(r.LastUserText(), note.Lead) {
+			continue
+		}
+		k := string(r.Raw) // the same transcript sent again
+		if asked[k] {
+			continued++
+		}
+		asked[k] = true
 	}
 	for _, ms := range transcripts {
 		for _, m := range ms {
@@ -674,7 +685,7 @@ tools:
 		}
 	}
 	t.Logf("crash harness: seed %d, kills %d, handoffs %d (completed %d, failed %d, stuck %d), inbound %d (answered once %d, folded into a later message's turn %d, lost %d), "+
-		"web answers shown once %d (frames re-sent %d), Telegram shown twice: %d answers + %d greetings, tool calls %d (runs %d, run twice %d, interrupted %d), answers continued after a kill %d",
+		"web answers shown once %d (frames re-sent %d), Telegram shown twice: %d answers + %d greetings, tool calls %d (runs %d, run twice %d, interrupted %d), answers taken up again after a kill %d",
 		p.seed, p.kills, len(handoffIDs), completed, failed, stuck, len(msgs), answered, foldedIn, lost,
 		webShown, webRepeats, deliveredTwice, greetingsTwice, ticks, toolRuns, toolTwice, interrupted, continued)
 	if !settled {
