@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/gateway"
@@ -201,5 +202,58 @@ func TestSaveInChat(t *testing.T) {
 	}
 	if after, err := r.st.LookupBinding(ctx, key); err != nil || after.SessionID != b.SessionID {
 		t.Fatalf("the chat's session changed: %+v, %v", after, err)
+	}
+}
+
+// afterHandoffTurn is the store, whose transcript reads wait until the
+// handoff's own message is stored: the greeting's turn got ahead of the
+// note.
+type afterHandoffTurn struct {
+	store.Store
+	once   sync.Once
+	stored chan struct{}
+}
+
+func (s *afterHandoffTurn) AppendMessages(ctx context.Context, sessionID string, msgs ...store.Message) ([]store.Message, error) {
+	out, err := s.Store.AppendMessages(ctx, sessionID, msgs...)
+	for _, m := range msgs {
+		if err == nil && m.Kind == store.KindHandoff {
+			s.once.Do(func() { close(s.stored) })
+		}
+	}
+	return out, err
+}
+
+func (s *afterHandoffTurn) Transcript(ctx context.Context, sessionID string) ([]store.Message, error) {
+	select {
+	case <-s.stored:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.Transcript(ctx, sessionID)
+}
+
+// The note covers the conversation up to the handoff, not the handoff's
+// own turn, even when that turn is stored before the note reads the
+// transcript.
+func TestHandoffNoteLeavesOutItsOwnTurn(t *testing.T) {
+	wrapped := &afterHandoffTurn{stored: make(chan struct{})}
+	r := newRig(t, rigOpts{wrapStore: func(st store.Store) store.Store { wrapped.Store = st; return wrapped }})
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+	r.model.Push(llmtest.Reply{Text: "Hello from the web!"})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final, err := r.client.Watch(ctx, h.ID, nil); err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v, %v", final, err)
+	}
+	for _, req := range r.model.Requests() {
+		if text := req.LastUserText(); isNoteRequest(req) {
+			if !strings.Contains(text, "book the 9:40 train") || strings.Contains(text, "just handed off") {
+				t.Errorf("the note's transcript:\n%s", text)
+			}
+		}
 	}
 }
