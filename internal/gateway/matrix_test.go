@@ -543,4 +543,38 @@ func TestMatrixHomeAsWritten(t *testing.T) {
 		t.Fatalf("destination %q (%v), want a thread in %s", final.Destination, err, m.Room)
 	}
 	m.has(t, m.Bot.ID, "the greeting", func(x matrixtest.Message) bool { return strings.Contains(x.Body, "Here, in the room as written.") })
+
+// A reply half streamed by edits when the gateway stopped is finished in
+// place at the next start: the room shows the one message, edited into
+// the answer, not the half-written one and the answer again below it.
+func TestMatrixFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
+	m := newMatrixSetup(t)
+	r := m.rig(t, nil)
+	ctx := context.Background()
+	r.model.Push(llmtest.Reply{Text: "slowly: " + words(80), Delay: 50 * time.Millisecond}) // 4 s: past the stop's grace
+	if _, err := m.Owner.Say(ctx, m.Room, "tell me at length"); err != nil {
+		t.Fatal(err)
+	}
+	frozen := m.has(t, m.Bot.ID, "the reply's first words", inRoom("slowly: word000"))
+	r.stop()
+
+	// The next start writes the answer anew (the rig's model speaks
+	// OpenAI's protocol): an echo.
+	m.rig(t, r)
+	all := m.shown(t, "the answer", func(msgs []matrixtest.Message) bool {
+		return len(from(msgs, m.Bot.ID, inRoom("echo: tell me at length"))) > 0
+	})
+	var bot []matrixtest.Message
+	for _, x := range all {
+		if x.Sender == m.Bot.ID && x.Thread == "" {
+			bot = append(bot, x)
+		}
+	}
+	if len(bot) != 1 || bot[0].EventID != frozen.EventID || bot[0].Body != "echo: tell me at length" {
+		var seen []string
+		for _, x := range bot {
+			seen = append(seen, x.EventID+": "+cut(x.Body, 60))
+		}
+		t.Errorf("the bot shows %q; want its first message (%s) edited into the answer, alone", seen, frozen.EventID)
+	}
 }
