@@ -51,23 +51,27 @@ func newMatrixSetup(t *testing.T) *matrixSetup {
 // gateway's store); again restarts on an earlier rig's home.
 func (m *matrixSetup) rig(t *testing.T, again *rig) *rig {
 	t.Helper()
-	r := newRig(t, rigOpts{
-		with: func(st store.Store) []platform.Adapter {
-			a, err := matrix.New(matrix.Config{
-				HomeserverURL: m.proxy.URL(), UserID: m.Bot.ID, AccessToken: m.Bot.Token,
-				Owners: []string{m.Owner.ID}, SyncTimeout: 2 * time.Second,
-				Memory: gateway.PlatformMemory{Store: st, Platform: matrix.Name},
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return []platform.Adapter{a}
-		},
-		owners: map[string][]string{"matrix": {m.Owner.ID}},
-		homes:  map[string]string{"web": web.Home.Key(), "matrix": m.home.Key()},
-		again:  again,
-	})
+	return m.rigWith(t, rigOpts{again: again})
+}
+
+// rigWith is rig with more of the gateway's options set in o.
+func (m *matrixSetup) rigWith(t *testing.T, o rigOpts) *rig {
+	t.Helper()
+	o.with = func(st store.Store) []platform.Adapter {
+		a, err := matrix.New(matrix.Config{
+			HomeserverURL: m.proxy.URL(), UserID: m.Bot.ID, AccessToken: m.Bot.Token,
+			Owners: []string{m.Owner.ID}, SyncTimeout: 2 * time.Second,
+			Memory: gateway.PlatformMemory{Store: st, Platform: matrix.Name},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []platform.Adapter{a}
+	}
+	o.owners = map[string][]string{"matrix": {m.Owner.ID}}
+	o.homes = map[string]string{"web": web.Home.Key(), "matrix": m.home.Key()}
+	r := newRig(t, o)
 	r.waitLive(t, "matrix")
 	return r
 }
@@ -549,7 +553,10 @@ func TestMatrixHomeAsWritten(t *testing.T) {
 // the answer, not the half-written one and the answer again below it.
 func TestMatrixFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
 	m := newMatrixSetup(t)
-	r := m.rig(t, nil)
+	// Suspended well before the stream's next edit (Matrix paces them 2 s
+	// apart), so no edit is cut off mid-request: Dendrite was seen to hold
+	// the room's later events up for seconds after one.
+	r := m.rigWith(t, rigOpts{grace: 300 * time.Millisecond})
 	ctx := context.Background()
 	r.model.Push(llmtest.Reply{Text: "slowly: " + words(80), Delay: 50 * time.Millisecond}) // 4 s: past the stop's grace
 	if _, err := m.Owner.Say(ctx, m.Room, "tell me at length"); err != nil {
