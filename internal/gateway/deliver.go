@@ -48,7 +48,7 @@ func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *sto
 		}
 		// Streamed parts are stored with the message each edits, so the
 		// edit survives a restart before it is sent.
-		ids := g.takeStreamed(m.key)
+		ids := g.streamedFor(m.key)
 		if len(ids) > 0 {
 			streamed[m.key] = len(ids)
 		}
@@ -81,10 +81,12 @@ func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *sto
 	return g.flush(ctx, addr, ans.Deliveries...)
 }
 
-// streamedStored clears the records of streamed messages the outbox
-// holds now (streamed: outbox key → how many).
+// streamedStored forgets the streamed messages the outbox holds now
+// (streamed: outbox key → how many), here and in the store. Until then
+// they are kept: an answer the store refused is delivered again later.
 func (g *Gateway) streamedStored(ctx context.Context, addr platform.Address, streamed map[string]int) {
 	for key, n := range streamed {
+		g.dropStreamed(key)
 		g.forgetStreamed(ctx, addr, key, n)
 	}
 }

@@ -225,14 +225,20 @@ func (g *Gateway) noteStreamed(key string, ids []string) {
 	g.streamed[key] = ids
 }
 
-// takeStreamed returns and forgets the messages streamed for the answer
-// to be delivered under key, one per part; nil if none.
-func (g *Gateway) takeStreamed(key string) []string {
+// streamedFor is the messages streamed for the answer to be delivered
+// under key, one per part; nil if none.
+func (g *Gateway) streamedFor(key string) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ids := g.streamed[key]
+	return g.streamed[key]
+}
+
+// dropStreamed forgets, here, the messages streamed for the answer under
+// key.
+func (g *Gateway) dropStreamed(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	delete(g.streamed, key)
-	return ids
 }
 
 // streamedState is the platform memory key under which the message
