@@ -2,12 +2,14 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -352,5 +354,46 @@ func streamedAnswerStoredBeforeAKill(t *testing.T, transcriptOnly bool) {
 	}
 	if n := fake.CallCount("sendMessage"); n != posts {
 		t.Errorf("%d messages posted after the restart, want none", n-posts)
+	}
+}
+
+// refusedOnce is the store, refusing the first write of an answer to the
+// owner's Telegram chat into the outbox, as a locked database does.
+type refusedOnce struct {
+	store.Store
+	refused atomic.Bool
+}
+
+func (s *refusedOnce) AnswerInbound(ctx context.Context, id int64, ds ...store.Delivery) (store.Answer, error) {
+	if len(ds) > 0 && ds[0].AddressKey == "telegram:dm:42" && s.refused.CompareAndSwap(false, true) {
+		return store.Answer{}, fmt.Errorf("answer inbound %d: %w", id, errors.New("database is locked (5)"))
+	}
+	return s.Store.AnswerInbound(ctx, id, ds...)
+}
+
+// A streamed answer the store refuses to take into the outbox is stored
+// on the next try still editing the streamed message: nothing is posted
+// twice.
+func TestStreamedAnswerRefusedOnceStillEditsItsMessage(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	refusing := &refusedOnce{}
+	answer := words(40)
+	r := editRig(t, fake, time.Hour, rigOpts{
+		wrapStore: func(st store.Store) store.Store { refusing.Store = st; return refusing },
+		script:    []llmtest.Step{llmtest.Reply{Text: answer, Delay: 20 * time.Millisecond}}})
+	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
+	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == answer })
+	waitAllSent(t, r.st)
+	if !refusing.refused.Load() {
+		t.Fatal("the store never refused the answer")
+	}
+	var shown []telegramtest.SentMessage
+	for _, m := range fake.Shown() {
+		if m.ChatID == "42" && !strings.HasPrefix(m.Plain, "⚠️") {
+			shown = append(shown, m)
+		}
+	}
+	if len(shown) != 1 || shown[0].Plain != answer {
+		t.Errorf("the chat shows %+v; want the streamed message edited into the answer, alone", shown)
 	}
 }
