@@ -547,6 +547,7 @@ func TestMatrixHomeAsWritten(t *testing.T) {
 		t.Fatalf("destination %q (%v), want a thread in %s", final.Destination, err, m.Room)
 	}
 	m.has(t, m.Bot.ID, "the greeting", func(x matrixtest.Message) bool { return strings.Contains(x.Body, "Here, in the room as written.") })
+}
 
 // A reply half streamed by edits when the gateway stopped is finished in
 // place at the next start: the room shows the one message, edited into
