@@ -146,10 +146,11 @@ func (p *crashPage) connect(ctx context.Context, token string) {
 			p.mu.Unlock()
 		case "message":
 			p.mu.Lock()
-			p.frames[f.Text]++
+			text := withoutOffer(f.Text)
+			p.frames[text]++
 			if f.ID == "" || !p.seen[f.ID] {
 				p.seen[f.ID] = true
-				p.shown[f.Text]++
+				p.shown[text]++
 			}
 			p.mu.Unlock()
 			p.write(c, map[string]any{"type": "ack", "id": f.ID})

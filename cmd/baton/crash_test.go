@@ -345,7 +345,7 @@ gateway:
   handoff_lease: 1s
   shutdown_grace: 1s
 tools:
-  allow: ["shell:./tick *"]
+  allow: ["shell"] # the fake model only ever calls ./tick ID
 `, webAddr, crashToken, fake.URL(), strings.Join(owners, ", "), crashForum))
 	logs := crashLogDir(t, p.seed)
 	gw := &crashGateway{env: cleanEnv(home, modelEnv(srv)...), dir: work, logs: logs}
@@ -568,7 +568,7 @@ tools:
 	shown := fake.Shown()
 	shownCount := map[string]int{}
 	for _, s := range shown {
-		shownCount[s.ChatID+"\x00"+s.Plain]++
+		shownCount[s.ChatID+"\x00"+withoutOffer(s.Plain)]++
 	}
 	var problems []string
 	answered, foldedIn, deliveredTwice, lost := 0, 0, 0, 0
@@ -807,4 +807,14 @@ func after(transcripts [][]store.Message, text string) string {
 		}
 	}
 	return "(not stored)"
+}
+
+// withoutOffer is an answer as the harness's model wrote it: the first
+// answer in a place that holds no session ends with the offer of the
+// session held elsewhere, in the same message.
+func withoutOffer(text string) string {
+	if i := strings.LastIndex(text, "\n\nYou were working on "); i >= 0 && strings.HasSuffix(text, "/continue to pick it up here.") {
+		return text[:i]
+	}
+	return text
 }
