@@ -12,6 +12,8 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/store"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // listLimit is how many sessions /sessions shows.
@@ -295,7 +297,7 @@ func (r *REPL) undo(ctx context.Context) {
 	case err != nil:
 		r.out.Printf("error: %v\n", err)
 	default:
-		r.out.Printf("Undone: %q and %d message(s) after it. History keeps them.\n", clipHead(removed[0].Content, 60), len(removed)-1)
+		r.out.Printf("Undone: %q and %s after it. History keeps them.\n", clipHead(removed[0].Content, 60), plural.Count(len(removed)-1, "message", "messages"))
 	}
 }
 

@@ -131,7 +131,7 @@ func TestREPLCommandsNeverCrash(t *testing.T) {
 		"/sethome works only in chat",
 		"handoff needs the gateway: run `baton gateway`",
 		"Model: fake-model (provider openai)",
-		`Undone: "hello" and 1 message(s) after it`,
+		`Undone: "hello" and 1 message after it`,
 		"nothing to undo",
 		"No matches.",
 		"First chat",

@@ -11,6 +11,8 @@ import (
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/transcript"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // short is the id prefix people type: long enough to be unique in practice.
@@ -94,7 +96,7 @@ func toolLine(e agent.Event) string {
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
 		if i == toolOutputLines {
-			fmt.Fprintf(&b, "\n    … %d more lines", len(lines)-i)
+			fmt.Fprintf(&b, "\n    … %s more", plural.Count(len(lines)-i, "line", "lines"))
 			break
 		}
 		b.WriteString("\n    " + clipHead(l, 160))
@@ -133,7 +135,7 @@ func clipHead(s string, n int) string {
 // one-line notes.
 func printTranscript(out *renderer, msgs []store.Message, limit int) {
 	if limit > 0 && len(msgs) > limit {
-		out.Printf("… %d earlier messages (`baton sessions show` prints them all)\n", len(msgs)-limit)
+		out.Printf("… %s (`baton sessions show` prints them all)\n", plural.Count(len(msgs)-limit, "earlier message", "earlier messages"))
 		msgs = msgs[len(msgs)-limit:]
 	}
 	lines := transcript.View(msgs)

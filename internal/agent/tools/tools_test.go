@@ -266,11 +266,11 @@ func TestEditFile(t *testing.T) {
 		t.Error("a failed edit changed the file")
 	}
 	out, err := call(t, r, "edit_file", m{"path": "f.go", "old_string": "b := 1", "new_string": "b := 5"})
-	if err != nil || out != "replaced 1 occurrence(s) in f.go" {
+	if err != nil || out != "replaced 1 occurrence in f.go" {
 		t.Errorf("unique: %q, %v", out, err)
 	}
 	out, err = call(t, r, "edit_file", m{"path": "f.go", "old_string": ":= ", "new_string": "= ", "replace_all": true})
-	if err != nil || out != "replaced 3 occurrence(s) in f.go" {
+	if err != nil || out != "replaced 3 occurrences in f.go" {
 		t.Errorf("replace_all: %q, %v", out, err)
 	}
 	if got := read(t, p); got != "a = 1\nb = 5\nc = 2\n" {
