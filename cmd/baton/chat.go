@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -137,7 +138,7 @@ func pickSession(ctx context.Context, app *app.App, o chatOptions, stderr io.Wri
 // running gateway (offering to start one), and at start the sessions
 // handed back to the terminal are offered.
 func terminalHooks(app *app.App) (cli.HandoffFunc, cli.StartupFunc) {
-	h := &cli.Handoffs{App: app, StartGateway: func(ctx context.Context) error {
+	h := &cli.Handoffs{App: app, GatewayLog: filepath.Join(app.Home, daemon.LogFile), StartGateway: func(ctx context.Context) error {
 		return daemon.StartBackground(ctx, app.Home)
 	}}
 	return h.Handoff, h.Startup

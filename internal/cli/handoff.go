@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -24,12 +26,24 @@ type Handoffs struct {
 	// StartGateway starts a gateway in the background; nil means the
 	// terminal only says how to start one.
 	StartGateway func(ctx context.Context) error
+	// GatewayLog is the file a gateway started by StartGateway logs to,
+	// named when it starts; "" names none.
+	GatewayLog string
 	// LostWait is how long to keep watching the store when the gateway
 	// goes away mid-handoff (its lease may run out and a restarted gateway
 	// retry it); 0: two minutes.
 	LostWait time.Duration
 	// Poll is how often the store is read meanwhile; 0: 500ms.
 	Poll time.Duration
+}
+
+// ErrUnknownPlace is a handoff to a name that is no place baton knows.
+var ErrUnknownPlace = errors.New("unknown place")
+
+// knownPlaces lists the places a handoff can name, for people.
+func knownPlaces() string {
+	names := append([]string{TerminalPlatform + " (the terminal)"}, all.Names()...)
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // Ask puts a question to the person and returns their answer.
@@ -51,6 +65,9 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 	case TerminalPlatform, "terminal":
 		return false, errors.New("this conversation is already in the terminal")
 	}
+	if !slices.Contains(all.Names(), platform) {
+		return false, fmt.Errorf("%w %q: the places are %s", ErrUnknownPlace, platform, knownPlaces())
+	}
 	c := h.client()
 	status, err := c.Status(ctx)
 	if errors.Is(err, control.ErrNoGateway) {
@@ -67,7 +84,7 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 		for _, p := range status.Platforms {
 			names = append(names, p.Name)
 		}
-		return false, fmt.Errorf("%s is not enabled in the gateway (enabled: %s); see README.md for its setup", platform, strings.Join(names, ", "))
+		return false, fmt.Errorf("%s is not set up in the gateway (set up there: %s); README.md tells how to set it up", placeOf(platform), strings.Join(names, ", "))
 	case !p.Live && p.Error == "":
 		return false, fmt.Errorf("%s is still starting in the gateway; try again in a moment (`baton gateway status` shows when it is live)", platform)
 	case !p.Live:
@@ -135,7 +152,11 @@ func (h *Handoffs) offerGateway(ctx context.Context, out io.Writer, ask Ask) (co
 	if err != nil || !strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y") {
 		return control.Status{}, how
 	}
-	fmt.Fprintln(out, "Starting the gateway (its log: $BATON_HOME/gateway.log)…")
+	if h.GatewayLog != "" {
+		fmt.Fprintf(out, "Starting the gateway (its log: %s)…\n", h.GatewayLog)
+	} else {
+		fmt.Fprintln(out, "Starting the gateway…")
+	}
 	if err := h.StartGateway(ctx); err != nil {
 		return control.Status{}, err
 	}
