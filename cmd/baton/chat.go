@@ -10,12 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/gateway/daemon"
 	"github.com/baton-agent/baton/internal/platform/all"
+	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -145,15 +148,45 @@ func terminalHooks(app *app.App) (cli.HandoffFunc, cli.StartupFunc) {
 }
 
 // handoffTargets are the platforms /handoff can name: those of the running
-// gateway, or every platform baton has when none answers.
+// gateway, or with none answering those a gateway started now would have.
 func handoffTargets(ctx context.Context, home string) []string {
 	status, err := control.NewClient(control.SocketPath(home)).Status(ctx)
 	if err != nil || len(status.Platforms) == 0 {
-		return all.Names()
+		return setUpPlatforms(home)
 	}
 	names := make([]string, 0, len(status.Platforms))
 	for _, p := range status.Platforms {
 		names = append(names, p.Name)
 	}
 	return names
+}
+
+// setUpPlatforms are the platforms config.yaml sets up, in the gateway's
+// order: the web chat unless switched off (it needs no setup), and every
+// other platform with a section that does not say enabled: false. One set
+// up only in the environment is not known without opening it, which
+// would connect or listen; /handoff still takes its name.
+func setUpPlatforms(home string) []string {
+	cfg, err := config.Load(home)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range all.Names() {
+		n, present := cfg.Platforms[name]
+		switch {
+		case present && switchedOff(n):
+		case present, name == web.Name:
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// switchedOff reports whether a platform's section says enabled: false.
+func switchedOff(section yaml.Node) bool {
+	var s struct {
+		Enabled *bool `yaml:"enabled"`
+	}
+	return section.Decode(&s) == nil && s.Enabled != nil && !*s.Enabled
 }

@@ -160,10 +160,12 @@ func TestGatewayStopAndStatus(t *testing.T) {
 }
 
 // TestTerminalTabLists: Tab lists the matching commands with what they
-// do, and after /handoff the platforms (every one baton has, with no
-// gateway running to ask).
+// do; the one command matching is completed with a space after it; after
+// /handoff, with no gateway running to ask, only the platforms set up
+// (the web chat and those with a config section) are offered.
 func TestTerminalTabLists(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
+	writeConfig(t, filepath.Join(home, "baton"), "telegram:\n  token: \"123:abc\"\nslack:\n  enabled: false\n")
 	tm := startTerm(t, cleanEnv(home), work)
 	tm.expect("No model is configured")
 	promptReady := func(raw string) bool {
@@ -182,19 +184,40 @@ func TestTerminalTabLists(t *testing.T) {
 	tm.send("\x03") // Ctrl-C drops the line
 	tm.expect("(Ctrl-D or /quit to leave)")
 	tm.waitFor("prompt drawn", promptReady)
+
+	// One command matches: it is completed, and a space follows, so the
+	// argument typed next is an argument, not part of the name.
+	tm.send("/hel\t")
+	tm.waitFor("/help completed", func(raw string) bool { return strings.Contains(shownSince(raw, start), "/help") })
+	tm.send("quit\r")
+	tm.expect("/quit — ")
+	tm.waitFor("prompt drawn", promptReady)
+
 	start = tm.rawLen()
 	tm.send("/handoff \t")
 	tm.waitFor("the listed platforms", func(raw string) bool {
 		shown := shownSince(raw, start)
-		return strings.Contains(shown, "telegram") && strings.Contains(shown, "whatsapp")
+		return strings.Contains(shown, "telegram") && strings.Contains(shown, "web")
 	})
 	tm.send("\x03")
 	tm.expect("(Ctrl-D or /quit to leave)")
 	tm.waitFor("prompt drawn", promptReady)
+	for _, absent := range []string{"whatsapp", "discord", "slack", "matrix"} {
+		if shown := shownSince(tm.rawSince(start), 0); strings.Contains(shown, absent) {
+			t.Errorf("/handoff Tab offered %s, which is not set up:\n%s", absent, shown)
+		}
+	}
 	tm.send("\x04")
 	if err := tm.wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, tm.Screen())
 	}
+}
+
+// rawSince is what baton printed after the first start bytes.
+func (tm *term) rawSince(start int) string {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.raw.String()[start:]
 }
 
 // rawLen is how many bytes baton has printed so far.
