@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -225,4 +226,55 @@ func (tm *term) rawLen() int {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	return tm.raw.Len()
+}
+
+// TestTerminalKeepsLineBreaks: in a real terminal, an answer quoting a
+// command's output line by line keeps its lines, live and when `baton -c`
+// replays it; a handoff note shows each of its fields on a line of its
+// own; a message of several lines is replayed with its second and later
+// lines under the first, their own indentation kept, as it was typed.
+func TestTerminalKeepsLineBreaks(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	const answer = "hello from shell\nLinux\n[exit code 0]"
+	srv.Push(
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "shell", Args: `{"command":"printf 'hello from shell\\nLinux\\n'"}`}}},
+		llmtest.Reply{Text: answer},
+	)
+	tm := startTerm(t, env, work)
+	tm.expect("› ")
+	tm.answer("run this:\x1b\r    printf hello\x1b\rplease") // Alt+Enter breaks the line
+	tm.expect("allow?")
+	tm.answer("o")
+	tm.expect("[exit code 0]") // the tool's own output
+	tm.expect("[exit code 0]") // the answer quoting it
+	if s := tm.Screen(); !strings.Contains(s, "  hello from shell\n  Linux\n  [exit code 0]") {
+		t.Errorf("the answer's lines ran together:\n%s", s)
+	}
+	tm.line("/save")
+	tm.expect("Saved with the session")
+	if s := tm.Screen(); !regexp.MustCompile(`\n  Task: [^\n]*\n(  [^\n]*\n)*  Progress: `).MatchString(s) {
+		t.Errorf("the note's fields ran together:\n%s", s)
+	}
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+
+	tm = startTerm(t, env, work, "-c")
+	tm.expect("earlier messages above · new ones below")
+	s := tm.Screen()
+	for _, want := range []string{
+		"› run this:\n      printf hello\n  please\n",
+		"  hello from shell\n  Linux\n  [exit code 0]\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the replay lacks %q:\n%s", want, s)
+		}
+	}
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/llm"
@@ -149,7 +150,7 @@ func printTranscript(out *renderer, msgs []store.Message, limit int) {
 	for _, l := range lines {
 		switch l.Role {
 		case transcript.User:
-			out.Printf("%s%s\n", prompt, l.Text)
+			out.Printf("%s%s\n", prompt, underPrompt(l.Text))
 		case transcript.Assistant:
 			out.Delta(l.Text)
 			out.EndAnswer()
@@ -167,6 +168,14 @@ func printTranscript(out *renderer, msgs []store.Message, limit int) {
 			}
 		}
 	}
+}
+
+// underPrompt lines up a message's second and later lines under its
+// first, after the prompt mark, as the line editor showed them when they
+// were typed: their own indentation is kept on top of that.
+func underPrompt(text string) string {
+	pad := strings.Repeat(" ", utf8.RuneCountInString(prompt))
+	return strings.ReplaceAll(text, "\n", "\n"+pad)
 }
 
 func firstLine(s string) string {
