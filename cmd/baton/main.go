@@ -64,7 +64,7 @@ func newRoot() *cobra.Command {
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
 	root.MarkFlagsMutuallyExclusive("continue", "resume")
 
-	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newDoctor(), newPairing())
+	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newHandoff(), newDoctor(), newPairing())
 	root.AddCommand(newWhoAmI(), newLink())
 	root.AddCommand(newPlatformCommands()...)
 	return root
