@@ -15,19 +15,22 @@ import (
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/cli"
 	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/gateway/daemon"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 )
 
 func newHandoff() *cobra.Command {
-	return &cobra.Command{
+	var inHome, inThread bool
+	cmd := &cobra.Command{
 		Use:   "handoff SESSION PLACE",
 		Short: "Move a session to a chat (web, telegram, …) from a script or another program",
 		Long: `baton handoff moves a session to another place, as /handoff does in the
 terminal: through the running gateway, which opens a new thread at the
-place's home (or uses the home chat), writes the handoff note, greets you
-there and confirms. SESSION is an id prefix or a title (as with -r);
+place's home (--thread, the default; the home chat itself where the place
+has no threads) or uses the home chat itself (--home), writes the handoff
+note, greets you there and confirms. SESSION is an id prefix or a title (as with -r);
 PLACE is one of ` + strings.Join(all.Names(), ", ") + `.
 
 Progress goes to stderr; once the gateway confirms, one line on stdout
@@ -61,14 +64,18 @@ To continue a session in the terminal, run baton -r SESSION instead.`,
 			if cli.IsTerminal(os.Stdin) {
 				ask = askLine(os.Stdin, cmd.ErrOrStderr())
 			}
-			return handoffSession(ctx, a, args[0], args[1], ask, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return handoffSession(ctx, a, args[0], args[1], inHome, ask, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	cmd.Flags().BoolVar(&inHome, "home", false, "land in the place's home chat itself, not in a new thread there")
+	cmd.Flags().BoolVar(&inThread, "thread", false, "land in a new thread at the place's home (the default; where the place has no threads, in the home chat)")
+	cmd.MarkFlagsMutuallyExclusive("home", "thread")
+	return cmd
 }
 
 // handoffSession is `baton handoff`: ref's session moved to place through
 // the gateway, progress on errOut and the outcome on out.
-func handoffSession(ctx context.Context, a *app.App, ref, place string, ask cli.Ask, out, errOut io.Writer) error {
+func handoffSession(ctx context.Context, a *app.App, ref, place string, inHome bool, ask cli.Ask, out, errOut io.Writer) error {
 	place = strings.ToLower(strings.TrimSpace(place))
 	s, err := a.Resolve(ctx, ref)
 	if err != nil {
@@ -80,7 +87,7 @@ func handoffSession(ctx context.Context, a *app.App, ref, place string, ask cli.
 	h := &cli.Handoffs{App: a, GatewayLog: filepath.Join(a.Home, daemon.LogFile), StartGateway: func(ctx context.Context) error {
 		return daemon.StartBackground(ctx, a.Home)
 	}}
-	final, err := h.Move(ctx, s.ID, fromPlatform(s), place, errOut, ask)
+	final, err := h.Move(ctx, control.HandoffRequest{SessionID: s.ID, From: fromPlatform(s), To: place, Home: inHome}, errOut, ask)
 	if errors.Is(err, cli.ErrHandoffFailed) {
 		if now, gerr := a.Store.GetSession(context.WithoutCancel(ctx), s.ID); gerr == nil && now.Holder != "" {
 			return fmt.Errorf("%w; the session stays in %s", err, cli.PlaceOf(now.Holder))

@@ -101,6 +101,24 @@ func TestHandoffCommand(t *testing.T) {
 	if h := holder(); !strings.HasPrefix(h, "web:") {
 		t.Fatalf("holder after baton handoff web: %q", h)
 	}
+
+	// --home: into the home chat itself, no new topic.
+	out, errOut, err = runBaton(t, env, work, "handoff", "--home", sid[:8], "telegram")
+	if exitCode(err) != 0 || !strings.HasPrefix(out, fmt.Sprintf("Session %s continues in Telegram", sid[:8])) {
+		t.Fatalf("handoff --home to telegram: exit %d\nstdout %q\nstderr %q\ngateway:\n%s", exitCode(err), out, errOut, gw.Log())
+	}
+	if h := holder(); h != fmt.Sprintf("telegram:group:%d", forum) {
+		t.Fatalf("holder after baton handoff --home telegram: %q", h)
+	}
+	if n := len(fake.Topics()); n != 1 {
+		t.Errorf("--home opened a topic: %d topics", n)
+	}
+	waitSent(t, fake, "the greeting in the home chat", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == fmt.Sprint(forum) && m.ThreadID == 0 && strings.Contains(m.Plain, "Hello, picked up here.")
+	})
+	if _, errOut, err := runBaton(t, env, work, "handoff", "--home", "--thread", sid[:8], "telegram"); exitCode(err) != 1 || !strings.Contains(errOut, "home") {
+		t.Errorf("--home with --thread: exit %d, %q", exitCode(err), errOut)
+	}
 	webHolder := holder()
 
 	// Refusals: exit 1, why on stderr, nothing on stdout, the session stays.

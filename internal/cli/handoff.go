@@ -70,7 +70,7 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 	case TerminalPlatform, "terminal":
 		return false, errors.New("this conversation is already in the terminal")
 	}
-	final, err := h.Move(ctx, sessionID, TerminalPlatform, platform, out, ask)
+	final, err := h.Move(ctx, control.HandoffRequest{SessionID: sessionID, From: TerminalPlatform, To: platform}, out, ask)
 	if errors.Is(err, ErrHandoffFailed) {
 		return false, fmt.Errorf("%w — you are still here, in the same session", err)
 	}
@@ -85,13 +85,14 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 	return true, nil
 }
 
-// Move hands sessionID, now in from (a platform name), over to platform
-// through the running gateway, offering to start one through ask (nil:
-// only say how). It writes progress to out and returns the handoff's end
-// once the gateway confirms it completed; every other outcome is an error
-// saying what is known (a failed handoff wraps ErrHandoffFailed), and the
-// session stays where it was.
-func (h *Handoffs) Move(ctx context.Context, sessionID, from, platform string, out io.Writer, ask Ask) (control.Progress, error) {
+// Move hands req's session, now in req.From (a platform name), over to
+// req.To through the running gateway, offering to start one through ask
+// (nil: only say how). It writes progress to out and returns the
+// handoff's end once the gateway confirms it completed; every other
+// outcome is an error saying what is known (a failed handoff wraps
+// ErrHandoffFailed), and the session stays where it was.
+func (h *Handoffs) Move(ctx context.Context, req control.HandoffRequest, out io.Writer, ask Ask) (control.Progress, error) {
+	sessionID, platform := req.SessionID, req.To
 	if !slices.Contains(all.Names(), platform) {
 		return control.Progress{}, fmt.Errorf("%w %q: the places are %s", ErrUnknownPlace, platform, knownPlaces())
 	}
@@ -119,7 +120,7 @@ func (h *Handoffs) Move(ctx context.Context, sessionID, from, platform string, o
 	case p.Home == "":
 		return control.Progress{}, fmt.Errorf("%s has no home channel: type /sethome in the %s chat where handoffs should land, or set gateway.homes.%s in config.yaml", platform, platform, platform)
 	}
-	hf, err := c.RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: from, To: platform})
+	hf, err := c.RequestHandoff(ctx, req)
 	lost := false
 	if errors.Is(err, control.ErrLostGateway) && ctx.Err() == nil {
 		// It went away while asked: whether it recorded the handoff first

@@ -152,7 +152,7 @@ func (g *Gateway) controlHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, control.CodeBadRequest, "want JSON {session_id, from, to}")
 			return
 		}
-		h, err := g.RequestHandoff(r.Context(), req.SessionID, req.From, req.To)
+		h, err := g.RequestHandoffAt(r.Context(), req.SessionID, req.From, req.To, req.Home)
 		if err != nil {
 			status, code := http.StatusInternalServerError, control.CodeInternal
 			switch {

@@ -38,6 +38,14 @@ var (
 // RequestHandoff checks that the destination can take the session, records
 // a pending handoff, and wakes the worker at once.
 func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string) (store.Handoff, error) {
+	return g.RequestHandoffAt(ctx, sessionID, from, to, false)
+}
+
+// RequestHandoffAt is RequestHandoff, landing in the platform's home chat
+// itself when inHome, rather than in a new thread there. The home is
+// recorded as the handoff's destination, so a gateway that retries it
+// lands there too.
+func (g *Gateway) RequestHandoffAt(ctx context.Context, sessionID, from, to string, inHome bool) (store.Handoff, error) {
 	if g.stopping.Load() {
 		return store.Handoff{}, fmt.Errorf("%w: try again once it is back (`baton gateway`)", ErrStopping)
 	}
@@ -49,7 +57,15 @@ func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string
 			return store.Handoff{}, err
 		}
 	}
-	h, err := g.st.RequestHandoff(ctx, sessionID, from, to)
+	dest := ""
+	if inHome && to != TerminalPlatform {
+		homes, err := g.homes(ctx)
+		if err != nil {
+			return store.Handoff{}, err
+		}
+		dest = homes[to]
+	}
+	h, err := g.st.RequestHandoffTo(ctx, sessionID, from, to, dest)
 	if err != nil {
 		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
 	}
