@@ -69,6 +69,18 @@ func TestHandoffCommand(t *testing.T) {
 		t.Fatalf("a handoff with no gateway left state %s", s)
 	}
 
+	// In a terminal it offers to start one; declined, it records nothing.
+	tm := startTerm(t, env, work, "handoff", sid[:8], "telegram")
+	tm.expect("No gateway is running. Start one in the background now? [y/N] ")
+	tm.send("n\r")
+	tm.expect("no gateway is running: start one with `baton gateway`")
+	if err := tm.wait(); exitCode(err) != 1 {
+		t.Fatalf("declined in a terminal: exit %d\n%s", exitCode(err), tm.Screen())
+	}
+	if s := handoffState(); s != store.HandoffNone {
+		t.Fatalf("a declined handoff left state %s", s)
+	}
+
 	gw := startGateway(t, env, batonHome)
 	c := control.NewClient(control.SocketPath(batonHome))
 	testutil.Eventually(t, hangGuard, func() bool {
