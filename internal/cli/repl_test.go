@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -321,11 +322,18 @@ func TestREPLResumeShowsTranscript(t *testing.T) {
 func TestREPLOfflineNotice(t *testing.T) {
 	app := testApp(t, nil)
 	out := runREPL(t, app, Config{}, "/model")
-	if !strings.Contains(out, offline.Setup) || !strings.Contains(out, "No model is configured (offline responder)") {
+	// The notice names config.yaml by its real path, at start and in
+	// the first reply.
+	setup := offline.SetupFor(filepath.Join(app.Home, config.FileName))
+	if !strings.Contains(out, setup) || !strings.Contains(out, "No model is configured (offline responder)") || strings.Contains(out, "$BATON_HOME") {
 		t.Fatalf("output:\n%s", out)
 	}
 	if ss, _ := app.Store.ListSessions(t.Context(), store.SessionFilter{}); len(ss) != 0 {
 		t.Fatalf("leaving at once left %d sessions behind", len(ss))
+	}
+	out = runREPL(t, app, Config{}, "hello")
+	if !strings.Contains(out, "key to "+filepath.Join(app.Home, config.FileName)+".") || strings.Contains(out, "$BATON_HOME") {
+		t.Fatalf("output:\n%s", out)
 	}
 }
 

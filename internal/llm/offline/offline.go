@@ -33,11 +33,24 @@ To use a model, set one of:
 
 Or write the provider, model and key to $BATON_HOME/config.yaml.`
 
+// SetupFor is Setup naming configFile, the config.yaml baton reads, by its
+// path; "" keeps $BATON_HOME/config.yaml.
+func SetupFor(configFile string) string {
+	if configFile == "" {
+		return Setup
+	}
+	return strings.Replace(Setup, "$BATON_HOME/config.yaml", configFile, 1)
+}
+
 // Reminder starts the replies after the first: no model is answering.
 const Reminder = "(baton's offline responder, not a model: no model is configured.)"
 
 // Provider is the offline responder. The zero value is ready to use.
-type Provider struct{}
+type Provider struct {
+	// ConfigFile is the config.yaml the setup notice names; "" names it
+	// as $BATON_HOME/config.yaml.
+	ConfigFile string
+}
 
 var _ llm.Provider = Provider{}
 
@@ -49,11 +62,11 @@ func (Provider) Name() string { return Name }
 
 // Chat answers with the setup note and a short echo of the request. It never
 // returns tool calls, whatever tools are offered.
-func (Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
+func (p Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, fmt.Errorf("offline: %w", err)
 	}
-	lead := Setup
+	lead := SetupFor(p.ConfigFile)
 	if toldBefore(req) {
 		lead = Reminder
 	}
