@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -40,16 +41,10 @@ type Handoffs struct {
 // Sentinel errors of a handoff.
 var (
 	// ErrUnknownPlace is a handoff to a name that is no place baton knows.
-	ErrUnknownPlace = errors.New("unknown place")
+	ErrUnknownPlace = place.ErrUnknown
 	// ErrHandoffFailed is a handoff the gateway tried and gave up.
 	ErrHandoffFailed = errors.New("the handoff failed")
 )
-
-// knownPlaces lists the places a handoff can name, for people.
-func knownPlaces() string {
-	names := append([]string{TerminalPlatform + " (the terminal)"}, all.Names()...)
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
 
 // Ask puts a question to the person and returns their answer.
 type Ask func(prompt string) (string, error)
@@ -94,7 +89,7 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 func (h *Handoffs) Move(ctx context.Context, req control.HandoffRequest, out io.Writer, ask Ask) (control.Progress, error) {
 	sessionID, platform := req.SessionID, req.To
 	if !slices.Contains(all.Names(), platform) {
-		return control.Progress{}, fmt.Errorf("%w %q: the places are %s", ErrUnknownPlace, platform, knownPlaces())
+		return control.Progress{}, place.Unknown(platform, TerminalPlatform, all.Names())
 	}
 	c := h.client()
 	status, err := c.Status(ctx)
@@ -112,7 +107,7 @@ func (h *Handoffs) Move(ctx context.Context, req control.HandoffRequest, out io.
 		for _, p := range status.Platforms {
 			names = append(names, p.Name)
 		}
-		return control.Progress{}, fmt.Errorf("%s is not set up in the gateway (set up there: %s); README.md tells how to set it up", placeOf(platform), strings.Join(names, ", "))
+		return control.Progress{}, errors.New(place.NotSetUp(placeOf(platform), names))
 	case !p.Live && p.Error == "":
 		return control.Progress{}, fmt.Errorf("%s is still starting in the gateway; try again in a moment (`baton gateway status` shows when it is live)", platform)
 	case !p.Live:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -166,6 +167,8 @@ func (g *Gateway) controlHandler() http.Handler {
 				status, code = http.StatusConflict, control.CodeInFlight
 			case errors.Is(err, store.ErrNotFound):
 				status, code = http.StatusNotFound, control.CodeUnknownSession
+			case errors.Is(err, place.ErrUnknown):
+				status, code = http.StatusBadRequest, control.CodeBadRequest
 			}
 			writeError(w, status, code, err.Error())
 			return

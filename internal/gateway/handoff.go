@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,8 +76,13 @@ func (g *Gateway) RequestHandoffAt(ctx context.Context, sessionID, from, to stri
 }
 
 func (g *Gateway) checkDestination(ctx context.Context, to string) error {
+	if g.cfg.Places != nil && !slices.Contains(g.cfg.Places, to) {
+		return place.Unknown(to, TerminalPlatform, g.cfg.Places)
+	}
 	if _, ok := g.adapters[to]; !ok {
-		return fmt.Errorf("%w: %s is not enabled in this gateway (enabled: %s)", ErrNotLive, to, strings.Join(g.names(), ", "))
+		names := g.names()
+		slices.Sort(names)
+		return fmt.Errorf("%w: %s", ErrNotLive, place.NotSetUp(g.placeName(to), names))
 	}
 	if st := g.platformStatus(to); st.State != platform.StateLive {
 		return fmt.Errorf("%w: %s", ErrNotLive, g.notLive(to, st))

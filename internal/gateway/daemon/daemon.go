@@ -94,6 +94,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		PersonalPlatforms: as.personal,
 		Homes:             as.homes,
 		Display:           as.display,
+		Places:            all.Names(),
 		Socket:            control.SocketPath(home),
 		Lease:             gcfg.HandoffLease,
 		ShutdownGrace:     gcfg.ShutdownGrace,
