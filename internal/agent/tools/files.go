@@ -141,7 +141,7 @@ func writeFile(cfg Config) agent.Tool {
 			if err := writeKeepingMode(p, []byte(a.Content)); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("%s %s (%d bytes)", verb, display(cfg.Dir, p), len(a.Content)), nil
+			return fmt.Sprintf("%s %s (%s)", verb, display(cfg.Dir, p), plural.Count(len(a.Content), "byte", "bytes")), nil
 		},
 		Subject:     pathSubject(cfg, ""),
 		SubjectKind: agent.SubjectPath,

@@ -236,6 +236,9 @@ func TestWriteFileAndListDir(t *testing.T) {
 	if out, _ := call(t, r, "write_file", m{"path": "a/b/c.txt", "content": ""}); out != "overwrote a/b/c.txt (0 bytes)" {
 		t.Errorf("overwrite: %q", out)
 	}
+	if out, _ := call(t, r, "write_file", m{"path": "one.txt", "content": "x"}); out != "created one.txt (1 byte)" {
+		t.Errorf("one byte: %q", out)
+	}
 	write(t, filepath.Join(dir, "a/z.txt"), "12345")
 	out, err = call(t, r, "list_dir", m{"path": "a"})
 	if err != nil || out != "b/\nz.txt (5 bytes)" {
