@@ -77,7 +77,7 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 		Handoff:   handoff,
 		Startup:   startup,
 		HandoffTargets: func(ctx context.Context) []string {
-			return handoffTargets(ctx, a.Home)
+			return handoffTargets(ctx, a)
 		},
 	})
 	if err != nil {
@@ -149,10 +149,11 @@ func terminalHooks(app *app.App) (cli.HandoffFunc, cli.StartupFunc) {
 
 // handoffTargets are the platforms /handoff can name: those of the running
 // gateway, or with none answering those a gateway started now would have.
-func handoffTargets(ctx context.Context, home string) []string {
-	status, err := control.NewClient(control.SocketPath(home)).Status(ctx)
+func handoffTargets(ctx context.Context, a *app.App) []string {
+	status, err := control.NewClient(control.SocketPath(a.Home)).Status(ctx)
 	if err != nil || len(status.Platforms) == 0 {
-		return setUpPlatforms(home)
+		homes, _ := a.Store.HomeChannels(ctx)
+		return setUpPlatforms(a.Home, homes)
 	}
 	names := make([]string, 0, len(status.Platforms))
 	for _, p := range status.Platforms {
@@ -161,12 +162,14 @@ func handoffTargets(ctx context.Context, home string) []string {
 	return names
 }
 
-// setUpPlatforms are the platforms config.yaml sets up, in the gateway's
-// order: the web chat unless switched off (it needs no setup), and every
-// other platform with a section that does not say enabled: false. One set
-// up only in the environment is not known without opening it, which
-// would connect or listen; /handoff still takes its name.
-func setUpPlatforms(home string) []string {
+// setUpPlatforms are the platforms set up for a gateway, in its order:
+// the web chat unless switched off (it needs no setup), and every other
+// platform with a section in config.yaml that does not say enabled:
+// false, or with a home channel (in config.yaml, or set by /sethome and
+// kept in the store: stored). One set up only in the environment and never given a home is
+// not known without opening it, which would connect or listen; /handoff
+// still takes its name.
+func setUpPlatforms(home string, stored map[string]string) []string {
 	cfg, err := config.Load(home)
 	if err != nil {
 		return nil
@@ -176,7 +179,7 @@ func setUpPlatforms(home string) []string {
 		n, present := cfg.Platforms[name]
 		switch {
 		case present && switchedOff(n):
-		case present, name == web.Name:
+		case present, name == web.Name, cfg.Gateway.Homes[name] != "", stored[name] != "":
 			out = append(out, name)
 		}
 	}
