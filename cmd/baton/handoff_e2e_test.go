@@ -170,3 +170,36 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// TestHandoffCommandStartsTheGateway: run in a terminal with no gateway,
+// `baton handoff` offers to start one; yes starts it in the background,
+// naming its log by its real path, and the handoff goes through.
+func TestHandoffCommandStartsTheGateway(t *testing.T) {
+	srv := handoffModel(t, "Hello from a gateway started for a script.")
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	batonHome := filepath.Join(home, "baton")
+	writeConfig(t, batonHome, "web:\n  listen: 127.0.0.1:0\n")
+	if out, errOut, err := runBaton(t, env, work, "-p", "hello"); err != nil {
+		t.Fatalf("baton -p: %v\n%s%s", err, out, errOut)
+	}
+	st := openStore(t, home)
+	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions %+v %v", ss, err)
+	}
+	sid := ss[0].ID
+
+	tm := startTerm(t, env, work, "handoff", sid[:8], "web")
+	tm.expect("No gateway is running. Start one in the background now? [y/N] ")
+	t.Cleanup(func() { stopBackgroundGateway(t, batonHome) })
+	tm.send("y\r")
+	tm.expect("Starting the gateway (its log: " + filepath.Join(batonHome, "gateway.log") + ")")
+	tm.expect(fmt.Sprintf("Session %s continues in the web chat: http://127.0.0.1:", sid[:8]))
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+	if h, _ := st.HandoffState(t.Context(), sid); h.State != store.HandoffCompleted {
+		t.Fatalf("handoff %+v", h)
+	}
+}
