@@ -318,7 +318,11 @@ func (r *REPL) handoff(ctx context.Context, platform string, interrupts <-chan o
 	r.withInterrupt(ctx, interrupts, func(ctx context.Context) {
 		detach, err = r.cfg.Handoff(ctx, r.session.ID, strings.ToLower(platform), r.cfg.Out, r.in.Ask)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrHandoffFailed):
+		r.out.Printf("%s\n", firstLine(err.Error())) // it says so itself
+		return false
+	case err != nil:
 		r.out.Printf("handoff failed: %s\n", firstLine(err.Error()))
 		return false
 	}

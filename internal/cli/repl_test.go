@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -250,17 +251,24 @@ func TestREPLHandoffHook(t *testing.T) {
 			if platform == "nowhere" {
 				return false, errors.New("no adapter for nowhere")
 			}
+			if platform == "slack" {
+				return false, fmt.Errorf("%w: Slack refused — you are still here", ErrHandoffFailed)
+			}
 			gotSession, gotPlatform = sessionID, platform
 			io.WriteString(out, "handed to telegram\n")
 			return true, nil
 		},
 	}
-	out := runREPL(t, app, cfg, "hello", "/handoff nowhere", "/handoff Telegram", "never read")
+	out := runREPL(t, app, cfg, "hello", "/handoff nowhere", "/handoff slack", "/handoff Telegram", "never read")
 	if startupSaw != "" || !strings.HasPrefix(out[strings.Index(out, "1 handoff waiting"):], "1 handoff waiting for the terminal\n› hello") {
 		t.Errorf("startup hook: saw session %q; output:\n%s", startupSaw, out)
 	}
 	if !strings.Contains(out, "handoff failed: no adapter for nowhere") {
 		t.Errorf("failed handoff not reported:\n%s", out)
+	}
+	// A handoff the gateway gave up is said once, not "handoff failed: the handoff failed".
+	if !strings.Contains(out, "\nthe handoff failed: Slack refused — you are still here\n") {
+		t.Errorf("a failed handoff is reported twice over:\n%s", out)
 	}
 	s := onlySession(t, app)
 	if gotSession != s.ID || gotPlatform != "telegram" {
