@@ -33,31 +33,10 @@ var ErrBadRule = errors.New("bad tools.allow entry")
 // arguments follow.
 const anyArgs = "*"
 
-// runners run other programs through their arguments or their
-// configuration (a hook, -exec, a Makefile, a script): a prefix rule for
-// one of them would allow anything, so only exact commands are allowed.
-var runners = map[string]bool{
-	"git": true, "find": true, "xargs": true, "env": true, "go": true, "make": true, "gmake": true, "just": true,
-	"npm": true, "npx": true, "yarn": true, "pnpm": true, "bun": true, "deno": true, "node": true,
-	"cargo": true, "rustc": true, "python": true, "python3": true, "pip": true, "pip3": true, "uv": true, "poetry": true,
-	"perl": true, "ruby": true, "php": true, "java": true, "mvn": true, "gradle": true, "dotnet": true,
-	"rake": true, "bundle": true, "sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "csh": true, "tcsh": true,
-	"sudo": true, "doas": true, "su": true, "nice": true, "nohup": true, "timeout": true, "time": true, "watch": true,
-	"setsid": true, "stdbuf": true, "flock": true, "chroot": true, "unshare": true, "strace": true, "ltrace": true, "gdb": true,
-	"exec": true, "eval": true, "command": true, "builtin": true, "source": true, ".": true,
-	"awk": true, "gawk": true, "mawk": true, "sed": true, "vi": true, "vim": true, "nvim": true, "emacs": true, "less": true, "more": true, "man": true,
-	"tar": true, "rsync": true, "zip": true, "ssh": true, "scp": true, "docker": true, "podman": true, "kubectl": true,
-	"parallel": true, "busybox": true, "script": true, "expect": true, "tmux": true, "screen": true, "systemd-run": true,
-	"crontab": true, "at": true, "batch": true,
-}
-
-// Runner reports whether a program named by a command's first word runs
-// other programs through its arguments or configuration.
-func Runner(program string) bool { return runners[path.Base(program)] }
-
 // CheckAllow refuses entries that can never be honoured as written: a
-// prefix rule for a command that runs other programs, an empty or
-// malformed rule, a tool the registry does not hold.
+// prefix rule for a program not on the reviewed list (see
+// prefixPrograms), an empty or malformed rule, a tool the registry does
+// not hold.
 func CheckAllow(allow []string, tools *Registry) error {
 	var errs []error
 	for _, entry := range allow {
@@ -87,8 +66,12 @@ func CheckAllow(allow []string, tools *Registry) error {
 			errs = append(errs, fmt.Errorf("%w %q: write a plain command such as \"shell:ls -la\" or \"shell:ls *\" (no shell operators)", ErrBadRule, entry))
 			continue
 		}
-		if last := words[len(words)-1]; last.text == anyArgs && !last.quoted && Runner(words[0].text) {
-			errs = append(errs, fmt.Errorf("%w %q: %s runs other programs through its arguments or configuration, so only exact commands are allowed (e.g. \"shell:git status\")", ErrBadRule, entry, words[0].text))
+		if last := words[len(words)-1]; last.text == anyArgs && !last.quoted {
+			if !PrefixAllowed(words[0].text) {
+				errs = append(errs, fmt.Errorf("%w %q: a rule ending in \" *\" may only name a program that runs nothing and writes nothing through its arguments (%s); allow %s as exact commands instead (e.g. \"shell:%s\")", ErrBadRule, entry, prefixList(), words[0].text, exampleExact(words)))
+			} else if !prefixArgsAllowed(words[0].text, words[1:len(words)-1]) {
+				errs = append(errs, fmt.Errorf("%w %q: it names an option that makes %s run a program or write a file", ErrBadRule, entry, words[0].text))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -142,7 +125,8 @@ func ruleMatches(allow []string, tool Tool, subject string) bool {
 // or, for a rule ending in " *", the rule's words followed by anything.
 // A command line with shell syntax (operators, substitutions, redirections,
 // unquoted globs in the part that must match) never matches, nor does a
-// prefix rule for a runner.
+// prefix rule for a program off the reviewed list, nor a call giving such
+// a program an option that runs or writes.
 func commandMatches(rule, subject string) bool {
 	want, ok := splitCommand(rule)
 	if !ok || len(want) == 0 {
@@ -156,7 +140,7 @@ func commandMatches(rule, subject string) bool {
 	if last := want[len(want)-1]; last.text == anyArgs && !last.quoted {
 		prefix = true
 		want = want[:len(want)-1]
-		if len(want) == 0 || Runner(want[0].text) {
+		if len(want) == 0 || !PrefixAllowed(want[0].text) || len(got) == 0 || !prefixArgsAllowed(got[0].text, got[1:]) {
 			return false
 		}
 	}
@@ -249,6 +233,39 @@ func pathMatches(rule, subject string) bool {
 		return strings.HasPrefix(subject, dir+"/")
 	}
 	return path.Clean(rule) == subject
+}
+
+// ErrSubjectMoved is a call whose subject changed while it was checked
+// (a link in its path moved): it is not run.
+var ErrSubjectMoved = errors.New("the path changed while it was being checked (a link in it moved); not run")
+
+// rulesWithin keeps the entries whose rule names dir or a path in it: the
+// only ones that cover a call in a repository's control directory.
+func rulesWithin(allow []string, dir string) []string {
+	var kept []string
+	for _, entry := range allow {
+		_, rule, hasRule := strings.Cut(strings.TrimSpace(entry), ":")
+		rule = strings.TrimSuffix(strings.TrimSpace(rule), "/")
+		if hasRule && rule != "" && (path.Clean(rule) == dir || strings.HasPrefix(path.Clean(rule), dir+"/")) {
+			kept = append(kept, entry)
+		}
+	}
+	return kept
+}
+
+type subjectKey struct{}
+
+// WithSubject passes a tool the subject its call was checked with, so it
+// can refuse to act on anything else.
+func WithSubject(ctx context.Context, subject string) context.Context {
+	return context.WithValue(ctx, subjectKey{}, subject)
+}
+
+// CheckedSubject is the subject the call running under ctx was checked
+// with; ok is false outside a checked call (a tool run directly).
+func CheckedSubject(ctx context.Context) (subject string, ok bool) {
+	subject, ok = ctx.Value(subjectKey{}).(string)
+	return subject, ok
 }
 
 type autoKey struct{}

@@ -34,6 +34,11 @@ type Tool struct {
 	// tool name in the allowlist does not cover it: only a rule naming its
 	// subject does.
 	Inside func(args json.RawMessage) bool
+	// Control, if set, names the repository control directory a call
+	// acts in (a .git, a bare repository: their config and hooks run
+	// commands), as a subject would name it, or "" for none. Only a rule
+	// naming that directory or something in it covers such a call.
+	Control func(args json.RawMessage) string
 }
 
 // Registry holds the tools offered to the model, in registration order.

@@ -78,9 +78,20 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 	if !json.Valid(c.Arguments) {
 		return t.toolError(c, fmt.Errorf("arguments are not valid JSON: %s", clip(string(c.Arguments), 200))), nil
 	}
-	runCtx := ctx
-	if !tool.ReadOnly || (tool.Inside != nil && !tool.Inside(c.Arguments)) {
-		d, auto, err := t.approve(ctx, tool, c)
+	// The subject is worked out before and after Inside: a path whose
+	// links moved in between is refused rather than checked as one place
+	// and used as another. Run gets the subject that was checked.
+	subject := ""
+	if tool.Subject != nil {
+		subject = tool.Subject(c.Arguments)
+	}
+	inside := tool.Inside == nil || tool.Inside(c.Arguments)
+	if tool.Subject != nil && tool.Subject(c.Arguments) != subject {
+		return t.toolError(c, ErrSubjectMoved), nil
+	}
+	runCtx := WithSubject(ctx, subject)
+	if !tool.ReadOnly || !inside {
+		d, auto, err := t.approve(ctx, tool, c, subject, inside)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				t.finished(c, CancelledResult, cerr)
@@ -96,7 +107,7 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 			return DeniedResult, nil
 		}
 		if auto {
-			runCtx = WithAutoAllowed(ctx)
+			runCtx = WithAutoAllowed(runCtx)
 		}
 	}
 	t.emit(Event{Kind: EventToolStarted, SessionID: t.session, Call: c})
@@ -129,13 +140,14 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 // allowlist (auto=true), then an earlier "always" for the same subject,
 // then the Approver. A call outside where the tool may act freely is let
 // through only by a rule naming its subject.
-func (t *turn) approve(ctx context.Context, tool Tool, c llm.ToolCall) (d Decision, auto bool, err error) {
-	subject := ""
-	if tool.Subject != nil {
-		subject = tool.Subject(c.Arguments)
+func (t *turn) approve(ctx context.Context, tool Tool, c llm.ToolCall, subject string, inside bool) (d Decision, auto bool, err error) {
+	allow := t.a.Allow
+	if tool.Control != nil {
+		if dir := tool.Control(c.Arguments); dir != "" {
+			allow = rulesWithin(allow, dir)
+		}
 	}
-	inside := tool.Inside == nil || tool.Inside(c.Arguments)
-	if (inside && allowed(t.a.Allow, tool, subject)) || ruleMatches(t.a.Allow, tool, subject) {
+	if (inside && allowed(allow, tool, subject)) || ruleMatches(allow, tool, subject) {
 		return Once, true, nil
 	}
 	if t.a.alwaysAllowed(t.session, tool.Name, subject) {

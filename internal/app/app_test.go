@@ -107,14 +107,14 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-// A prefix rule for a command that runs other programs is refused where
+// A prefix rule for a program off the reviewed list is refused where
 // the agent is built, saying why, instead of silently allowing anything.
 func TestNewAgentRefusesUnsafeAllowRules(t *testing.T) {
 	_, a, err := openHome(t, "tools:\n  allow: [\"shell:git status *\"]\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.NewAgent(nil); err == nil || !strings.Contains(err.Error(), "git runs other programs") || !strings.Contains(err.Error(), "tools.allow") {
+	if _, err := a.NewAgent(nil); err == nil || !strings.Contains(err.Error(), "allow git as exact commands") || !strings.Contains(err.Error(), "tools.allow") {
 		t.Errorf("err = %v", err)
 	}
 	_, a, err = openHome(t, "tools:\n  allow: [\"shell:git status\", \"shell:ls *\", write_file]\n  paths: [/tmp]\n")

@@ -43,7 +43,9 @@ func (c Config) checkHomes() error {
 	var errs []error
 	for platform, key := range c.Gateway.Homes {
 		if !strings.HasPrefix(key, platform+":") {
-			errs = append(errs, fmt.Errorf("gateway.homes.%s %q: an address key starts with the platform, e.g. %s:dm:12345", platform, key, platform))
+			// The platform's own form (which kinds it has, how its ids
+			// look) is checked where the platforms are known, at start.
+			errs = append(errs, fmt.Errorf("gateway.homes.%s %q: an address key starts with the platform and the kind of chat, e.g. %s:dm:%s or %s:group:%s", platform, key, platform, key, platform, key))
 		}
 	}
 	return errors.Join(errs...)

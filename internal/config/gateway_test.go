@@ -36,6 +36,11 @@ func TestLoadGateway(t *testing.T) {
 	if _, err := Load(home); err == nil || !strings.Contains(err.Error(), "telegram:dm:12345") {
 		t.Errorf("bad home key accepted: %v", err)
 	}
+	// A Matrix room id is not told to be a DM's.
+	writeConfig(t, home, "gateway:\n  homes:\n    matrix: \"!roomid:example.org\"\n")
+	if _, err := Load(home); err == nil || !strings.Contains(err.Error(), "matrix:group:!roomid:example.org") {
+		t.Errorf("a home without its platform: %v; want the group form shown too", err)
+	}
 }
 
 func TestSection(t *testing.T) {

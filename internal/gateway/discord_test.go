@@ -350,3 +350,41 @@ func TestDiscordCatchesUpAfterTheGatewayWasStopped(t *testing.T) {
 		t.Errorf("%d IDENTIFYs, want 2: the expired session is not resumed", n)
 	}
 }
+
+// The first answer in a channel that holds no session, grown by edits,
+// ends with the continue-offer in the same message: the last edit brings
+// it, and nothing is posted after it.
+func TestDiscordContinueOfferEndsTheStreamedAnswer(t *testing.T) {
+	fake := discordtest.New(t, discordToken)
+	r := discordRig(t, fake)
+	r.terminalSession(t)
+	home := fake.Home()
+
+	const answer = "Hello on Discord, one word at a time."
+	r.model.Push(llmtest.Reply{Text: answer, Delay: 150 * time.Millisecond})
+	if _, err := fake.Say(home, discordOwner, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	shown(t, fake, "the offer", func(p discordtest.Post) bool {
+		return p.ChannelID == home && strings.HasSuffix(p.Content, " — /continue to pick it up here.")
+	})
+	if !testutil.Poll(testutil.Context(t, 0), func() bool { return waitedOut(r) }) {
+		t.Fatal("the outbox never emptied")
+	}
+	offer := shown(t, fake, "the answer", in(home, answer))
+	var posts []string
+	edits := 0
+	for _, p := range fake.Posts() {
+		if p.ChannelID != home {
+			continue
+		}
+		if p.Route == discordtest.RouteEditMessage {
+			edits++
+		} else {
+			posts = append(posts, p.Content)
+		}
+	}
+	if len(posts) != 1 || edits == 0 || !strings.HasPrefix(offer.Content, answer+"\n\nYou were working on «Trip planning") {
+		t.Errorf("the bot posted %q and edited %d times, showing %q; want one message grown by edits into the answer and the offer", posts, edits, offer.Content)
+	}
+}

@@ -171,10 +171,11 @@ func TestContinueOfferOnANewPlace(t *testing.T) {
 	dm := func(sub string) func(telegramtest.SentMessage) bool {
 		return func(m telegramtest.SentMessage) bool { return m.ChatID == "42" && strings.Contains(m.Plain, sub) }
 	}
-	sentWhere(t, fake, "the answer", dm("Hello on Telegram."))
-	offer := sentWhere(t, fake, "the offer", dm("You were working on «Trip planning"))
-	if !strings.Contains(offer.Plain, "in the terminal just now — /continue to pick it up here.") {
-		t.Errorf("offer %q", offer.Plain)
+	// The offer ends the first answer, in the same message.
+	answer := sentWhere(t, fake, "the answer", dm("Hello on Telegram."))
+	if !strings.Contains(answer.Plain, "Hello on Telegram.\n\nYou were working on «Trip planning") ||
+		!strings.HasSuffix(answer.Plain, "in the terminal just now — /continue to pick it up here.") {
+		t.Errorf("the first answer %q does not end with the offer", answer.Plain)
 	}
 
 	// The second message is no new place: no second offer.

@@ -465,3 +465,82 @@ func transcriptEndsWith(t *testing.T, r *rig, sessionID, said, answer string) []
 	}
 	return msgs
 }
+
+// The first answer in a room that holds no session ends with the offer of
+// the session held elsewhere, in the same message, whether the answer
+// grew by edits or came whole; nothing is posted after it.
+func TestMatrixContinueOfferEndsTheFirstAnswer(t *testing.T) {
+	m := newMatrixSetup(t)
+	r := m.rig(t, nil)
+	r.terminalSession(t)
+	ctx := context.Background()
+	second, err := m.Owner.CreateRoom(ctx, "second", m.Bot.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Bot.Join(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	const offerEnd = " — /continue to pick it up here."
+	for _, c := range []struct {
+		what, room, answer string
+		delay              time.Duration
+	}{
+		{"grown by edits", m.Room, "Hello on Matrix, one word at a time.", 150 * time.Millisecond},
+		{"posted whole", second, "Hello again, all at once.", 0},
+	} {
+		edits := m.proxy.CallCount("edit")
+		r.model.Push(llmtest.Reply{Text: c.answer, Delay: c.delay})
+		ask, err := m.Owner.Say(ctx, c.room, "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bot []matrixtest.Message
+		if !testutil.Poll(testutil.Context(t, 0), func() bool {
+			msgs, err := m.Owner.Messages(ctx, c.room)
+			bot = storyParts(msgs, m.Bot.ID, ask)
+			return err == nil && len(bot) > 0 && strings.HasSuffix(bot[len(bot)-1].Body, offerEnd) && waitedOut(r)
+		}) {
+			t.Fatalf("%s: the room never showed the offer; the bot posted %+v", c.what, bot)
+		}
+		if len(bot) != 1 || !strings.HasPrefix(bot[0].Body, c.answer+"\n\nYou were working on ") {
+			var bodies []string
+			for _, x := range bot {
+				bodies = append(bodies, x.Body)
+			}
+			t.Errorf("%s: the bot posted %q; want one message, the answer ending with the offer", c.what, bodies)
+		}
+		if grew := m.proxy.CallCount("edit") > edits; grew != (c.delay > 0) {
+			t.Errorf("%s: edited: %v", c.what, grew)
+		}
+	}
+}
+
+// A home written as the README shows it, the room id with its ':', is
+// read as Matrix reads it (as the daemon reads gateway.homes), and a
+// handoff lands in that room.
+func TestMatrixHomeAsWritten(t *testing.T) {
+	m := newMatrixSetup(t)
+	written := "matrix:group:" + m.Room
+	home, err := platform.ParseWritten(written, matrix.Spec().CheckAddress)
+	if err != nil {
+		t.Fatalf("%s: %v", written, err)
+	}
+	m.home = home
+	r := m.rig(t, nil)
+	sess := r.terminalSession(t)
+	ctx := context.Background()
+	r.model.Push(llmtest.Reply{Text: "Here, in the room as written."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "matrix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := r.client.Watch(ctx, h.ID, nil)
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v", final, err)
+	}
+	if dest, err := platform.ParseKey(final.Destination); err != nil || dest.Chat != m.Room {
+		t.Fatalf("destination %q (%v), want a thread in %s", final.Destination, err, m.Room)
+	}
+	m.has(t, m.Bot.ID, "the greeting", func(x matrixtest.Message) bool { return strings.Contains(x.Body, "Here, in the room as written.") })
+}

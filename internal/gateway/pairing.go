@@ -14,13 +14,15 @@ import (
 )
 
 // Pairing policy: a code lasts an hour; a platform has at most three
-// waiting; a person who writes more than five times on one code, or is
+// waiting, a fourth replacing the oldest; a person gets a new code at most
+// once a day; a person who writes more than five times on one code, or is
 // denied, is ignored for a day.
 const (
 	PairingTTL         = time.Hour
 	PairingMaxPending  = 3
 	PairingMaxAttempts = 5
 	PairingLock        = 24 * time.Hour
+	PairingRenew       = 24 * time.Hour
 )
 
 // codeAlphabet has no look-alikes (0/O, 1/I/L).
@@ -68,21 +70,22 @@ func (g *Gateway) stranger(ctx context.Context, ev platform.Event) {
 		p, issued, err = g.st.AskPairing(ctx, store.PairingAsk{
 			Platform: ev.At.Platform, PlatformUserID: ev.SenderID, Sender: ev.Sender, AddressKey: ev.At.Key(),
 			Code: NewPairingCode(), Now: now, TTL: PairingTTL, MaxPending: PairingMaxPending,
-			MaxAttempts: PairingMaxAttempts, Lock: PairingLock,
+			MaxAttempts: PairingMaxAttempts, Lock: PairingLock, Renew: PairingRenew,
 		})
 		if !errors.Is(err, store.ErrConflict) {
 			break
 		}
 	}
 	switch {
-	case errors.Is(err, store.ErrPairingFull):
-		g.sendNow(ctx, ev.At, "This is a personal agent. It is not taking new pairing requests right now; try again later.")
-		return
 	case err != nil:
 		g.log.Error("pairing request", "platform", ev.At.Platform, "err", err)
 		return
 	case p.LockedUntil.After(now):
-		if p.Attempts == PairingMaxAttempts+1 {
+		switch p.Attempts {
+		case 1: // asked again before a new code is due
+			g.sendNow(ctx, ev.At, fmt.Sprintf("Your pairing code ran out without an approval. You can ask for a new one after %s.",
+				p.LockedUntil.Format("Jan 2 15:04 MST")))
+		case PairingMaxAttempts + 1:
 			g.sendNow(ctx, ev.At, "Too many messages without an approval: I will ignore you for a while.")
 		}
 		return

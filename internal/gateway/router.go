@@ -239,7 +239,7 @@ func (g *Gateway) handleOnce(ctx context.Context, in *store.Inbound, fresh bool)
 			return g.turn(ctx, addr, in, prior.sessionID, store.Message{Platform: in.Platform}, "")
 		}
 	}
-	var offer string // decided as the message arrives, sent after its answer
+	var offer string // decided as the message arrives, sent at the end of its answer
 	if newSession {
 		offer = g.offerFor(ctx, addr, sess)
 	}
@@ -287,7 +287,7 @@ func (g *Gateway) priorTurn(ctx context.Context, platformName, msgID string) (pr
 }
 
 // turn runs one agent turn in the session and delivers its answer to addr,
-// with offer (if any) after it. A turn the store could not record returns
+// ending with offer (if any). A turn the store could not record returns
 // errNotRecorded, to be run again; the model's own failures are told to
 // the person.
 func (g *Gateway) turn(ctx context.Context, addr platform.Address, in *store.Inbound, sessionID string, input store.Message, offer string) error {
@@ -452,18 +452,18 @@ func (g *Gateway) newSession(ctx context.Context, addr platform.Address) (store.
 }
 
 // reply delivers text as the answer to inbound event in (idempotent per
-// event), followed by offer (an offer to continue) unless it is "". Both
-// are stored with in marked done, in one write.
+// event), ending with offer (an offer to continue) unless it is "": one
+// message, so a reply streamed by edits is edited into the answer and its
+// offer rather than followed by a message of its own. It is stored with
+// in marked done, in one write.
 func (g *Gateway) reply(ctx context.Context, addr platform.Address, in *store.Inbound, text, offer string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	key := fmt.Sprintf("in:%d", in.ID)
-	msgs := []outgoing{{key: key, text: text}}
 	if offer != "" {
-		msgs = append(msgs, outgoing{key: key + ":offer", text: offer})
+		text = strings.TrimRight(text, " \n") + "\n\n" + offer
 	}
-	err := g.deliverAll(ctx, addr, in, msgs...)
+	err := g.deliverAll(ctx, addr, in, outgoing{key: fmt.Sprintf("in:%d", in.ID), text: text})
 	if errors.Is(err, errNotRecorded) {
 		return err // the reply is not stored: the turn is handled again
 	}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -390,5 +391,34 @@ func TestTelegramWithRefusedTokenIsNotLive(t *testing.T) {
 	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
 	if !errors.Is(err, control.ErrNotLive) {
 		t.Fatalf("handoff to a bot that is not live: %v", err)
+	}
+}
+
+// Three strangers holding every waiting pairing place do not keep a
+// fourth out: the fourth gets a code, the oldest code makes room, and its
+// holder is not handed a new one at once.
+func TestStrangersCannotFillThePairingDoor(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	telegramRig(t, fake, "telegram:group:-100777")
+	codeFor := func(id int64) telegramtest.SentMessage {
+		return sentWhere(t, fake, fmt.Sprintf("a pairing code to %d", id), func(m telegramtest.SentMessage) bool {
+			return m.ChatID == fmt.Sprint(id) && strings.Contains(m.Plain, "Your pairing code is")
+		})
+	}
+	for id := int64(91); id <= 93; id++ {
+		fake.PushMessage(id, 0, telegramtest.User{ID: id, FirstName: "Stranger"}, "/start")
+		codeFor(id)
+	}
+	friend := telegramtest.User{ID: 94, FirstName: "Friend"}
+	fake.PushMessage(94, 0, friend, "hi, it's me")
+	codeFor(94)
+	fake.PushMessage(91, 0, telegramtest.User{ID: 91, FirstName: "Stranger"}, "/start")
+	sentWhere(t, fake, "the first stranger told their code ran out", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "91" && strings.Contains(m.Plain, "ran out without an approval")
+	})
+	if n := countSent(fake, func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "91" && strings.Contains(m.Plain, "Your pairing code is")
+	}); n != 1 {
+		t.Errorf("the first stranger was given %d codes", n)
 	}
 }

@@ -226,8 +226,8 @@ func (l *load) check() ([]time.Duration, error) {
 // readPage records the page's assistant messages as replies. As the page
 // does, a message sent again under the same id (its acknowledgement came
 // late, so the gateway tried once more) is shown, and counted, once. The
-// offer to continue the conversation held elsewhere, which follows the
-// first answer in each new conversation, is not a reply.
+// offer to continue the conversation held elsewhere, which ends the first
+// answer in each new conversation, is not part of the reply.
 func (l *load) readPage(ctx context.Context, pg *page) {
 	shown := map[string]bool{}
 	for {
@@ -239,8 +239,8 @@ func (l *load) readPage(ctx context.Context, pg *page) {
 			if f["type"] == "message" && f["role"] == "assistant" {
 				key, _ := f["key"].(string)
 				text, _ := f["text"].(string)
-				if strings.HasSuffix(text, "/continue to pick it up here.") {
-					continue
+				if i := strings.LastIndex(text, "\n\nYou were working on "); i >= 0 && strings.HasSuffix(text, "/continue to pick it up here.") {
+					text = text[:i]
 				}
 				if id, _ := f["id"].(string); id != "" {
 					if shown[id] {

@@ -57,6 +57,18 @@ func (a Address) Key() string {
 
 func (a Address) String() string { return a.Key() }
 
+// Written is a as a person writes it (gateway.homes): Key without the
+// escaping, "matrix:group:!roomid:example.org". ParseWritten reads it
+// back only where the platform's check tells where each id ends; Key is
+// the form to store.
+func (a Address) Written() string {
+	w := a.Platform + ":" + string(a.Kind) + ":" + a.Chat
+	if a.Thread != "" {
+		w += ":" + a.Thread
+	}
+	return w
+}
+
 // IsZero reports whether a is the empty address.
 func (a Address) IsZero() bool { return a == Address{} }
 
@@ -103,4 +115,70 @@ func escape(s string) string {
 		return s
 	}
 	return strings.NewReplacer("%", "%25", ":", "%3A").Replace(s)
+}
+
+// ErrAmbiguousKey is returned by ParseWritten for a written key its
+// platform could read as more than one address.
+var ErrAmbiguousKey = errors.New("address key can be read more than one way")
+
+// ParseWritten reads an address key a person wrote (gateway.homes) as
+// its platform reads it: check refuses an address the platform cannot
+// have. A key as Key makes it (what /sethome stores) reads as ParseKey
+// reads it; otherwise an id may hold ':' as it is, as Matrix room ids do
+// ("matrix:group:!roomid:example.org"), and the one way of splitting the
+// rest into chat and thread that check accepts is taken. With no check
+// only Key's form is read: nothing says where such ids end.
+func ParseWritten(key string, check func(Address) error) (Address, error) {
+	accept := func(a Address) error {
+		if a.Kind != DM && a.Kind != Group && a.Kind != Thread {
+			return fmt.Errorf("%q is no kind of place: the kinds are dm, group and thread", a.Kind)
+		}
+		if check != nil {
+			if err := check(a); err != nil {
+				return err
+			}
+		}
+		switch {
+		case a.Chat == "":
+			return errors.New("the chat's id is missing")
+		case a.Kind == Thread && a.Thread == "":
+			return errors.New("a thread needs its id after the chat's")
+		}
+		return nil
+	}
+	a, err := ParseKey(key)
+	if err == nil {
+		if err = accept(a); err == nil {
+			return a, nil
+		}
+	}
+	parts := strings.Split(key, ":")
+	if check == nil || len(parts) < 3 || parts[0] == "" || parts[1] == "" {
+		return Address{}, err
+	}
+	rest := parts[2:]
+	var found []Address
+	var whole error // why the reading with no thread is refused
+	for i := len(rest); i >= 1; i-- {
+		c := Address{Platform: parts[0], Kind: Kind(parts[1]), Chat: strings.Join(rest[:i], ":"), Thread: strings.Join(rest[i:], ":")}
+		if c.Chat == "" || (i < len(rest) && c.Thread == "") {
+			continue
+		}
+		cerr := accept(c)
+		if i == len(rest) {
+			whole = cerr
+		}
+		if cerr == nil {
+			found = append(found, c)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) > 1:
+		return Address{}, fmt.Errorf("parse %q: %w; write each ':' inside an id as %%3A", key, ErrAmbiguousKey)
+	case whole != nil:
+		return Address{}, whole
+	}
+	return Address{}, err
 }

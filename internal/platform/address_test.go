@@ -2,6 +2,7 @@ package platform
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -63,6 +64,72 @@ func FuzzParseKey(f *testing.F) {
 		}
 		if back != a {
 			t.Fatalf("round trip %+v → %q → %+v", a, a.Key(), back)
+		}
+	})
+}
+
+// roomsWithServers is a check as Matrix's: a chat is "!x:server", a
+// thread starts with '$' and only a thread has one.
+func roomsWithServers(a Address) error {
+	if (a.Kind == Thread) != (a.Thread != "") {
+		return errors.New("a thread, and only a thread, has a root")
+	}
+	if !strings.HasPrefix(a.Chat, "!") || !strings.Contains(a.Chat, ":") {
+		return errors.New("not a room id")
+	}
+	if a.Thread != "" && !strings.HasPrefix(a.Thread, "$") {
+		return errors.New("not an event id")
+	}
+	return nil
+}
+
+func TestParseWritten(t *testing.T) {
+	for _, c := range []struct {
+		key   string
+		check func(Address) error
+		want  Address
+	}{
+		{"telegram:thread:-100777:42", nil, Address{Platform: "telegram", Kind: Thread, Chat: "-100777", Thread: "42"}},
+		{"web:thread:100%25:a%253Ab", nil, Address{Platform: "web", Kind: Thread, Chat: "100%", Thread: "a%3Ab"}},
+		{"m:group:!r:ex.org", roomsWithServers, Address{Platform: "m", Kind: Group, Chat: "!r:ex.org"}},
+		{"m:group:!r%3Aex.org", roomsWithServers, Address{Platform: "m", Kind: Group, Chat: "!r:ex.org"}},
+		{"m:thread:!r:ex.org:8448:$e", roomsWithServers, Address{Platform: "m", Kind: Thread, Chat: "!r:ex.org:8448", Thread: "$e"}},
+		{"m:thread:!r%3Aex.org:$e%3Aex.org", roomsWithServers, Address{Platform: "m", Kind: Thread, Chat: "!r:ex.org", Thread: "$e:ex.org"}},
+		{"m:dm:!100%:x", roomsWithServers, Address{Platform: "m", Kind: DM, Chat: "!100%:x"}},
+	} {
+		got, err := ParseWritten(c.key, c.check)
+		if err != nil || got != c.want {
+			t.Errorf("ParseWritten(%q) = %+v, %v; want %+v", c.key, got, err, c.want)
+		}
+	}
+	if _, err := ParseWritten("m:group:!r", roomsWithServers); err == nil || err.Error() != "not a room id" {
+		t.Errorf("a room without its server: %v, want the check's reason", err)
+	}
+	if _, err := ParseWritten("m:thread:!r:a:$e:$f", roomsWithServers); !errors.Is(err, ErrAmbiguousKey) {
+		t.Errorf("two readings: %v, want ErrAmbiguousKey", err)
+	}
+	if _, err := ParseWritten("a:b:c:d:e", nil); !errors.Is(err, ErrBadKey) {
+		t.Errorf("no check, five parts: %v, want ErrBadKey", err)
+	}
+}
+
+// Whatever a platform's check accepts reads back from Key, and from
+// Written unless another reading is accepted too.
+func FuzzParseWritten(f *testing.F) {
+	f.Add("group", "!r:ex.org", "")
+	f.Add("thread", "!r:ex.org:8448", "$e:ex.org")
+	f.Add("dm", "!100%:x", "")
+	f.Fuzz(func(t *testing.T, kind, chat, thread string) {
+		a := Address{Platform: "m", Kind: Kind(kind), Chat: chat, Thread: thread}
+		if roomsWithServers(a) != nil || a.Kind != DM && a.Kind != Group && a.Kind != Thread {
+			return // not an address the check and the kit accept
+		}
+		if back, err := ParseWritten(a.Key(), roomsWithServers); back != a {
+			t.Fatalf("ParseWritten(%q) = %+v, %v; want %+v", a.Key(), back, err, a)
+		}
+		back, err := ParseWritten(a.Written(), roomsWithServers)
+		if err != nil && !errors.Is(err, ErrAmbiguousKey) || err == nil && back != a {
+			t.Fatalf("ParseWritten(%q) = %+v, %v; want %+v", a.Written(), back, err, a)
 		}
 	})
 }

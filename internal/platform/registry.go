@@ -27,6 +27,14 @@ type Spec struct {
 	// DefaultHome is the address key handoffs land at when no home is
 	// configured or set with /sethome; "" if there is none.
 	DefaultHome string
+	// CheckAddress refuses an address the service cannot have (a Matrix
+	// room id without its server), saying what one looks like; nil
+	// accepts any. Addresses a person writes (gateway.homes) are read
+	// with it, so ids that hold ':' need no escaping there.
+	CheckAddress func(Address) error
+	// HomeForm is an example of a home written in config.yaml
+	// ("matrix:group:!roomid:example.org"), shown when one is refused.
+	HomeForm string
 	// Open builds the adapter from its config section and environment. It
 	// returns ErrNotConfigured when nothing asks for the platform (no
 	// token), an error saying what to fix when the section is wrong.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 )
@@ -12,10 +11,6 @@ import (
 func PairingCode(s string) string {
 	return strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(s)))
 }
-
-// ErrPairingFull is returned when a platform already has as many pending
-// pairing requests as its policy allows.
-var ErrPairingFull = errors.New("too many pending pairing requests")
 
 // Pairing is a request by an unknown person to be let in, waiting for the
 // owner's approval under its code.
@@ -43,12 +38,17 @@ type PairingAsk struct {
 	Code string
 	Now  time.Time
 	// TTL is how long a code lasts; MaxPending bounds unexpired codes per
-	// platform; after MaxAttempts messages on one code the person is
-	// locked out for Lock.
+	// platform: a new code past it replaces the oldest waiting one, so a
+	// few strangers cannot keep everyone else out. After MaxAttempts
+	// messages on one code the person is locked out for Lock. A person gets
+	// a new code at most once per Renew (from their last code's issue):
+	// one whose code ran out or was replaced, writing again sooner, is
+	// locked out until then.
 	TTL         time.Duration
 	MaxPending  int
 	MaxAttempts int
 	Lock        time.Duration
+	Renew       time.Duration
 }
 
 // Pairings keeps pairing requests.
@@ -57,7 +57,9 @@ type Pairings interface {
 	// (issued=true) if they hold none that is still valid, else one more
 	// attempt on theirs, which may lock them out (the message that does
 	// has Attempts == MaxAttempts+1; a locked-out person's messages still
-	// count). ErrPairingFull when a new code would pass MaxPending.
+	// count). A new code past MaxPending replaces the oldest waiting
+	// one. A person asking again within Renew of their last code is locked
+	// out until then; the message that does has Attempts == 1.
 	AskPairing(ctx context.Context, ask PairingAsk) (p Pairing, issued bool, err error)
 	// PendingPairings lists unexpired codes and locked-out people.
 	PendingPairings(ctx context.Context, now time.Time) ([]Pairing, error)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -36,7 +37,7 @@ func editFile(cfg Config) agent.Tool {
 			if err != nil {
 				return "", err
 			}
-			p, err := resolve(cfg.Dir, a.Path)
+			p, err := checked(ctx, cfg, a.Path)
 			if err != nil {
 				return "", err
 			}
@@ -49,6 +50,7 @@ func editFile(cfg Config) agent.Tool {
 		Subject:     pathSubject(cfg, ""),
 		SubjectKind: agent.SubjectPath,
 		Inside:      writeInside(cfg),
+		Control:     writeGuard(cfg),
 	}
 }
 
@@ -59,7 +61,12 @@ func edit(path string, a editArgs) (int, error) {
 	if a.OldString == a.NewString {
 		return 0, errors.New("old_string and new_string are the same; nothing to change")
 	}
-	data, err := os.ReadFile(path)
+	f, err := openResolved(path, os.O_RDONLY, 0, false)
+	if err != nil {
+		return 0, err
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return 0, err
 	}
@@ -76,7 +83,7 @@ func edit(path string, a editArgs) (int, error) {
 	} else {
 		text = strings.Replace(text, a.OldString, a.NewString, 1)
 	}
-	if err := writeKeepingMode(path, []byte(text)); err != nil {
+	if _, err := writeKeepingMode(path, []byte(text)); err != nil {
 		return 0, err
 	}
 	return n, nil

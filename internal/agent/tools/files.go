@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,7 +38,7 @@ func readFile(cfg Config) agent.Tool {
 			if err != nil {
 				return "", err
 			}
-			p, err := resolve(cfg.Dir, a.Path)
+			p, err := checked(ctx, cfg, a.Path)
 			if err != nil {
 				return "", err
 			}
@@ -59,7 +58,7 @@ func readLines(path string, a readArgs, maxBytes int) (string, error) {
 	if limit == 0 {
 		limit = DefaultReadLines
 	}
-	f, err := os.Open(path)
+	f, err := openResolved(path, os.O_RDONLY, 0, false)
 	if err != nil {
 		return "", err
 	}
@@ -130,39 +129,52 @@ func writeFile(cfg Config) agent.Tool {
 			if err != nil {
 				return "", err
 			}
-			p, err := resolve(cfg.Dir, a.Path)
+			p, err := checked(ctx, cfg, a.Path)
+			if err != nil {
+				return "", err
+			}
+			created, err := writeKeepingMode(p, []byte(a.Content))
 			if err != nil {
 				return "", err
 			}
 			verb := "overwrote"
-			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			if created {
 				verb = "created"
-			}
-			if err := writeKeepingMode(p, []byte(a.Content)); err != nil {
-				return "", err
 			}
 			return fmt.Sprintf("%s %s (%s)", verb, display(cfg.Dir, p), plural.Count(len(a.Content), "byte", "bytes")), nil
 		},
 		Subject:     pathSubject(cfg, ""),
 		SubjectKind: agent.SubjectPath,
 		Inside:      writeInside(cfg),
+		Control:     writeGuard(cfg),
 	}
 }
 
-// writeKeepingMode writes data to path, creating parents, and keeps the
-// mode of a file that exists.
-func writeKeepingMode(path string, data []byte) error {
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		mode = fi.Mode().Perm()
+// writeKeepingMode writes data to path (resolved, every link followed
+// already), creating parents, through one handle opened without following
+// links; a file that exists keeps its mode. created says it was new.
+func writeKeepingMode(path string, data []byte) (created bool, err error) {
+	f, err := openResolved(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644, true)
+	if errors.Is(err, fs.ErrExist) {
+		f, err = openResolved(path, os.O_WRONLY, 0, false)
+	} else {
+		created = true
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	if err != nil {
+		return false, err
 	}
-	return os.WriteFile(path, data, mode)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return false, fmt.Errorf("%s is not a regular file", path)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return created, err
 }
 
 type listArgs struct {
@@ -187,7 +199,7 @@ func listDir(cfg Config) agent.Tool {
 			if a.Path == "" {
 				a.Path = "."
 			}
-			p, err := resolve(cfg.Dir, a.Path)
+			p, err := checked(ctx, cfg, a.Path)
 			if err != nil {
 				return "", err
 			}

@@ -7,6 +7,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,21 +230,91 @@ func pathSubject(cfg Config, def string) func(json.RawMessage) string {
 }
 
 // readInside is the Inside of tools that read: the path is under the
-// working directory or one of the configured paths.
+// working directory or one of the configured paths, and is not a file
+// with other names (a hard link may be a file from anywhere).
 func readInside(cfg Config, def string) func(json.RawMessage) bool {
 	return func(raw json.RawMessage) bool {
 		p := pathArg(cfg, raw, def)
-		return p != "" && cfg.free(p)
+		return p != "" && cfg.free(p) && !hardLinked(p)
 	}
 }
 
 // writeInside is the Inside of tools that write: as for reading, and not
-// inside a repository's .git, whose config and hooks run commands.
+// in a repository's control directory, whose config and hooks run
+// commands.
 func writeInside(cfg Config) func(json.RawMessage) bool {
 	return func(raw json.RawMessage) bool {
 		p := pathArg(cfg, raw, "")
-		return p != "" && cfg.free(p) && !gitInternal(p)
+		return p != "" && cfg.free(p) && !hardLinked(p) && controlDir(p) == ""
 	}
+}
+
+// writeGuard is the Control of tools that write: the repository control
+// directory the path is in, or the path itself when it is a hard-linked
+// file, so that only a rule naming it covers the call.
+func writeGuard(cfg Config) func(json.RawMessage) string {
+	return func(raw json.RawMessage) string {
+		p := pathArg(cfg, raw, "")
+		if p == "" {
+			return ""
+		}
+		if dir := controlDir(p); dir != "" {
+			return display(cfg.Dir, dir)
+		}
+		if hardLinked(p) {
+			return display(cfg.Dir, p)
+		}
+		return ""
+	}
+}
+
+// hardLinked reports whether p is a file with more than one name.
+func hardLinked(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular() && linkCount(fi) > 1
+}
+
+// controlDir is the nearest directory holding p that is a repository's
+// control directory: one named .git, or any directory git would take for
+// one (a bare repository such as x.git/: HEAD, objects/ and refs/). "" if
+// none.
+func controlDir(p string) string {
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		if strings.EqualFold(filepath.Base(dir), ".git") || isGitDir(dir) {
+			return dir
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return ""
+		}
+	}
+}
+
+// isGitDir reports whether dir looks to git like a repository's control
+// directory, as git's own is_git_directory decides.
+func isGitDir(dir string) bool {
+	head, err := os.Lstat(filepath.Join(dir, "HEAD"))
+	if err != nil || head.IsDir() {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if fi, err := os.Stat(filepath.Join(dir, sub)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// checked resolves a call's path and refuses it when it is not the one
+// its approval was checked with: a link moved in between.
+func checked(ctx context.Context, cfg Config, path string) (string, error) {
+	p, err := resolve(cfg.Dir, path)
+	if err != nil {
+		return "", err
+	}
+	if want, ok := agent.CheckedSubject(ctx); ok && display(cfg.Dir, p) != want {
+		return "", agent.ErrSubjectMoved
+	}
+	return p, nil
 }
 
 func (c Config) free(p string) bool {
@@ -252,16 +323,6 @@ func (c Config) free(p string) bool {
 	}
 	for _, r := range c.Paths {
 		if within(r, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// gitInternal reports whether p lies in a .git directory.
-func gitInternal(p string) bool {
-	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
-		if strings.EqualFold(part, ".git") {
 			return true
 		}
 	}

@@ -140,7 +140,7 @@ func writeStatus(out io.Writer, s control.Status, now time.Time) {
 	fmt.Fprintf(out, "Gateway running (pid %d, since %s)\n", s.PID, s.Started.Format(time.DateTime))
 	sort.Slice(s.Platforms, func(i, j int) bool { return s.Platforms[i].Name < s.Platforms[j].Name })
 	for _, p := range s.Platforms {
-		home := p.Home
+		home := homeAsWritten(all.Specs(), p.Home)
 		if home == "" {
 			home = "no home channel (type /sethome there)"
 		}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/platform"
@@ -44,10 +47,11 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 	if e.memory == nil {
 		e.memory = func(string) platform.Memory { return nil }
 	}
-	as := assembly{homes: map[string]string{}, display: map[string]string{}}
-	for p, k := range cfg.Gateway.Homes {
-		as.homes[p] = k
+	homes, err := readHomes(specs, cfg.Gateway.Homes)
+	if err != nil {
+		return assembly{}, fmt.Errorf("%s: %w", config.FileName, err)
 	}
+	as := assembly{homes: homes, display: map[string]string{}}
 	for _, s := range specs {
 		if s.Display != "" {
 			as.display[s.Name] = s.Display
@@ -82,4 +86,58 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 		}
 	}
 	return as, nil
+}
+
+// readHomes reads the configured homes as each platform reads an address
+// a person wrote, into the keys baton stores: ids holding ':' (Matrix
+// rooms) may be written as they are. A home its platform cannot read is
+// refused here, at start, with the form to write, rather than failing the
+// first handoff.
+func readHomes(specs []platform.Spec, written map[string]string) (map[string]string, error) {
+	homes := map[string]string{}
+	var errs []error
+	for _, p := range slices.Sorted(maps.Keys(written)) {
+		k := written[p]
+		i := slices.IndexFunc(specs, func(s platform.Spec) bool { return s.Name == p })
+		if i < 0 {
+			names := make([]string, len(specs))
+			for j, s := range specs {
+				names[j] = s.Name
+			}
+			errs = append(errs, fmt.Errorf("gateway.homes.%s: no platform is named %q (the platforms: %s)", p, p, strings.Join(names, ", ")))
+			continue
+		}
+		a, err := platform.ParseWritten(k, specs[i].CheckAddress)
+		if err == nil && a.Platform != p {
+			err = fmt.Errorf("the key is for %s", a.Platform)
+		}
+		if err != nil {
+			form := specs[i].HomeForm
+			if form == "" {
+				form = p + ":dm:<chat id> or " + p + ":group:<chat id>"
+			}
+			errs = append(errs, fmt.Errorf("gateway.homes.%s %q: %w; write it as %s, or type /sethome in that chat", p, k, err, form))
+			continue
+		}
+		homes[p] = a.Key()
+	}
+	return homes, errors.Join(errs...)
+}
+
+// homeAsWritten is a home's key as a person writes it in gateway.homes (a
+// Matrix room id with its ':' as it is) when its platform reads that back
+// as the same place; the key as stored otherwise.
+func homeAsWritten(specs []platform.Spec, key string) string {
+	a, err := platform.ParseKey(key)
+	if err != nil {
+		return key
+	}
+	i := slices.IndexFunc(specs, func(s platform.Spec) bool { return s.Name == a.Platform })
+	if i < 0 {
+		return key
+	}
+	if back, err := platform.ParseWritten(a.Written(), specs[i].CheckAddress); err != nil || back != a {
+		return key
+	}
+	return a.Written()
 }

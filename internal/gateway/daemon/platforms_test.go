@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -175,6 +176,135 @@ func TestStatusCountsReplies(t *testing.T) {
 	for _, want := range []string{"1 reply waits to be sent", "3 replies wait to be sent"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// matrixOn enables Matrix from the environment (New does not contact the
+// homeserver).
+var matrixOn = map[string]string{"MATRIX_ACCESS_TOKEN": "syt_x", "MATRIX_HOMESERVER": "http://127.0.0.1:1", "MATRIX_USER_ID": "@baton:example.org"}
+
+// A home is read as written: a Matrix room id keeps its server, whether
+// the ':' in it is written as is (the README's form) or escaped (as
+// /sethome stores it), and a thread's root comes after the whole room id.
+func TestAssembleReadsHomesAsWritten(t *testing.T) {
+	for written, want := range map[string]platform.Address{
+		"matrix:group:!roomid:example.org":             {Platform: "matrix", Kind: platform.Group, Chat: "!roomid:example.org"},
+		"matrix:group:!roomid%3Aexample.org":           {Platform: "matrix", Kind: platform.Group, Chat: "!roomid:example.org"},
+		"matrix:group:!roomid:example.org:8448":        {Platform: "matrix", Kind: platform.Group, Chat: "!roomid:example.org:8448"},
+		"matrix:thread:!roomid:example.org:$root":      {Platform: "matrix", Kind: platform.Thread, Chat: "!roomid:example.org", Thread: "$root"},
+		"matrix:thread:!roomid:example.org:$ev:ex.org": {Platform: "matrix", Kind: platform.Thread, Chat: "!roomid:example.org", Thread: "$ev:ex.org"},
+	} {
+		as, err := assembleFrom(t, freePort+"gateway:\n  homes:\n    matrix: \""+written+"\"\n", matrixOn)
+		if err != nil {
+			t.Errorf("%s: %v", written, err)
+			continue
+		}
+		got, err := platform.ParseKey(as.homes["matrix"])
+		if err != nil || got != want {
+			t.Errorf("%s became %q = %+v (%v), want %+v", written, as.homes["matrix"], got, err, want)
+		}
+	}
+}
+
+// A home its platform cannot read is refused at start, with the form to
+// write, even for a platform not enabled.
+func TestAssembleRefusesAHomeItCannotRead(t *testing.T) {
+	for written, why := range map[string]string{
+		"matrix:group:!roomid":              "not a room id",
+		"matrix:group:#room:example.org":    "room alias",
+		"matrix:room:!roomid:example.org":   "no kind of place",
+		"matrix:dm:!roomid:example.org":     "no kind of Matrix place",
+		"matrix:thread:!roomid:example.org": "root event",
+	} {
+		for _, env := range []map[string]string{matrixOn, nil} {
+			_, err := assembleFrom(t, freePort+"gateway:\n  homes:\n    matrix: \""+written+"\"\n", env)
+			if err == nil || !strings.Contains(err.Error(), "gateway.homes.matrix") || !strings.Contains(err.Error(), why) ||
+				!strings.Contains(err.Error(), "matrix:group:!roomid:example.org") {
+				t.Errorf("%s (enabled: %v): %v; want it refused, saying %q and the form to write", written, env != nil, err, why)
+			}
+		}
+	}
+}
+
+// Every home written in the README and ARCHITECTURE (placeholders aside)
+// is read by its platform as exactly what is written.
+func TestDocumentedHomesRead(t *testing.T) {
+	specs := map[string]platform.Spec{}
+	for _, s := range all.Specs() {
+		specs[s.Name] = s
+	}
+	key := regexp.MustCompile("[`\"]([a-z]+):(dm|group|thread):[^`\" ]*[`\"]")
+	n := 0
+	for _, doc := range []string{"../../../README.md", "../../../docs/ARCHITECTURE.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range key.FindAllStringSubmatch(string(b), -1) {
+			written := strings.Trim(m[0], "`\"")
+			s, ok := specs[m[1]]
+			if !ok || strings.ContainsAny(written, "<…") {
+				continue
+			}
+			n++
+			homes, err := readHomes(all.Specs(), map[string]string{s.Name: written})
+			if err != nil {
+				t.Errorf("%s: %s: %v", doc, written, err)
+				continue
+			}
+			a, err := platform.ParseKey(homes[s.Name])
+			if err != nil {
+				t.Errorf("%s: %s became %q: %v", doc, written, homes[s.Name], err)
+				continue
+			}
+			raw := strings.Join([]string{a.Platform, string(a.Kind), a.Chat}, ":")
+			if a.Thread != "" {
+				raw += ":" + a.Thread
+			}
+			if raw != written {
+				t.Errorf("%s: %s was read as %+v", doc, written, a)
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("only %d documented homes found; has the README's form changed?", n)
+	}
+}
+
+// The mistakes people make writing a home on the other platforms (a name
+// or handle where an id belongs, a platform misspelt) are refused at
+// start with the form.
+func TestAssembleRefusesHomesByName(t *testing.T) {
+	for platformName, c := range map[string]struct{ written, why, form string }{
+		"telegram": {"telegram:dm:@me", "not a chat id", "telegram:dm:123456789"},
+		"slack":    {"slack:group:#general", "not a channel id", "slack:group:C0123456789"},
+		"discord":  {"discord:group:general", "not a channel or thread id", "discord:group:"},
+		"whatsapp": {"whatsapp:dm:+4915550000", "not a chat JID", "whatsapp:dm:4915550000@s.whatsapp.net"},
+		"imessage": {"imessage:dm:+15550001111", "not a chat guid", "imessage:dm:iMessage;-;+15550001111"},
+		"signal":   {"signal:+4915550000", "not an address key", "signal:dm:+4915550000"},
+		"telegarm": {"telegarm:dm:42", "no platform is named", "telegram, slack"},
+	} {
+		_, err := assembleFrom(t, freePort+"gateway:\n  homes:\n    "+platformName+": \""+c.written+"\"\n", nil)
+		if err == nil || !strings.Contains(err.Error(), "gateway.homes."+platformName) || !strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), c.form) {
+			t.Errorf("%s: %v; want it refused, saying %q and the form %q", c.written, err, c.why, c.form)
+		}
+	}
+}
+
+// Status shows a home as a person writes it, where that reads back as the
+// same place, so it can be copied into gateway.homes.
+func TestHomeAsWritten(t *testing.T) {
+	for key, want := range map[string]string{
+		"matrix:group:!roomid%3Aexample.org":          "matrix:group:!roomid:example.org",
+		"matrix:thread:!r%3Aexample.org:$ev%3Aex.org": "matrix:thread:!r:example.org:$ev:ex.org",
+		"telegram:thread:-100777:42":                  "telegram:thread:-100777:42",
+		"web:thread:main:a%253Ab":                     "web:thread:main:a%253Ab",
+		"nosuch:dm:a%3Ab":                             "nosuch:dm:a%3Ab",
+		"":                                            "",
+	} {
+		if got := homeAsWritten(all.Specs(), key); got != want {
+			t.Errorf("homeAsWritten(%q) = %q, want %q", key, got, want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ type Section struct {
 // Spec registers Discord: enabled when a bot token is set, in the
 // discord: section or in DISCORD_BOT_TOKEN (the section wins).
 func Spec() platform.Spec {
-	return platform.Spec{Name: Name, Display: "Discord", Open: open}
+	return platform.Spec{Name: Name, Display: "Discord", Open: open, CheckAddress: checkAddress, HomeForm: homeForm}
 }
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {

@@ -37,7 +37,7 @@ type Section struct {
 // are set, in the imessage: section or the environment (the section wins).
 func Spec() platform.Spec {
 	// Personal: BlueBubbles speaks for the owner's own Apple ID.
-	return platform.Spec{Name: Name, Display: "iMessage", Personal: true, Open: open}
+	return platform.Spec{Name: Name, Display: "iMessage", Personal: true, Open: open, CheckAddress: checkAddress, HomeForm: homeForm}
 }
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {

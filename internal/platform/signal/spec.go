@@ -27,7 +27,7 @@ type Section struct {
 // section or in SIGNAL_ACCOUNT (the section wins).
 func Spec() platform.Spec {
 	// Personal: signal-cli is linked to the owner's own number.
-	return platform.Spec{Name: Name, Display: "Signal", Personal: true, Open: open}
+	return platform.Spec{Name: Name, Display: "Signal", Personal: true, Open: open, HomeForm: "signal:dm:+4915550000 (Note to Self: your own number)"}
 }
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {

@@ -18,7 +18,7 @@ type Section struct {
 // Spec registers Telegram: enabled when a bot token is set, in the
 // telegram: section or in TELEGRAM_BOT_TOKEN (the section wins).
 func Spec() platform.Spec {
-	return platform.Spec{Name: Name, Display: "Telegram", Open: open}
+	return platform.Spec{Name: Name, Display: "Telegram", Open: open, CheckAddress: checkAddress, HomeForm: homeForm}
 }
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {

@@ -26,7 +26,7 @@ type Section struct {
 // section once a device is linked.
 func Spec() platform.Spec {
 	// Personal: the device is linked to the owner's own account.
-	return platform.Spec{Name: Name, Display: "WhatsApp", Personal: true, Open: open,
+	return platform.Spec{Name: Name, Display: "WhatsApp", Personal: true, Open: open, CheckAddress: checkAddress, HomeForm: homeForm,
 		Subcommands: []platform.Subcommand{linkCommand, unlinkCommand}}
 }
 

@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperAppend())
 	case "open":
 		os.Exit(helperOpen())
+	case "durable":
+		os.Exit(helperDurable(os.Getenv("DB_DIR")))
 	}
 	os.Exit(m.Run())
 }

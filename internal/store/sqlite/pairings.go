@@ -56,14 +56,28 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 			_, err := tx.Exec(`UPDATE pairings SET attempts = ?, locked_until = ? WHERE platform = ? AND platform_user_id = ?`,
 				p.Attempts, locked, ask.Platform, ask.PlatformUserID)
 			return err
+		case found && ask.Renew > 0 && p.CreatedAt.Add(ask.Renew).UnixNano() > now:
+			// Their code ran out or was replaced: no new one until Renew
+			// has passed, so the same few accounts cannot take the
+			// waiting places again and again.
+			p.Attempts, p.LockedUntil = 1, p.CreatedAt.Add(ask.Renew)
+			_, err := tx.Exec(`UPDATE pairings SET attempts = 1, locked_until = ? WHERE platform = ? AND platform_user_id = ?`,
+				p.LockedUntil.UnixNano(), ask.Platform, ask.PlatformUserID)
+			return err
 		}
 		var pending int
 		if err := tx.QueryRow(`SELECT COUNT(*) FROM pairings WHERE platform = ? AND expires_at > ? AND locked_until <= ?
 			AND platform_user_id != ?`, ask.Platform, now, now, ask.PlatformUserID).Scan(&pending); err != nil {
 			return err
 		}
-		if pending >= ask.MaxPending {
-			return fmt.Errorf("%s: %w (%d)", ask.Platform, store.ErrPairingFull, pending)
+		if ask.MaxPending > 0 && pending >= ask.MaxPending {
+			// The oldest waiting codes make room: a stranger who came
+			// first does not keep every later one out.
+			if _, err := tx.Exec(`UPDATE pairings SET expires_at = ? WHERE rowid IN (SELECT rowid FROM pairings
+				WHERE platform = ? AND expires_at > ? AND locked_until <= ? AND platform_user_id != ?
+				ORDER BY created_at LIMIT ?)`, now, ask.Platform, now, now, ask.PlatformUserID, pending-ask.MaxPending+1); err != nil {
+				return err
+			}
 		}
 		p = store.Pairing{Code: ask.Code, Platform: ask.Platform, PlatformUserID: ask.PlatformUserID, Sender: ask.Sender,
 			AddressKey: ask.AddressKey, CreatedAt: fromNanos(now), ExpiresAt: fromNanos(ask.Now.Add(ask.TTL).UnixNano()), Attempts: 1}

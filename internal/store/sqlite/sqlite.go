@@ -95,10 +95,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
 	q.Set("_journal_mode", "WAL")
 	q.Set("_foreign_keys", "1")
-	// NORMAL in WAL mode survives a process crash; only a power cut can lose
-	// the last commits.
-	q.Set("_synchronous", "NORMAL")
 	rq := q.Encode()
+	// FULL syncs the log at every commit, so what the store has committed,
+	// and baton then acknowledges to a service or marks sent, survives a
+	// power cut too, not only a crash of baton (NORMAL's promise). The
+	// writer's group commit pays for one sync per batch of writes.
+	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks between processes
 	// Checkpoints run in the background (checkpoint.go); the writer's own
 	// is the backstop.

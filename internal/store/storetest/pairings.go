@@ -9,7 +9,7 @@ import (
 
 func ask(user, code string, now time.Time) store.PairingAsk {
 	return store.PairingAsk{Platform: "telegram", PlatformUserID: user, Sender: "P" + user, AddressKey: "telegram:dm:" + user,
-		Code: code, Now: now, TTL: time.Hour, MaxPending: 2, MaxAttempts: 3, Lock: 24 * time.Hour}
+		Code: code, Now: now, TTL: time.Hour, MaxPending: 2, MaxAttempts: 3, Lock: 24 * time.Hour, Renew: 24 * time.Hour}
 }
 
 var pairingTests = map[string]func(*testing.T, store.Store){
@@ -35,12 +35,30 @@ var pairingTests = map[string]func(*testing.T, store.Store){
 	"AtMostPendingPerPlatform": func(t *testing.T, s store.Store) {
 		now := time.Now()
 		must2(s.AskPairing(ctx(t), ask("1", "AAAA2222", now)))
-		must2(s.AskPairing(ctx(t), ask("2", "BBBB3333", now)))
-		_, _, err := s.AskPairing(ctx(t), ask("3", "CCCC4444", now))
-		wantErr(t, err, store.ErrPairingFull)
-		// Expired codes leave room.
-		_, issued := must2(s.AskPairing(ctx(t), ask("3", "CCCC4444", now.Add(2*time.Hour))))
+		must2(s.AskPairing(ctx(t), ask("2", "BBBB3333", now.Add(time.Second))))
+		// A third stranger is not kept out by the first two: the oldest
+		// waiting code makes room.
+		p, issued := must2(s.AskPairing(ctx(t), ask("3", "CCCC4444", now.Add(2*time.Second))))
+		eq(t, "a code past the bound is issued", issued && p.Code == "CCCC4444", true)
+		list := must(s.PendingPairings(ctx(t), now.Add(3*time.Second)))
+		eq(t, "waiting codes stay bounded", len(list), 2)
+		eq(t, "the oldest made room", list[0].Code+" "+list[1].Code, "BBBB3333 CCCC4444")
+		_, err := s.ApprovePairing(ctx(t), "AAAA2222", "owner", now.Add(3*time.Second))
+		wantErr(t, err, store.ErrNotFound)
+		// The person whose code made room does not get another one at
+		// once, so a few accounts cannot take the places again and again.
+		p, issued = must2(s.AskPairing(ctx(t), ask("1", "DDDD5555", now.Add(4*time.Second))))
+		eq(t, "no new code within Renew", issued, false)
+		eq(t, "held off until Renew has passed", p.LockedUntil.Equal(now.Add(24*time.Hour)), true)
+		eq(t, "the first message held off has one attempt", p.Attempts, 1)
+		p, _ = must2(s.AskPairing(ctx(t), ask("1", "DDDD5555", now.Add(5*time.Second))))
+		eq(t, "later ones count on", p.Attempts, 2)
+		// Expired codes of others leave room without replacing anyone.
+		_, issued = must2(s.AskPairing(ctx(t), ask("4", "EEEE6666", now.Add(2*time.Hour))))
 		eq(t, "room after expiry", issued, true)
+		// After Renew, a new code.
+		p, issued = must2(s.AskPairing(ctx(t), ask("1", "FFFF7777", now.Add(25*time.Hour))))
+		eq(t, "a new code after Renew", issued && p.Code == "FFFF7777", true)
 	},
 	"ApproveLinksDenyLocks": func(t *testing.T, s store.Store) {
 		now := time.Now()
