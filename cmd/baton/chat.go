@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/cli"
@@ -15,6 +18,7 @@ import (
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/gateway/daemon"
 	"github.com/baton-agent/baton/internal/platform/all"
+	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -73,7 +77,7 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 		Handoff:   handoff,
 		Startup:   startup,
 		HandoffTargets: func(ctx context.Context) []string {
-			return handoffTargets(ctx, a.Home)
+			return handoffTargets(ctx, a)
 		},
 	})
 	if err != nil {
@@ -137,22 +141,55 @@ func pickSession(ctx context.Context, app *app.App, o chatOptions, stderr io.Wri
 // running gateway (offering to start one), and at start the sessions
 // handed back to the terminal are offered.
 func terminalHooks(app *app.App) (cli.HandoffFunc, cli.StartupFunc) {
-	h := &cli.Handoffs{App: app, StartGateway: func(ctx context.Context) error {
+	h := &cli.Handoffs{App: app, GatewayLog: filepath.Join(app.Home, daemon.LogFile), StartGateway: func(ctx context.Context) error {
 		return daemon.StartBackground(ctx, app.Home)
 	}}
 	return h.Handoff, h.Startup
 }
 
 // handoffTargets are the platforms /handoff can name: those of the running
-// gateway, or every platform baton has when none answers.
-func handoffTargets(ctx context.Context, home string) []string {
-	status, err := control.NewClient(control.SocketPath(home)).Status(ctx)
+// gateway, or with none answering those a gateway started now would have.
+func handoffTargets(ctx context.Context, a *app.App) []string {
+	status, err := control.NewClient(control.SocketPath(a.Home)).Status(ctx)
 	if err != nil || len(status.Platforms) == 0 {
-		return all.Names()
+		homes, _ := a.Store.HomeChannels(ctx)
+		return setUpPlatforms(a.Home, homes)
 	}
 	names := make([]string, 0, len(status.Platforms))
 	for _, p := range status.Platforms {
 		names = append(names, p.Name)
 	}
 	return names
+}
+
+// setUpPlatforms are the platforms set up for a gateway, in its order:
+// the web chat unless switched off (it needs no setup), and every other
+// platform with a section in config.yaml that does not say enabled:
+// false, or with a home channel (in config.yaml, or set by /sethome and
+// kept in the store: stored). One set up only in the environment and never given a home is
+// not known without opening it, which would connect or listen; /handoff
+// still takes its name.
+func setUpPlatforms(home string, stored map[string]string) []string {
+	cfg, err := config.Load(home)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range all.Names() {
+		n, present := cfg.Platforms[name]
+		switch {
+		case present && switchedOff(n):
+		case present, name == web.Name, cfg.Gateway.Homes[name] != "", stored[name] != "":
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// switchedOff reports whether a platform's section says enabled: false.
+func switchedOff(section yaml.Node) bool {
+	var s struct {
+		Enabled *bool `yaml:"enabled"`
+	}
+	return section.Decode(&s) == nil && s.Enabled != nil && !*s.Enabled
 }

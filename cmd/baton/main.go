@@ -58,13 +58,13 @@ func newRoot() *cobra.Command {
 	// --version is a flag of our own, not cobra's Version field: cobra
 	// prints that through text/template, and executing a template keeps
 	// every exported method of the program in the binary.
-	f.BoolVar(&o.version, "version", false, "print baton's version (as `baton version` does)")
+	f.BoolVar(&o.version, "version", false, "print baton's version, as baton version does")
 	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the conversation you last chatted in")
 	f.StringVarP(&o.resume, "resume", "r", "", "resume a session by id prefix or title")
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
 	root.MarkFlagsMutuallyExclusive("continue", "resume")
 
-	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newDoctor(), newPairing())
+	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newHandoff(), newDoctor(), newPairing())
 	root.AddCommand(newWhoAmI(), newLink())
 	root.AddCommand(newPlatformCommands()...)
 	return root

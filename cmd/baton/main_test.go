@@ -30,6 +30,27 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestHelpFlagsTakeNoValueWhereTheyTakeNone: a flag that is a switch
+// shows no value after it in --help, and each shows what it does.
+func TestHelpFlagsTakeNoValueWhereTheyTakeNone(t *testing.T) {
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"--help"})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var version string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "--version") {
+			version = strings.TrimSpace(l)
+		}
+	}
+	if !strings.HasPrefix(version, "--version ") || !strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(version, "--version")), "print baton's version") {
+		t.Errorf("--version in --help reads %q:\n%s", version, out.String())
+	}
+}
+
 // A platform's own setup commands appear as `baton <platform> <name>`
 // and run against baton's store.
 func TestPlatformSubcommands(t *testing.T) {

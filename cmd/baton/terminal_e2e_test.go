@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -160,10 +161,15 @@ func TestGatewayStopAndStatus(t *testing.T) {
 }
 
 // TestTerminalTabLists: Tab lists the matching commands with what they
-// do, and after /handoff the platforms (every one baton has, with no
-// gateway running to ask).
+// do; the one command matching is completed with a space after it; after
+// /handoff, with no gateway running to ask, only the platforms set up
+// (the web chat, those with a config section or a home) are offered.
 func TestTerminalTabLists(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
+	// Telegram has a section, Discord only a home (its token could be in
+	// the environment), Slack is switched off.
+	writeConfig(t, filepath.Join(home, "baton"), "telegram:\n  token: \"123:abc\"\nslack:\n  enabled: false\n"+
+		"gateway:\n  homes:\n    discord: \"discord:group:42\"\n")
 	tm := startTerm(t, cleanEnv(home), work)
 	tm.expect("No model is configured")
 	promptReady := func(raw string) bool {
@@ -182,19 +188,40 @@ func TestTerminalTabLists(t *testing.T) {
 	tm.send("\x03") // Ctrl-C drops the line
 	tm.expect("(Ctrl-D or /quit to leave)")
 	tm.waitFor("prompt drawn", promptReady)
+
+	// One command matches: it is completed, and a space follows, so the
+	// argument typed next is an argument, not part of the name.
+	tm.send("/hel\t")
+	tm.waitFor("/help completed", func(raw string) bool { return strings.Contains(shownSince(raw, start), "/help") })
+	tm.send("quit\r")
+	tm.expect("/quit — ")
+	tm.waitFor("prompt drawn", promptReady)
+
 	start = tm.rawLen()
 	tm.send("/handoff \t")
 	tm.waitFor("the listed platforms", func(raw string) bool {
 		shown := shownSince(raw, start)
-		return strings.Contains(shown, "telegram") && strings.Contains(shown, "whatsapp")
+		return strings.Contains(shown, "telegram") && strings.Contains(shown, "web") && strings.Contains(shown, "discord")
 	})
 	tm.send("\x03")
 	tm.expect("(Ctrl-D or /quit to leave)")
 	tm.waitFor("prompt drawn", promptReady)
+	for _, absent := range []string{"whatsapp", "slack", "matrix"} {
+		if shown := shownSince(tm.rawSince(start), 0); strings.Contains(shown, absent) {
+			t.Errorf("/handoff Tab offered %s, which is not set up:\n%s", absent, shown)
+		}
+	}
 	tm.send("\x04")
 	if err := tm.wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, tm.Screen())
 	}
+}
+
+// rawSince is what baton printed after the first start bytes.
+func (tm *term) rawSince(start int) string {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.raw.String()[start:]
 }
 
 // rawLen is how many bytes baton has printed so far.
@@ -202,4 +229,54 @@ func (tm *term) rawLen() int {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	return tm.raw.Len()
+}
+
+// TestTerminalKeepsLineBreaks: in a real terminal, an answer quoting a
+// command's output line by line keeps its lines, live and when `baton -c`
+// replays it; a handoff note shows each of its fields on a line of its
+// own; a message of several lines is replayed with its second and later
+// lines under the first, their own indentation kept, as it was typed.
+func TestTerminalKeepsLineBreaks(t *testing.T) {
+	srv := llmtest.Start(t)
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	const answer = "hello from shell\nLinux\n[exit code 0]"
+	srv.Push(
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "shell", Args: `{"command":"printf 'hello from shell\\nLinux\\n'"}`}}},
+		llmtest.Reply{Text: answer},
+	)
+	tm := startTerm(t, env, work)
+	tm.expect("› ")
+	tm.answer("run this:\x1b\r    printf hello\x1b\rplease") // Alt+Enter breaks the line
+	tm.expect("allow?")
+	tm.answer("o")
+	tm.expect("[exit code 0]") // the tool's own output
+	// The answer quoting it, line by line (as the status line previews
+	// it first, what is awaited is the printed block).
+	tm.expect("  hello from shell\n  Linux\n  [exit code 0]\n")
+	tm.line("/save")
+	tm.expect("Saved with the session")
+	if s := tm.Screen(); !regexp.MustCompile(`\n  Task: [^\n]*\n(  [^\n]*\n)*  Progress: `).MatchString(s) {
+		t.Errorf("the note's fields ran together:\n%s", s)
+	}
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
+
+	tm = startTerm(t, env, work, "-c")
+	tm.expect("earlier messages above · new ones below")
+	s := tm.Screen()
+	for _, want := range []string{
+		"› run this:\n      printf hello\n  please\n",
+		"  hello from shell\n  Linux\n  [exit code 0]\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the replay lacks %q:\n%s", want, s)
+		}
+	}
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, tm.Screen())
+	}
 }

@@ -60,7 +60,7 @@ func Open(ctx context.Context, home string) (*App, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(home, config.FileName), err)
 	}
 	m := config.Resolve(ctx, cfg.Model, nil)
-	p, err := provider.New(m, provider.Options{})
+	p, err := provider.New(m, provider.Options{ConfigFile: filepath.Join(home, config.FileName)})
 	if err != nil {
 		return nil, err
 	}

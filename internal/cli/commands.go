@@ -12,6 +12,8 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/store"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // listLimit is how many sessions /sessions shows.
@@ -296,7 +298,7 @@ func (r *REPL) undo(ctx context.Context) {
 	case err != nil:
 		r.out.Printf("error: %v\n", err)
 	default:
-		r.out.Printf("Undone: %q and %d message(s) after it. History keeps them.\n", clipHead(removed[0].Content, 60), len(removed)-1)
+		r.out.Printf("Undone: %q and %s after it. History keeps them.\n", clipHead(removed[0].Content, 60), plural.Count(len(removed)-1, "message", "messages"))
 	}
 }
 
@@ -317,7 +319,11 @@ func (r *REPL) handoff(ctx context.Context, platform string, interrupts <-chan o
 	r.withInterrupt(ctx, interrupts, func(ctx context.Context) {
 		detach, err = r.cfg.Handoff(ctx, r.session.ID, strings.ToLower(platform), r.cfg.Out, r.in.Ask)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrHandoffFailed):
+		r.out.Printf("%s\n", firstLine(err.Error())) // it says so itself
+		return false
+	case err != nil:
 		r.out.Printf("handoff failed: %s\n", firstLine(err.Error()))
 		return false
 	}

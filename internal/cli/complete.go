@@ -9,6 +9,8 @@ import (
 
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/store"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // Candidate is one completion offered on Tab: what is inserted and a
@@ -95,7 +97,7 @@ func (r *REPL) sessionCandidates(ctx context.Context) []Candidate {
 		if v == "" {
 			v, what = short(s.ID), "untitled"
 		}
-		out = append(out, Candidate{Value: v, Description: fmt.Sprintf("%s · %d messages · %s", what, s.MessageCount, ago(s.UpdatedAt, now))})
+		out = append(out, Candidate{Value: v, Description: fmt.Sprintf("%s · %s · %s", what, plural.Count(s.MessageCount, "message", "messages"), ago(s.UpdatedAt, now))})
 	}
 	return out
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/place"
+	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -24,6 +27,9 @@ type Handoffs struct {
 	// StartGateway starts a gateway in the background; nil means the
 	// terminal only says how to start one.
 	StartGateway func(ctx context.Context) error
+	// GatewayLog is the file a gateway started by StartGateway logs to,
+	// named when it starts; "" names none.
+	GatewayLog string
 	// LostWait is how long to keep watching the store when the gateway
 	// goes away mid-handoff (its lease may run out and a restarted gateway
 	// retry it); 0: two minutes.
@@ -31,6 +37,14 @@ type Handoffs struct {
 	// Poll is how often the store is read meanwhile; 0: 500ms.
 	Poll time.Duration
 }
+
+// Sentinel errors of a handoff.
+var (
+	// ErrUnknownPlace is a handoff to a name that is no place baton knows.
+	ErrUnknownPlace = place.ErrUnknown
+	// ErrHandoffFailed is a handoff the gateway tried and gave up.
+	ErrHandoffFailed = errors.New("the handoff failed")
+)
 
 // Ask puts a question to the person and returns their answer.
 type Ask func(prompt string) (string, error)
@@ -51,14 +65,40 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 	case TerminalPlatform, "terminal":
 		return false, errors.New("this conversation is already in the terminal")
 	}
+	final, err := h.Move(ctx, control.HandoffRequest{SessionID: sessionID, From: TerminalPlatform, To: platform}, out, ask)
+	if errors.Is(err, ErrHandoffFailed) {
+		return false, fmt.Errorf("%w — you are still here, in the same session", err)
+	}
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(out, "This conversation now continues in %s.\n", placeOf(final.Destination))
+	if final.Link != "" {
+		fmt.Fprintf(out, "Open it: %s\n", hyperlink(out, final.Link))
+	}
+	fmt.Fprintf(out, "To come back: type /continue or /handoff cli there, or run `baton -c` here. This terminal is detaching; the session goes on.\n")
+	return true, nil
+}
+
+// Move hands req's session, now in req.From (a platform name), over to
+// req.To through the running gateway, offering to start one through ask
+// (nil: only say how). It writes progress to out and returns the
+// handoff's end once the gateway confirms it completed; every other
+// outcome is an error saying what is known (a failed handoff wraps
+// ErrHandoffFailed), and the session stays where it was.
+func (h *Handoffs) Move(ctx context.Context, req control.HandoffRequest, out io.Writer, ask Ask) (control.Progress, error) {
+	sessionID, platform := req.SessionID, req.To
+	if !slices.Contains(all.Names(), platform) {
+		return control.Progress{}, place.Unknown(platform, TerminalPlatform, all.Names())
+	}
 	c := h.client()
 	status, err := c.Status(ctx)
 	if errors.Is(err, control.ErrNoGateway) {
 		if status, err = h.offerGateway(ctx, out, ask); err != nil {
-			return false, err
+			return control.Progress{}, err
 		}
 	} else if err != nil {
-		return false, err
+		return control.Progress{}, err
 	}
 	p, ok := status.Platform(platform)
 	switch {
@@ -67,15 +107,15 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 		for _, p := range status.Platforms {
 			names = append(names, p.Name)
 		}
-		return false, fmt.Errorf("%s is not enabled in the gateway (enabled: %s); see README.md for its setup", platform, strings.Join(names, ", "))
+		return control.Progress{}, errors.New(place.NotSetUp(placeOf(platform), names))
 	case !p.Live && p.Error == "":
-		return false, fmt.Errorf("%s is still starting in the gateway; try again in a moment (`baton gateway status` shows when it is live)", platform)
+		return control.Progress{}, fmt.Errorf("%s is still starting in the gateway; try again in a moment (`baton gateway status` shows when it is live)", platform)
 	case !p.Live:
-		return false, fmt.Errorf("%s is enabled but not running in the gateway: %s (see `baton gateway status`)", platform, p.Error)
+		return control.Progress{}, fmt.Errorf("%s is enabled but not running in the gateway: %s (see `baton gateway status`)", platform, p.Error)
 	case p.Home == "":
-		return false, fmt.Errorf("%s has no home channel: type /sethome in the %s chat where handoffs should land, or set gateway.homes.%s in config.yaml", platform, platform, platform)
+		return control.Progress{}, fmt.Errorf("%s has no home channel: type /sethome in the %s chat where handoffs should land, or set gateway.homes.%s in config.yaml", platform, platform, platform)
 	}
-	hf, err := c.RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: TerminalPlatform, To: platform})
+	hf, err := c.RequestHandoff(ctx, req)
 	lost := false
 	if errors.Is(err, control.ErrLostGateway) && ctx.Err() == nil {
 		// It went away while asked: whether it recorded the handoff first
@@ -83,12 +123,12 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 		// gateway, so the terminal follows it there rather than say it
 		// failed and stay — the session would then live in two places.
 		if hf, lost = h.recorded(ctx, sessionID); !lost {
-			return false, fmt.Errorf("the gateway stopped before taking the handoff (%w); nothing was recorded, and you are still here. Start it again with `baton gateway`, then /handoff again", err)
+			return control.Progress{}, fmt.Errorf("the gateway stopped before taking the handoff (%w); nothing was recorded, and the session stays where it was. Start it again with `baton gateway`, then hand off again", err)
 		}
 		err = nil
 	}
 	if err != nil {
-		return false, err
+		return control.Progress{}, err
 	}
 	var final control.Progress
 	var werr error
@@ -108,21 +148,16 @@ func (h *Handoffs) Handoff(ctx context.Context, sessionID, platform string, out 
 		final, werr = h.waitInStore(ctx, hf.ID)
 	}
 	if werr != nil {
-		// Stopped waiting: settle it in the store, so what the terminal
-		// says is what happened.
+		// Stopped waiting: settle it in the store, so what is said is
+		// what happened.
 		if final, werr = h.settle(context.WithoutCancel(ctx), hf.ID); werr != nil {
-			return false, werr
+			return control.Progress{}, werr
 		}
 	}
 	if final.State == string(store.HandoffFailed) {
-		return false, fmt.Errorf("the handoff failed: %s — you are still here, in the same session", final.Error)
+		return control.Progress{}, fmt.Errorf("%w: %s", ErrHandoffFailed, final.Error)
 	}
-	fmt.Fprintf(out, "This conversation now continues in %s.\n", placeOf(final.Destination))
-	if final.Link != "" {
-		fmt.Fprintf(out, "Open it: %s\n", hyperlink(out, final.Link))
-	}
-	fmt.Fprintf(out, "To come back: type /continue or /handoff cli there, or run `baton -c` here. This terminal is detaching; the session goes on.\n")
-	return true, nil
+	return final, nil
 }
 
 // offerGateway is what happens when no gateway runs: offer to start one.
@@ -135,7 +170,11 @@ func (h *Handoffs) offerGateway(ctx context.Context, out io.Writer, ask Ask) (co
 	if err != nil || !strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y") {
 		return control.Status{}, how
 	}
-	fmt.Fprintln(out, "Starting the gateway (its log: $BATON_HOME/gateway.log)…")
+	if h.GatewayLog != "" {
+		fmt.Fprintf(out, "Starting the gateway (its log: %s)…\n", h.GatewayLog)
+	} else {
+		fmt.Fprintln(out, "Starting the gateway…")
+	}
 	if err := h.StartGateway(ctx); err != nil {
 		return control.Status{}, err
 	}
@@ -344,3 +383,7 @@ func choose(answer string, n int) (int, bool) {
 	}
 	return 0, false
 }
+
+// PlaceOf names the place an address key is, for people ("Telegram",
+// "the web chat", "the terminal").
+func PlaceOf(key string) string { return placeOf(key) }

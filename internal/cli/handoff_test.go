@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,14 @@ func TestHandoffRefusalsFromTheTerminal(t *testing.T) {
 	if !errors.Is(err, control.ErrNoGateway) && (err == nil || !strings.Contains(err.Error(), "baton gateway")) {
 		t.Fatalf("no gateway: %v", err)
 	}
+	// A name that is no place is told as such, before any gateway is
+	// asked for or offered.
+	if _, err := h.Handoff(ctx, s.ID, "nowhere", io.Discard, func(string) (string, error) {
+		t.Fatal("offered a gateway for an unknown place")
+		return "", nil
+	}); !errors.Is(err, ErrUnknownPlace) || !strings.Contains(err.Error(), "whatsapp") {
+		t.Fatalf("/handoff nowhere without a gateway: %v", err)
+	}
 	declined := false
 	h.StartGateway = func(context.Context) error { t.Fatal("started a gateway after a no"); return nil }
 	_, err = h.Handoff(ctx, s.ID, "web", io.Discard, func(string) (string, error) { declined = true; return "n", nil })
@@ -176,7 +185,8 @@ func TestHandoffRefusalsFromTheTerminal(t *testing.T) {
 		return ok && p.Live
 	}, "the gateway's web chat to be live")
 	for platformName, want := range map[string]string{
-		"telegram": "telegram is not enabled in the gateway (enabled: web)",
+		"telegram": "Telegram is not set up in the gateway (set up there: web)",
+		"nowhere":  `unknown place "nowhere": the places are cli (the terminal), web, telegram,`,
 		"web":      "web has no home channel: type /sethome",
 		"cli":      "already in the terminal",
 		"":         "usage: /handoff <platform>",
@@ -188,5 +198,20 @@ func TestHandoffRefusalsFromTheTerminal(t *testing.T) {
 	}
 	if st, _ := app.Store.HandoffState(ctx, s.ID); st.State != store.HandoffNone {
 		t.Errorf("a refused handoff left state %s", st.State)
+	}
+}
+
+// Starting a gateway from /handoff names its log by its real path.
+func TestStartingTheGatewayNamesItsLog(t *testing.T) {
+	app := testApp(t, nil)
+	ctx := t.Context()
+	s, _ := app.NewSession(ctx)
+	log := filepath.Join(app.Home, "gateway.log")
+	failed := errors.New("not in this test")
+	h := &Handoffs{App: app, GatewayLog: log, StartGateway: func(context.Context) error { return failed }}
+	var out bytes.Buffer
+	_, err := h.Handoff(ctx, s.ID, "web", &out, func(string) (string, error) { return "y", nil })
+	if !errors.Is(err, failed) || !strings.Contains(out.String(), "(its log: "+log+")") || strings.Contains(out.String(), "$BATON_HOME") {
+		t.Fatalf("%v; said:\n%s", err, out.String())
 	}
 }

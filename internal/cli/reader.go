@@ -123,14 +123,21 @@ func read(sh *readline.Shell, prompt string) (string, error) {
 }
 
 // completions turns candidates into readline's, replacing prefix: the
-// whole argument typed so far, spaces included (titles have them).
+// whole argument typed so far, spaces included (titles have them). A
+// single candidate is inserted with a space after it.
 func completions(prefix string, cands []Candidate) readline.Completions {
 	if len(cands) == 0 {
 		return readline.Completions{}
 	}
 	pairs := make([]string, 0, 2*len(cands))
 	for _, c := range cands {
-		pairs = append(pairs, c.Value, c.Description)
+		v := c.Value
+		if len(cands) == 1 {
+			// The only one is complete: a space, so what comes next (an
+			// argument) can be typed at once, as a shell does.
+			v += " "
+		}
+		pairs = append(pairs, v, c.Description)
 	}
 	comps := readline.CompleteValuesDescribed(pairs...).NoSort()
 	comps.PREFIX = prefix

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/command"
+	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/llm/offline"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -179,7 +180,7 @@ func (r *REPL) start(ctx context.Context) error {
 	}
 	r.out.Printf("baton · %s · /help for commands, Ctrl-D to leave\n", r.modelLabel(resumed))
 	if r.app.Offline() {
-		r.out.Printf("\n%s\n\n", offline.Setup)
+		r.out.Printf("\n%s\n\n", offline.SetupFor(filepath.Join(r.app.Home, config.FileName)))
 	}
 	if resumed.ID != "" {
 		if err := r.enter(ctx, resumed); err != nil {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -131,7 +133,7 @@ func TestREPLCommandsNeverCrash(t *testing.T) {
 		"/sethome works only in chat",
 		"handoff needs the gateway: run `baton gateway`",
 		"Model: fake-model (provider openai)",
-		`Undone: "hello" and 1 message(s) after it`,
+		`Undone: "hello" and 1 message after it`,
 		"nothing to undo",
 		"No matches.",
 		"First chat",
@@ -249,17 +251,24 @@ func TestREPLHandoffHook(t *testing.T) {
 			if platform == "nowhere" {
 				return false, errors.New("no adapter for nowhere")
 			}
+			if platform == "slack" {
+				return false, fmt.Errorf("%w: Slack refused — you are still here", ErrHandoffFailed)
+			}
 			gotSession, gotPlatform = sessionID, platform
 			io.WriteString(out, "handed to telegram\n")
 			return true, nil
 		},
 	}
-	out := runREPL(t, app, cfg, "hello", "/handoff nowhere", "/handoff Telegram", "never read")
+	out := runREPL(t, app, cfg, "hello", "/handoff nowhere", "/handoff slack", "/handoff Telegram", "never read")
 	if startupSaw != "" || !strings.HasPrefix(out[strings.Index(out, "1 handoff waiting"):], "1 handoff waiting for the terminal\n› hello") {
 		t.Errorf("startup hook: saw session %q; output:\n%s", startupSaw, out)
 	}
 	if !strings.Contains(out, "handoff failed: no adapter for nowhere") {
 		t.Errorf("failed handoff not reported:\n%s", out)
+	}
+	// A handoff the gateway gave up is said once, not "handoff failed: the handoff failed".
+	if !strings.Contains(out, "\nthe handoff failed: Slack refused — you are still here\n") {
+		t.Errorf("a failed handoff is reported twice over:\n%s", out)
 	}
 	s := onlySession(t, app)
 	if gotSession != s.ID || gotPlatform != "telegram" {
@@ -321,11 +330,18 @@ func TestREPLResumeShowsTranscript(t *testing.T) {
 func TestREPLOfflineNotice(t *testing.T) {
 	app := testApp(t, nil)
 	out := runREPL(t, app, Config{}, "/model")
-	if !strings.Contains(out, offline.Setup) || !strings.Contains(out, "No model is configured (offline responder)") {
+	// The notice names config.yaml by its real path, at start and in
+	// the first reply.
+	setup := offline.SetupFor(filepath.Join(app.Home, config.FileName))
+	if !strings.Contains(out, setup) || !strings.Contains(out, "No model is configured (offline responder)") || strings.Contains(out, "$BATON_HOME") {
 		t.Fatalf("output:\n%s", out)
 	}
 	if ss, _ := app.Store.ListSessions(t.Context(), store.SessionFilter{}); len(ss) != 0 {
 		t.Fatalf("leaving at once left %d sessions behind", len(ss))
+	}
+	out = runREPL(t, app, Config{}, "hello")
+	if !strings.Contains(out, "key to "+filepath.Join(app.Home, config.FileName)+".") || strings.Contains(out, "$BATON_HOME") {
+		t.Fatalf("output:\n%s", out)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/store"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // lastChattedScan bounds how many sessions LastChatted looks through,
@@ -152,8 +154,8 @@ func ShowSession(ctx context.Context, a *app.App, w io.Writer, ref string) error
 	if !s.Open() {
 		state = "ended (" + s.EndReason + ")"
 	}
-	fmt.Fprintf(w, "%s · %s\nid: %s\nstarted: %s on %s · %d messages · %d in / %d out tokens\nheld by: %s\n\n",
-		describe(s), state, s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Platform, s.MessageCount, s.InputTokens, s.OutputTokens, heldWhere(s, time.Now()))
+	fmt.Fprintf(w, "%s · %s\nid: %s\nstarted: %s on %s · %s · %d in / %d out tokens\nheld by: %s\n\n",
+		describe(s), state, s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Platform, plural.Count(s.MessageCount, "message", "messages"), s.InputTokens, s.OutputTokens, heldWhere(s, time.Now()))
 	if err := writeLatestNote(ctx, a, w, s.ID); err != nil {
 		return fmt.Errorf("show session: %w", err)
 	}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/transcript"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // short is the id prefix people type: long enough to be unique in practice.
@@ -94,7 +97,7 @@ func toolLine(e agent.Event) string {
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
 		if i == toolOutputLines {
-			fmt.Fprintf(&b, "\n    … %d more lines", len(lines)-i)
+			fmt.Fprintf(&b, "\n    … %s more", plural.Count(len(lines)-i, "line", "lines"))
 			break
 		}
 		b.WriteString("\n    " + clipHead(l, 160))
@@ -133,7 +136,7 @@ func clipHead(s string, n int) string {
 // one-line notes.
 func printTranscript(out *renderer, msgs []store.Message, limit int) {
 	if limit > 0 && len(msgs) > limit {
-		out.Printf("… %d earlier messages (`baton sessions show` prints them all)\n", len(msgs)-limit)
+		out.Printf("… %s (`baton sessions show` prints them all)\n", plural.Count(len(msgs)-limit, "earlier message", "earlier messages"))
 		msgs = msgs[len(msgs)-limit:]
 	}
 	lines := transcript.View(msgs)
@@ -147,7 +150,7 @@ func printTranscript(out *renderer, msgs []store.Message, limit int) {
 	for _, l := range lines {
 		switch l.Role {
 		case transcript.User:
-			out.Printf("%s%s\n", prompt, l.Text)
+			out.Printf("%s%s\n", prompt, underPrompt(l.Text))
 		case transcript.Assistant:
 			out.Delta(l.Text)
 			out.EndAnswer()
@@ -165,6 +168,14 @@ func printTranscript(out *renderer, msgs []store.Message, limit int) {
 			}
 		}
 	}
+}
+
+// underPrompt lines up a message's second and later lines under its
+// first, after the prompt mark, as the line editor showed them when they
+// were typed: their own indentation is kept on top of that.
+func underPrompt(text string) string {
+	pad := strings.Repeat(" ", utf8.RuneCountInString(prompt))
+	return strings.ReplaceAll(text, "\n", "\n"+pad)
 }
 
 func firstLine(s string) string {

@@ -29,6 +29,7 @@ func TestPrintTranscript(t *testing.T) {
 		{Role: store.RoleAssistant, Kind: store.KindNotice, Content: "This chat now continues session 1234abcd.\n"},
 		{Role: store.RoleAssistant, Content: "Welcome back."},
 		{Role: store.RoleUser, Content: "[baton handoff] is what I typed"},
+		{Role: store.RoleUser, Content: "run this:\n    echo hello\nplease"},
 	}
 	var b syncBuffer
 	r := newRenderer(&b, false, nil)
@@ -46,6 +47,10 @@ func TestPrintTranscript(t *testing.T) {
 		"(This chat now continues session 1234abcd.)",
 		"Welcome back.",
 		prompt + "[baton handoff] is what I typed",
+		// Lines after the first stay under it, their own indent kept.
+		prompt + "run this:",
+		"      echo hello",
+		"  please",
 	}, "\n") + "\n"
 	if got := b.String(); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
@@ -54,7 +59,7 @@ func TestPrintTranscript(t *testing.T) {
 	// With a limit, only the last messages, after a line saying so.
 	var last syncBuffer
 	r = newRenderer(&last, false, nil)
-	printTranscript(r, msgs, 2)
+	printTranscript(r, msgs[:len(msgs)-1], 2)
 	r.Close()
 	if got, want := last.String(), "… 9 earlier messages (`baton sessions show` prints them all)\nWelcome back.\n"+prompt+"[baton handoff] is what I typed\n"; got != want {
 		t.Fatalf("with a limit: got %q, want %q", got, want)

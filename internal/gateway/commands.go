@@ -12,6 +12,8 @@ import (
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // chatCommands is the command menu for platforms that show one.
@@ -86,7 +88,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 		} else if err != nil {
 			return "Could not undo: " + err.Error()
 		}
-		return fmt.Sprintf("Took back your last message and %d message(s) after it.", len(removed)-1)
+		return fmt.Sprintf("Took back your last message and %s after it.", plural.Count(len(removed)-1, "message", "messages"))
 	case "retry":
 		sess, err := g.boundSession(ctx, addr)
 		if err != nil {
@@ -320,7 +322,7 @@ func (g *Gateway) listSessions(ctx context.Context) string {
 		if title == "" {
 			title = "(untitled)"
 		}
-		fmt.Fprintf(&b, "- %s %s — %d messages, %s%s\n", shortID(s.ID), title, s.MessageCount, s.UpdatedAt.Format("Jan 2 15:04"), g.heldAt(s))
+		fmt.Fprintf(&b, "- %s %s — %s, %s%s\n", shortID(s.ID), title, plural.Count(s.MessageCount, "message", "messages"), s.UpdatedAt.Format("Jan 2 15:04"), g.heldAt(s))
 	}
 	return b.String()
 }

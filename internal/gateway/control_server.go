@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -152,7 +153,7 @@ func (g *Gateway) controlHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, control.CodeBadRequest, "want JSON {session_id, from, to}")
 			return
 		}
-		h, err := g.RequestHandoff(r.Context(), req.SessionID, req.From, req.To)
+		h, err := g.RequestHandoffAt(r.Context(), req.SessionID, req.From, req.To, req.Home)
 		if err != nil {
 			status, code := http.StatusInternalServerError, control.CodeInternal
 			switch {
@@ -166,6 +167,8 @@ func (g *Gateway) controlHandler() http.Handler {
 				status, code = http.StatusConflict, control.CodeInFlight
 			case errors.Is(err, store.ErrNotFound):
 				status, code = http.StatusNotFound, control.CodeUnknownSession
+			case errors.Is(err, place.ErrUnknown):
+				status, code = http.StatusBadRequest, control.CodeBadRequest
 			}
 			writeError(w, status, code, err.Error())
 			return

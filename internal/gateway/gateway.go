@@ -87,6 +87,10 @@ type Config struct {
 	// Display names platforms for people ("Telegram"); a platform not
 	// listed is shown by its name.
 	Display map[string]string
+	// Places are every platform baton has, set up or not, so a handoff
+	// to a name that is none is told apart from one to a platform not
+	// set up here; nil tells them apart by nothing.
+	Places []string
 	// Restart is how a platform whose connection failed is restarted;
 	// zero: platform.DefaultRestart().
 	Restart retry.Policy

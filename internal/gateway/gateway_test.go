@@ -25,6 +25,7 @@ import (
 	"github.com/baton-agent/baton/internal/llm/provider"
 	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
@@ -150,6 +151,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		PersonalPlatforms: o.personal,
 		Rate:              o.rate,
 		Display:           map[string]string{"web": web.Spec().Display, "telegram": "Telegram", "matrix": "Matrix"},
+		Places:            all.Names(),
 		Homes:             homes,
 		Socket:            sock,
 		Lease:             o.lease,
@@ -448,8 +450,13 @@ func TestHandoffRefusals(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
-	if !errors.Is(err, control.ErrNotLive) || !strings.Contains(err.Error(), "not enabled") {
+	if !errors.Is(err, control.ErrNotLive) || !strings.Contains(err.Error(), "Telegram is not set up in the gateway (set up there: web)") {
 		t.Errorf("platform not enabled: %v", err)
+	}
+	// A name that is no place is told apart from a platform not set up.
+	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "nowhere"})
+	if err == nil || errors.Is(err, control.ErrNotLive) || !strings.Contains(err.Error(), `unknown place "nowhere": the places are cli (the terminal), web, telegram`) {
+		t.Errorf("unknown place: %v", err)
 	}
 	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
 	if !errors.Is(err, control.ErrNoHome) || !strings.Contains(err.Error(), "/sethome") {

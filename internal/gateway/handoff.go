@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,14 @@ var (
 // RequestHandoff checks that the destination can take the session, records
 // a pending handoff, and wakes the worker at once.
 func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string) (store.Handoff, error) {
+	return g.RequestHandoffAt(ctx, sessionID, from, to, false)
+}
+
+// RequestHandoffAt is RequestHandoff, landing in the platform's home chat
+// itself when inHome, rather than in a new thread there. The home is
+// recorded as the handoff's destination, so a gateway that retries it
+// lands there too.
+func (g *Gateway) RequestHandoffAt(ctx context.Context, sessionID, from, to string, inHome bool) (store.Handoff, error) {
 	if g.stopping.Load() {
 		return store.Handoff{}, fmt.Errorf("%w: try again once it is back (`baton gateway`)", ErrStopping)
 	}
@@ -50,7 +59,15 @@ func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string
 			return store.Handoff{}, err
 		}
 	}
-	h, err := g.st.RequestHandoff(ctx, sessionID, from, to)
+	dest := ""
+	if inHome && to != TerminalPlatform {
+		homes, err := g.homes(ctx)
+		if err != nil {
+			return store.Handoff{}, err
+		}
+		dest = homes[to]
+	}
+	h, err := g.st.RequestHandoffTo(ctx, sessionID, from, to, dest)
 	if err != nil {
 		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
 	}
@@ -60,8 +77,13 @@ func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string
 }
 
 func (g *Gateway) checkDestination(ctx context.Context, to string) error {
+	if g.cfg.Places != nil && !slices.Contains(g.cfg.Places, to) {
+		return place.Unknown(to, TerminalPlatform, g.cfg.Places)
+	}
 	if _, ok := g.adapters[to]; !ok {
-		return fmt.Errorf("%w: %s is not enabled in this gateway (enabled: %s)", ErrNotLive, to, strings.Join(g.names(), ", "))
+		names := g.names()
+		slices.Sort(names)
+		return fmt.Errorf("%w: %s", ErrNotLive, place.NotSetUp(g.placeName(to), names))
 	}
 	if st := g.platformStatus(to); st.State != platform.StateLive {
 		return fmt.Errorf("%w: %s", ErrNotLive, g.notLive(to, st))

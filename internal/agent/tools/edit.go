@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton/internal/agent"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 type editArgs struct {
@@ -43,7 +45,7 @@ func editFile(cfg Config) agent.Tool {
 			if err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("replaced %d occurrence(s) in %s", n, display(cfg.Dir, p)), nil
+			return fmt.Sprintf("replaced %s in %s", plural.Count(n, "occurrence", "occurrences"), display(cfg.Dir, p)), nil
 		},
 		Subject:     pathSubject(cfg, ""),
 		SubjectKind: agent.SubjectPath,

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton/internal/agent"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 type readArgs struct {
@@ -105,7 +107,7 @@ func readLines(path string, a readArgs, maxBytes int) (string, error) {
 	case line == 0:
 		return "[empty file]", nil
 	case last == 0:
-		return fmt.Sprintf("[the file has only %d lines]", line), nil
+		return fmt.Sprintf("[the file has only %s]", plural.Count(line, "line", "lines")), nil
 	}
 	return out.String(), nil
 }
@@ -139,7 +141,7 @@ func writeFile(cfg Config) agent.Tool {
 			if created {
 				verb = "created"
 			}
-			return fmt.Sprintf("%s %s (%d bytes)", verb, display(cfg.Dir, p), len(a.Content)), nil
+			return fmt.Sprintf("%s %s (%s)", verb, display(cfg.Dir, p), plural.Count(len(a.Content), "byte", "bytes")), nil
 		},
 		Subject:     pathSubject(cfg, ""),
 		SubjectKind: agent.SubjectPath,
@@ -212,7 +214,7 @@ func listDir(cfg Config) agent.Tool {
 			var b strings.Builder
 			for i, e := range entries {
 				if i == maxEntries {
-					fmt.Fprintf(&b, "[%d more entries not shown]\n", len(entries)-maxEntries)
+					fmt.Fprintf(&b, "[%s more not shown]\n", plural.Count(len(entries)-maxEntries, "entry", "entries"))
 					break
 				}
 				switch {
@@ -225,7 +227,7 @@ func listDir(cfg Config) agent.Tool {
 					if fi, err := e.Info(); err == nil {
 						size = fi.Size()
 					}
-					fmt.Fprintf(&b, "%s (%d bytes)\n", e.Name(), size)
+					fmt.Fprintf(&b, "%s (%s)\n", e.Name(), plural.Count(int(size), "byte", "bytes"))
 				}
 			}
 			return strings.TrimSuffix(b.String(), "\n"), nil

@@ -236,6 +236,9 @@ func TestWriteFileAndListDir(t *testing.T) {
 	if out, _ := call(t, r, "write_file", m{"path": "a/b/c.txt", "content": ""}); out != "overwrote a/b/c.txt (0 bytes)" {
 		t.Errorf("overwrite: %q", out)
 	}
+	if out, _ := call(t, r, "write_file", m{"path": "one.txt", "content": "x"}); out != "created one.txt (1 byte)" {
+		t.Errorf("one byte: %q", out)
+	}
 	write(t, filepath.Join(dir, "a/z.txt"), "12345")
 	out, err = call(t, r, "list_dir", m{"path": "a"})
 	if err != nil || out != "b/\nz.txt (5 bytes)" {
@@ -266,11 +269,11 @@ func TestEditFile(t *testing.T) {
 		t.Error("a failed edit changed the file")
 	}
 	out, err := call(t, r, "edit_file", m{"path": "f.go", "old_string": "b := 1", "new_string": "b := 5"})
-	if err != nil || out != "replaced 1 occurrence(s) in f.go" {
+	if err != nil || out != "replaced 1 occurrence in f.go" {
 		t.Errorf("unique: %q, %v", out, err)
 	}
 	out, err = call(t, r, "edit_file", m{"path": "f.go", "old_string": ":= ", "new_string": "= ", "replace_all": true})
-	if err != nil || out != "replaced 3 occurrence(s) in f.go" {
+	if err != nil || out != "replaced 3 occurrences in f.go" {
 		t.Errorf("replace_all: %q, %v", out, err)
 	}
 	if got := read(t, p); got != "a = 1\nb = 5\nc = 2\n" {

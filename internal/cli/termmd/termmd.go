@@ -331,8 +331,7 @@ func (r *renderer) rawLines(n ast.Node) []string {
 }
 
 // inlines renders n's inline children as one string in the style sgr
-// (and the styles nested in it); soft line breaks become spaces, hard
-// ones "\n".
+// (and the styles nested in it); line breaks, soft and hard, are "\n".
 func (r *renderer) inlines(n ast.Node, sgr string) string {
 	w := &styler{color: r.color}
 	if sgr != "" {
@@ -359,11 +358,11 @@ func (r *renderer) inline(w *styler, n ast.Node) {
 			v = unescape(v)
 		}
 		w.text(string(v))
-		switch {
-		case n.HardLineBreak():
+		if n.HardLineBreak() || n.SoftLineBreak() {
+			// A line break is kept, as a chat (and baton's web page)
+			// shows it: a model's lines, a note's fields or a command's
+			// output quoted line by line must not run together.
 			w.b.WriteString("\n")
-		case n.SoftLineBreak():
-			w.b.WriteString(" ")
 		}
 	case *ast.String:
 		v := n.Value

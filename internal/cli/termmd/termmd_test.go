@@ -35,7 +35,11 @@ func TestRender(t *testing.T) {
 		{"linked image", "[![a cat](cat.png)](https://e.com)", 80, false, "a cat (cat.png) (https://e.com)"},
 		{"linked image that is its address", "[![https://e.com](https://e.com)](https://e.com)", 80, false, "https://e.com"},
 		{"link without a label", "[](https://e.com) and <me@e.com>", 80, false, "https://e.com and me@e.com"},
-		{"hard break", "one  \ntwo\\\nthree\nfour", 80, false, "one\ntwo\nthree four"},
+		// Every line break is kept, as a chat shows it: the soft one
+		// between "three" and "four" too.
+		{"line breaks", "one  \ntwo\\\nthree\nfour", 80, false, "one\ntwo\nthree\nfour"},
+		{"command output quoted line by line", "hello from shell\nLinux\n[exit code 0]", 80, false, "hello from shell\nLinux\n[exit code 0]"},
+		{"a list item's second line", "- first\n  continued\n- second", 80, false, "• first\n  continued\n• second"},
 		{"paragraph wraps at width", "the quick brown fox jumps over the lazy dog again and again", 20, false,
 			"the quick brown fox\njumps over the lazy\ndog again and again"},
 		{"a long word is cut", "abcdefghijklmnopqrstuvwxyz0123456789", 20, false, "abcdefghijklmnopqrst\nuvwxyz0123456789"},

@@ -61,6 +61,9 @@ type HandoffRequest struct {
 	SessionID string `json:"session_id"`
 	From      string `json:"from"` // where the session is now, e.g. "cli"
 	To        string `json:"to"`   // destination platform
+	// Home lands the session in the platform's home chat itself rather
+	// than in a new thread there.
+	Home bool `json:"home,omitempty"`
 }
 
 // Handoff is a handoff as the API reports it.

@@ -22,6 +22,7 @@ import (
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/all"
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // LogFile is where a gateway started in the background writes its log.
@@ -93,6 +94,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		PersonalPlatforms: as.personal,
 		Homes:             as.homes,
 		Display:           as.display,
+		Places:            all.Names(),
 		Socket:            control.SocketPath(home),
 		Lease:             gcfg.HandoffLease,
 		ShutdownGrace:     gcfg.ShutdownGrace,
@@ -129,6 +131,12 @@ func PrintStatus(ctx context.Context, home string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	writeStatus(out, s, time.Now())
+	return nil
+}
+
+// writeStatus words a running gateway's status for people.
+func writeStatus(out io.Writer, s control.Status, now time.Time) {
 	fmt.Fprintf(out, "Gateway running (pid %d, since %s)\n", s.PID, s.Started.Format(time.DateTime))
 	sort.Slice(s.Platforms, func(i, j int) bool { return s.Platforms[i].Name < s.Platforms[j].Name })
 	for _, p := range s.Platforms {
@@ -136,16 +144,15 @@ func PrintStatus(ctx context.Context, home string, out io.Writer) error {
 		if home == "" {
 			home = "no home channel (type /sethome there)"
 		}
-		fmt.Fprintf(out, "  %-10s %s\n", p.Name, platformState(p, time.Now()))
+		fmt.Fprintf(out, "  %-10s %s\n", p.Name, platformState(p, now))
 		fmt.Fprintf(out, "  %-10s home: %s\n", "", home)
 		if p.Waiting > 0 {
-			fmt.Fprintf(out, "  %-10s %d replies wait to be sent\n", "", p.Waiting)
+			fmt.Fprintf(out, "  %-10s %s to be sent\n", "", plural.Count(p.Waiting, "reply waits", "replies wait"))
 		}
 	}
 	if s.WebURL != "" {
 		fmt.Fprintf(out, "Web chat: %s\n", s.WebURL)
 	}
-	return nil
 }
 
 // StartBackground starts `baton gateway` as a detached process logging to

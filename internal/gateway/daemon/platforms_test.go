@@ -164,6 +164,22 @@ func TestSetupCarriesOwnersAndMemory(t *testing.T) {
 	}
 }
 
+// TestStatusCountsReplies: the replies waiting are counted in words that
+// agree with their number.
+func TestStatusCountsReplies(t *testing.T) {
+	now := time.Date(2026, 11, 23, 14, 2, 0, 0, time.Local)
+	var b strings.Builder
+	writeStatus(&b, control.Status{PID: 7, Started: now, Platforms: []control.Platform{
+		{Name: "telegram", State: "live", Live: true, Since: now, Home: "telegram:dm:1", Waiting: 1},
+		{Name: "slack", State: "live", Live: true, Since: now, Home: "slack:dm:1", Waiting: 3},
+	}}, now)
+	for _, want := range []string{"1 reply waits to be sent", "3 replies wait to be sent"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 // matrixOn enables Matrix from the environment (New does not contact the
 // homeserver).
 var matrixOn = map[string]string{"MATRIX_ACCESS_TOKEN": "syt_x", "MATRIX_HOMESERVER": "http://127.0.0.1:1", "MATRIX_USER_ID": "@baton:example.org"}

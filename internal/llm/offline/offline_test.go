@@ -36,7 +36,7 @@ func TestReplySaysNoModelAndEchoes(t *testing.T) {
 		"No model is configured", "not a model",
 		"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY",
 		"127.0.0.1:11434", "$BATON_HOME/config.yaml",
-		`"read the file please"`, "3 message(s)", "1 tool(s)",
+		`"read the file please"`, "3 messages", "1 tool offered",
 	} {
 		if !strings.Contains(resp.Text, want) {
 			t.Errorf("reply lacks %q:\n%s", want, resp.Text)
@@ -74,5 +74,33 @@ func TestCancelledContext(t *testing.T) {
 	cancel()
 	if _, err := offline.New().Chat(ctx, llm.Request{}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestSetupOncePerConversation: the setup notice opens the first reply
+// only; later replies say in one line that no model answers. Its last
+// sentence is a paragraph of its own, not part of the last bullet.
+func TestSetupOncePerConversation(t *testing.T) {
+	p := offline.New()
+	first, err := p.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(first.Text, offline.Setup) || !strings.Contains(first.Text, "1 message in the conversation, 0 tools offered") {
+		t.Fatalf("first reply:\n%s", first.Text)
+	}
+	if !strings.Contains(offline.Setup, "127.0.0.1:11434\n\nOr write") {
+		t.Errorf("the last sentence follows the last bullet on the next line, so markdown joins them:\n%s", offline.Setup)
+	}
+	second, err := p.Chat(context.Background(), llm.Request{Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "hi"},
+		{Role: llm.RoleAssistant, Content: first.Text},
+		{Role: llm.RoleUser, Content: "again"},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(second.Text, "OPENAI_API_KEY") || !strings.HasPrefix(second.Text, offline.Reminder) || !strings.Contains(second.Text, `"again"`) {
+		t.Errorf("second reply repeats the notice or lacks the reminder:\n%s", second.Text)
 	}
 }

@@ -20,6 +20,8 @@ type Options struct {
 	HTTPClient *http.Client    // nil: a client that keeps connections to the model's host alive
 	Retry      llm.RetryPolicy // zero: llm.WithRetry's defaults
 	NoRetry    bool            // tests that script failures may want every error raw
+	// ConfigFile is the config.yaml read, named by the offline responder.
+	ConfigFile string
 }
 
 // New builds the provider for m, which should come from config.Resolve
@@ -31,7 +33,7 @@ func New(m config.ModelConfig, o Options) (llm.Provider, error) {
 		err error
 	)
 	if m.Provider == config.ProviderOffline || m.Provider == "" {
-		return offline.New(), nil
+		return offline.Provider{ConfigFile: o.ConfigFile}, nil
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = modelClient()
