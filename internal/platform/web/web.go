@@ -336,9 +336,16 @@ func (a *Adapter) routes() http.Handler {
 	return securityHeaders(mux)
 }
 
+// contentPolicy is the page's Content-Security-Policy. frame-ancestors
+// 'none' (and X-Frame-Options for older browsers) keeps any other page,
+// one on another local port included, from framing the chat to trick a
+// click on its Approve buttons.
+const contentPolicy = "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:")
+		w.Header().Set("Content-Security-Policy", contentPolicy)
+		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("Cache-Control", "no-store")
