@@ -200,10 +200,10 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 		return "Cannot hand off: " + err.Error()
 	}
 	if to == TerminalPlatform {
-		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there. (handoff %d)", describe(sess), h.ID)
+		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there.", describe(sess))
 	}
 	g.tellOutcome(addr, h, true)
-	return fmt.Sprintf("Handing off to %s… (handoff %d)", g.placeName(to), h.ID)
+	return fmt.Sprintf("Handing off to %s…", g.placeName(to))
 }
 
 // tellFailure tells the chat only if the handoff it asked for failed (a

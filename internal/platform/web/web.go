@@ -894,7 +894,7 @@ func (a *Adapter) serveStored(ctx context.Context, c *client, f frame) {
 			c.send(frame{Type: "error", Key: f.Key, Error: err.Error()})
 			return
 		}
-		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(lines)})
+		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(f.Key, lines)})
 		a.mu.Lock()
 		q, waiting := a.questions[f.Key]
 		a.mu.Unlock()

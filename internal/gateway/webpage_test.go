@@ -1,0 +1,88 @@
+package gateway_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// A message typed in the web chat while the session is in Telegram is
+// kept, and the page's history shows it, marked as kept, in its place (a
+// reload shows it too) until /continue runs it; then it is an ordinary
+// message of the transcript, once. What the page is told of handoffs
+// names places, never baton's internal handoff ids.
+func TestPageHistoryShowsKeptMessages(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	pg := r.openPage(t)
+	key := web.Home.Key()
+	noIDs := func(what string, f map[string]any) {
+		t.Helper()
+		if text := f["text"].(string); strings.Contains(text, "(handoff") {
+			t.Errorf("%s shows an internal id: %q", what, text)
+		}
+	}
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "w1"})
+	pg.await("the answer", isMsg("Hello from the page."))
+	r.model.Push(llmtest.Reply{Text: "Hi on Telegram."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "w2"})
+	noIDs("the answer to /handoff", pg.await("the answer to /handoff", isMsg("Handing off to Telegram")))
+	pg.await("the outcome", isMsg("now continues in Telegram."))
+
+	pg.send(map[string]any{"type": "say", "key": key, "text": "are you there?", "id": "w3"})
+	pg.await("where it is", isMsg("This conversation is in Telegram now"))
+	lines := history(t, pg, key, "the kept message", func(ls []any) bool { return len(said(ls, "are you there?")) == 1 })
+	kept := said(lines, "are you there?")[0]
+	if kept["kept"] != true || kept["id"] != "w3" {
+		t.Errorf("the message typed while the session was in Telegram shows as %v: want it marked kept, with the page's id", kept)
+	}
+	if last := lines[len(lines)-1].(map[string]any); last["text"] != "are you there?" {
+		t.Errorf("the kept message is not last in the history: %v", lines)
+	}
+	if hi := said(lines, "hi"); len(hi) != 1 || hi[0]["id"] != "w1" || hi[0]["kept"] == true {
+		t.Errorf("the message that ran shows as %v: want its page id, not kept", hi)
+	}
+
+	r.model.Push(llmtest.Reply{Text: "Back on the page."}, llmtest.Reply{Text: "Yes, still here."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/continue", "id": "w4"})
+	noIDs("the answer to /continue", pg.await("the answer to /continue", isMsg("here from Telegram")))
+	pg.await("the kept message answered", isMsg("Yes, still here."))
+	lines = history(t, pg, key, "the kept message run", func(ls []any) bool {
+		m := said(ls, "are you there?")
+		return len(m) == 1 && m[0]["kept"] != true
+	})
+	if m := said(lines, "are you there?")[0]; m["id"] != "w3" {
+		t.Errorf("the message run after /continue shows as %v", m)
+	}
+}
+
+// history opens key on the page until its history satisfies ok.
+func history(t *testing.T, pg *page, key, what string, ok func([]any) bool) []any {
+	t.Helper()
+	var lines []any
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		pg.send(map[string]any{"type": "open", "key": key})
+		f := pg.await("the history", typ("history"))
+		lines, _ = f["lines"].([]any)
+		return ok(lines)
+	}, "the page's history to show "+what)
+	return lines
+}
+
+// said is the person's lines of a history that say text.
+func said(lines []any, text string) []map[string]any {
+	var out []map[string]any
+	for _, l := range lines {
+		if m := l.(map[string]any); m["role"] == "user" && m["text"] == text {
+			out = append(out, m)
+		}
+	}
+	return out
+}
