@@ -47,7 +47,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 			}
 			return h
 		}
-		return "You can type:\n\n" + g.cmds.Help(command.Chat)
+		return "You can type:\n\n" + g.cmds.HelpOn(addr.Platform)
 	case "sethome":
 		if err := g.st.SetHomeChannel(ctx, addr.Platform, addr.Home().Key()); err != nil {
 			return "Could not set the home channel: " + err.Error()

@@ -86,3 +86,19 @@ func said(lines []any, text string) []map[string]any {
 	}
 	return out
 }
+
+// The page's /help lists only the commands that have a use there.
+func TestPageHelpListsWhatWorksThere(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	pg := r.openPage(t)
+	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/help", "id": "h1"})
+	help := pg.await("the help", isMsg("You can type:"))["text"].(string)
+	for _, only := range []string{"/start", "/sethome", "/pairing"} {
+		if strings.Contains(help, only) {
+			t.Errorf("the page's help lists %s:\n%s", only, help)
+		}
+	}
+	if !strings.Contains(help, "/continue") || !strings.Contains(help, "bring the conversation held in another place here") {
+		t.Errorf("the page's help lacks /continue and what it does:\n%s", help)
+	}
+}
