@@ -33,6 +33,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/baton-agent/baton/internal/command"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -432,6 +433,8 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		f.Approval = &approval{Tool: tool, Subject: subject}
 	} else if tool, ok := platform.ParseApprovalExpired(text); ok {
 		f.Approval = &approval{Tool: tool, Expired: true}
+	} else {
+		f.Elsewhere = place.IsElsewhere(text)
 	}
 	shown := make(chan struct{})
 	a.mu.Lock()
@@ -676,6 +679,10 @@ type frame struct {
 	Title string `json:"title,omitempty"`
 	Focus bool   `json:"focus,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Elsewhere marks a message saying the conversation is held in
+	// another place: what the person said here meanwhile is kept (the
+	// page marks it so at once; its history shows it once parked).
+	Elsewhere bool `json:"elsewhere,omitempty"`
 	// Approval marks an approval question, or the note that it expired.
 	Approval *approval      `json:"approval,omitempty"`
 	Lines    []pageLine     `json:"lines,omitempty"`
@@ -941,17 +948,23 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
 		return
 	}
-	if answer, ok := a.approvalAnswer(f.Text); ok {
-		// Other pages stop offering the question's buttons.
-		a.mu.Lock()
-		delete(a.questions, f.Key)
-		for other := range a.clients {
-			if other != c {
-				other.send(frame{Type: "answered", Key: f.Key, Text: answer})
-			}
-		}
-		a.mu.Unlock()
+	// Every other page shows what was said: an answer to an approval
+	// question as the answer on its card, anything else as said.
+	echo := frame{Type: "said", Key: f.Key, ID: f.ID, Text: f.Text, At: ev.Time.UnixMilli()}
+	answer, answered := a.approvalAnswer(f.Text)
+	if answered {
+		echo = frame{Type: "answered", Key: f.Key, Text: answer}
 	}
+	a.mu.Lock()
+	if answered {
+		delete(a.questions, f.Key)
+	}
+	for other := range a.clients {
+		if other != c {
+			other.send(echo)
+		}
+	}
+	a.mu.Unlock()
 	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key, At: time.Now().UnixMilli()})
 }
 

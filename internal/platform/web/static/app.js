@@ -14,10 +14,12 @@
   let ws, current = home, chosen = false, streaming = null, seq = 0, conversations = [];
   // extras: what a conversation showed that is not in its transcript
   // (answers to slash commands, approval questions, notices, the commands
-  // typed), each {role, text, html, at, approval, answer}, placed among
-  // the transcript's lines by time when it is reloaded.
+  // typed, and what the person said until the transcript shows it), each
+  // {role, text, html, at, approval, answer, id, local, kept}, placed
+  // among the transcript's lines by time when it is reloaded.
   const extras = {};
-  // unacked: what the person typed that the gateway has not yet stored.
+  // unacked: what the person typed that the gateway has not yet stored,
+  // by id.
   const unacked = new Map();
   // unread: answers that arrived where the person was not looking.
   const unread = {};
@@ -29,10 +31,27 @@
   const kept = "baton.page";
   try {
     const k = JSON.parse(sessionStorage.getItem(kept) || "null");
-    if (k) { Object.assign(extras, k.extras || {}); (k.shown || []).forEach((id) => shown.add(id)); }
+    if (k) {
+      Object.assign(extras, k.extras || {});
+      (k.shown || []).forEach((id) => shown.add(id));
+      // Sent again once connected: the gateway drops what it stored already.
+      (k.unacked || []).forEach((f) => unacked.set(f.id, f));
+    }
   } catch (e) { /* storage off or its value unreadable: start afresh */ }
   function keep() {
-    try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown] })); } catch (e) { /* full or off */ }
+    try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown], unacked: [...unacked.values()] })); } catch (e) { /* full or off */ }
+  }
+  // A draft is kept per conversation, across reloads and tabs.
+  const draftKey = (key) => "baton.draft." + key;
+  function saveDraft() {
+    const v = $("input").value;
+    try { if (v.trim()) localStorage.setItem(draftKey(current), v); else localStorage.removeItem(draftKey(current)); } catch (e) { /* storage off */ }
+  }
+  function loadDraft() {
+    let v = "";
+    try { v = localStorage.getItem(draftKey(current)) || ""; } catch (e) { /* storage off */ }
+    $("input").value = v;
+    grow();
   }
   // tab names this tab to the gateway across reconnections and reloads:
   // an answer to what this tab asked waits until this tab showed it, and
@@ -76,7 +95,7 @@
   // receive is where every frame from the gateway is handled, once each.
   function receive(f) {
     handle(f);
-    if (f.type === "message" || f.type === "ack" || f.type === "history") keep();
+    if (f.type === "message" || f.type === "ack" || f.type === "history" || f.type === "said") keep();
   }
   function handle(f) {
     switch (f.type) {
@@ -130,15 +149,42 @@
       case "ack": {
         const said = unacked.get(f.id);
         unacked.delete(f.id);
-        if (said) stamp(said.key, said.text, f.at);
+        if (said) stamp(said.key, f.id, f.at);
         if (!unacked.size) status("");
         break;
       }
-      case "error":
+      case "said": {
+        // Said in another tab on this conversation: shown here too, above
+        // the answer that may be streaming already.
+        const list = (extras[f.key] = extras[f.key] || []);
+        if (!f.id || list.some((x) => x.id === f.id)) break;
+        const x = { role: "user", text: f.text || "", at: f.at || Date.now(), id: f.id, cmd: (f.text || "").startsWith("/") };
+        list.push(x);
+        if (f.key !== current) break;
+        const li = userItem(x.text, false);
+        if (streaming) streaming.before(li); else $("messages").append(li);
+        scroll();
+        break;
+      }
+      case "error": {
         // The gateway answered, so resending the same frame will not help.
+        // A message it refused is no longer shown as said: its words go
+        // back to the input, to send again.
+        const said = f.id && unacked.get(f.id);
         if (f.id) unacked.delete(f.id);
+        if (said) {
+          const list = extras[said.key] || [];
+          const i = list.findIndex((x) => x.id === f.id);
+          if (i >= 0) list.splice(i, 1);
+          keep();
+          if (said.key === current) {
+            if (!$("input").value) { $("input").value = said.text; grow(); saveDraft(); }
+            send({ type: "open", key: current });
+          }
+        }
         status("⚠ " + f.error);
         break;
+      }
     }
   }
 
@@ -147,6 +193,11 @@
   function message(f) {
     const list = (extras[f.key] = extras[f.key] || []);
     const x = { role: "assistant", text: f.text, html: f.html, at: f.at || Date.now(), approval: f.approval };
+    if (f.elsewhere) {
+      // The session is held elsewhere: what the person said here and the
+      // transcript does not show is kept until /continue.
+      list.forEach((e) => { if (e.role === "user" && e.id && !e.cmd) e.kept = true; });
+    }
     if (f.approval && f.approval.expired) {
       // Nobody answered in time: the question is no longer waiting.
       list.forEach((e) => { if (pending(e) && e.approval.tool === f.approval.tool) e.answer = "expired"; });
@@ -162,10 +213,10 @@
 
   function pending(x) { return x.approval && !x.approval.expired && !x.answer; }
 
-  // stamp gives a command the person typed the gateway's time, so it
-  // sorts with the transcript's lines.
-  function stamp(key, text, at) {
-    const x = (extras[key] || []).find((e) => e.role === "user" && e.text === text && e.local);
+  // stamp gives what the person typed the gateway's time once stored,
+  // so it sorts with the transcript's lines.
+  function stamp(key, id, at) {
+    const x = (extras[key] || []).find((e) => e.id === id);
     if (x) { x.at = at || x.at; delete x.local; }
   }
 
@@ -211,7 +262,9 @@
     drawList();
   }
   function open(key) {
+    const moved = key !== current;
     current = key;
+    if (moved) loadDraft();
     delete unread[key];
     drawList();
     $("messages").replaceChildren();
@@ -223,7 +276,13 @@
   // alone knows of it (extras, messages not yet stored) in place.
   function showHistory(key, lines) {
     const said = new Set(lines.filter((l) => l.role !== "tool").map((l) => l.role + "\n" + l.text));
-    const list = (extras[key] = (extras[key] || []).filter((x) => !said.has(x.role + "\n" + x.text)));
+    const ids = new Set(lines.filter((l) => l.id).map((l) => l.id));
+    const lastSaid = Math.max(0, ...lines.filter((l) => l.role === "user" && l.at).map((l) => l.at));
+    // What the person said leaves the extras once the transcript has it
+    // (by its id), or once stored before something later the transcript
+    // has (it went to another session); the rest by their text.
+    const inTranscript = (x) => x.id && !x.cmd ? ids.has(x.id) || (!x.local && x.at < lastSaid) : said.has(x.role + "\n" + x.text);
+    const list = (extras[key] = (extras[key] || []).filter((x) => !inTranscript(x)).sort((a, b) => a.at - b.at));
     const ol = $("messages");
     ol.replaceChildren();
     streaming = null;
@@ -235,12 +294,12 @@
     for (const l of lines) {
       placeExtras(l.at);
       if (l.role === "tool") { toolLine(l, cards); continue; }
+      if (l.role === "user") { ol.append(userItem(l.text, l.kept)); continue; }
       const li = item(l.role);
       if (l.html) setHTML(li, l.html); else li.textContent = l.text;
       ol.append(li);
     }
     placeExtras();
-    unacked.forEach((f) => { if (f.key === key && !f.text.startsWith("/")) showUser(f.text); });
     scroll();
   }
 
@@ -249,14 +308,24 @@
     li.className = cls;
     return li;
   }
-  function showUser(text) {
-    const li = item("user");
-    li.textContent = text;
-    $("messages").append(li);
+  // userItem is what the person said; kept marks a message said while
+  // the session was elsewhere, which runs when /continue brings it here.
+  function userItem(text, kept) {
+    const li = item(kept ? "user kept" : "user");
+    const said = document.createElement("span");
+    said.className = "said";
+    said.textContent = text;
+    li.append(said);
+    if (kept) {
+      const note = document.createElement("span");
+      note.className = "kept-note";
+      note.textContent = "Kept: it runs when you /continue here.";
+      li.append(note);
+    }
     return li;
   }
   function showExtra(x) {
-    if (x.role === "user") { showUser(x.text); return; }
+    if (x.role === "user") { $("messages").append(userItem(x.text, x.kept)); return; }
     if (x.approval) {
       // Placed before the card of the call it asks about.
       const card = approvalCard(x), last = $("messages").lastElementChild;
@@ -274,9 +343,8 @@
   function setHTML(el, html) {
     el.classList.add("md");
     el.innerHTML = html;
+    columns(el);
     for (const pre of el.querySelectorAll("pre")) {
-      const code = pre.querySelector("code");
-      if (code && code.classList.contains("language-columns")) { pre.classList.add("columns"); continue; }
       const box = document.createElement("div");
       box.className = "code";
       pre.replaceWith(box);
@@ -285,7 +353,7 @@
       copy.className = "copy";
       copy.textContent = "Copy";
       copy.onclick = () => copyText(pre.textContent, copy);
-      box.append(copy, pre);
+      box.append(pre, copy); // beside the code, never over it
     }
     for (const table of el.querySelectorAll("table")) {
       const wrap = document.createElement("div");
@@ -293,6 +361,34 @@
       table.replaceWith(wrap);
       wrap.append(table);
     }
+  }
+  // columns shows each block of aligned columns (as /help writes them) as
+  // rows of a name and what it says, which wraps: side by side, every
+  // block of the message in line, on a wide screen; one under the other
+  // on a phone.
+  function columns(el) {
+    const blocks = [...el.querySelectorAll("pre > code.language-columns")];
+    let width = 0;
+    for (const code of blocks) {
+      const grid = document.createElement("div");
+      grid.className = "columns";
+      for (const line of code.textContent.replace(/\n$/, "").split("\n")) {
+        const gap = line.search(/ {2,}/);
+        const row = document.createElement("div");
+        row.className = "col-row";
+        const name = document.createElement("span");
+        name.className = "col-name";
+        name.textContent = gap < 0 ? line : line.slice(0, gap);
+        const desc = document.createElement("span");
+        desc.className = "col-desc";
+        desc.textContent = gap < 0 ? "" : line.slice(gap).trim();
+        width = Math.max(width, name.textContent.length);
+        row.append(name, desc);
+        grid.append(row);
+      }
+      code.parentElement.replaceWith(grid);
+    }
+    if (width) el.style.setProperty("--col-name", width + "ch");
   }
   function copyText(text, button) {
     const done = (ok) => {
@@ -424,13 +520,27 @@
     say("/" + cmd, false);
   }
 
-  function scroll() { const m = $("messages"); m.scrollTop = m.scrollHeight; }
+  function scroll() { const m = $("messages"); m.scrollTop = m.scrollHeight; atBottom = true; }
+  // atBottom: the newest message is in view, so it stays in view when
+  // the list changes size (a rotation, a keyboard, the input growing).
+  let atBottom = true;
+  $("messages").addEventListener("scroll", () => {
+    const m = $("messages");
+    atBottom = m.scrollHeight - m.scrollTop - m.clientHeight < 8;
+  });
+  new ResizeObserver(() => { if (atBottom) scroll(); }).observe($("messages"));
 
   function say(text, show) {
     const id = "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
     const f = { type: "say", key: current, text, id };
     unacked.set(id, f);
-    if (show) showUser(text);
+    if (show) {
+      // Shown until the transcript has it (a command: for good).
+      const x = { role: "user", text, at: Date.now(), local: true, id, cmd: text.startsWith("/") };
+      (extras[current] = extras[current] || []).push(x);
+      showExtra(x);
+    }
+    keep();
     scroll();
     if (ws && ws.readyState === 1) {
       send(f);
@@ -444,17 +554,13 @@
     if (!text) return;
     $("input").value = "";
     grow();
+    saveDraft();
     const cmd = /^\/(approve|yes|once|always|deny|no)\s*$/.exec(text);
     const waiting = cmd && (extras[current] || []).findLast(pending);
     if (waiting) { // typed instead of clicked: the card shows the answer
       answer(waiting, { yes: "approve", once: "approve", no: "deny" }[cmd[1]] || cmd[1]);
       send({ type: "open", key: current });
       return;
-    }
-    if (text.startsWith("/")) {
-      // Commands are answered but not stored: the page keeps them.
-      (extras[current] = extras[current] || []).push({ role: "user", text, at: Date.now(), local: true });
-      keep();
     }
     say(text, true);
   }
@@ -475,13 +581,13 @@
   $("input").onkeydown = (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   };
-  $("input").oninput = grow;
+  $("input").oninput = () => { grow(); saveDraft(); };
   $("new").onclick = () => { chosen = true; drawer(false); send({ type: "new" }); };
   $("menu").onclick = () => drawer(!document.body.classList.contains("drawer"));
   $("scrim").onclick = () => drawer(false);
   document.addEventListener("keydown", (e) => { if (e.key === "Escape") drawer(false); });
   document.addEventListener("visibilitychange", seen);
   window.addEventListener("focus", seen);
-  grow();
+  loadDraft();
   connect();
 })();
