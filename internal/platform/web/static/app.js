@@ -520,15 +520,16 @@
     say("/" + cmd, false);
   }
 
-  function scroll() { const m = $("messages"); m.scrollTop = m.scrollHeight; atBottom = true; }
-  // atBottom: the newest message is in view, so it stays in view when
-  // the list changes size (a rotation, a keyboard, the input growing).
-  let atBottom = true;
-  $("messages").addEventListener("scroll", () => {
+  function scroll() { const m = $("messages"); m.scrollTop = m.scrollHeight; }
+  // When the list changes size (a rotation, a keyboard, the input
+  // growing, baton working), the newest message stays in view if it was:
+  // the list was at its bottom at its former height.
+  let height = $("messages").clientHeight;
+  new ResizeObserver(() => {
     const m = $("messages");
-    atBottom = m.scrollHeight - m.scrollTop - m.clientHeight < 8;
-  });
-  new ResizeObserver(() => { if (atBottom) scroll(); }).observe($("messages"));
+    if (m.scrollHeight - m.scrollTop - Math.max(height, m.clientHeight) < 8) scroll();
+    height = m.clientHeight;
+  }).observe($("messages"));
 
   function say(text, show) {
     const id = "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
