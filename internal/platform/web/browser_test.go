@@ -650,6 +650,8 @@ func TestTwoTabs(t *testing.T) {
 	if ev := b.said(t); ev.Text != "/status" {
 		t.Fatalf("tab B said %q", ev.Text)
 	}
+	// (Stored: a tab that leaves before that sends it again when back.)
+	b.poll(t, "the command stored", `document.getElementById("status").innerText === ""`)
 	b.do(t, chromedp.Navigate("about:blank"))
 	testutil.Eventually(t, 0, func() bool { return pages(a.a) == 1 }, "tab B's page to be gone")
 	if _, err := a.a.Send(platform.WithDeliveryKey(t.Context(), "in:1:part:0"), Home, "All **well**."); err != nil {

@@ -2,10 +2,12 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +39,7 @@ func TestPageKeepsWhatThePersonSees(t *testing.T) {
 				{"baton is working shows below the newest message", workingBelowNewest},
 				{"a draft outlives a reload", draftKept},
 				{"a message refused goes back to the input", refusedBackToInput},
+				{"a message waiting for its turn stays shown", waitingStaysShown},
 			} {
 				t.Run(part.name, func(t *testing.T) { part.test(t, tab, w) })
 			}
@@ -390,4 +393,79 @@ func refusedBackToInput(t *testing.T, tab context.Context, w size) {
 	if n := browser.Eval[int](c.ctx, t, `document.querySelectorAll("#messages li.user").length`); n != 0 {
 		t.Errorf("after a reload the refused message shows %d times", n)
 	}
+}
+
+// Two messages said in quick succession: the first one's answer reloads
+// the transcript, which has the first (stored when its turn began, after
+// the second was said) but not yet the second, waiting for its turn. Both
+// stay shown, in order.
+func waitingStaysShown(t *testing.T, tab context.Context, w size) {
+	store := &memTranscripts{}
+	c := openChat(t, tab, store, w.width, w.height)
+	c.do(t, chromedp.SendKeys(chromedp.CSS("#input"), "first"), enter())
+	first := c.said(t)
+	c.do(t, chromedp.SendKeys(chromedp.CSS("#input"), "second"), enter())
+	c.said(t)
+	c.poll(t, "both stored", `document.getElementById("status").innerText === ""`)
+	store.add(Home.Key(), Line{Role: "user", Text: "first", Time: time.Now(), ID: first.ID}, Line{Role: "assistant", Text: "One.", Time: time.Now()})
+	if _, err := c.a.Send(t.Context(), Home, "One."); err != nil {
+		t.Fatal(err)
+	}
+	c.poll(t, "the first answer", `document.getElementById("messages").innerText.includes("One.")`)
+	c.poll(t, "both messages, in order", userBubbles+` === "first|second"`)
+	if got := c.text(t, `[...document.querySelectorAll("#messages > li")].map(l => l.className.split(" ")[0]).join(" ")`); got != "user assistant user" {
+		t.Errorf("the page shows %q, want the first message, its answer, the second", got)
+	}
+}
+
+// A message the gateway has not acknowledged when the page reloads (the
+// store was slow) is sent again after the reload, with the same id (the
+// gateway drops a repeat), and is shown once meanwhile.
+func TestMessageUnstoredAtAReloadIsSentAgain(t *testing.T) {
+	tab := browser.Start(t)
+	store := &memTranscripts{}
+	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan platform.Event, 8)
+	release := make(chan struct{})
+	var once sync.Once
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, platform.ReceiverFunc(func(ctx context.Context, ev platform.Event) error {
+			events <- ev
+			first := false
+			once.Do(func() { first = true })
+			if first { // the first try is never stored: the page goes first
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return errors.New("store gone")
+			}
+			return nil
+		}))
+	}()
+	t.Cleanup(func() {
+		close(release)
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	c := &chat{a: a, store: store, events: events, ctx: tab}
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(390, 844), chromedp.Navigate(a.URL())); err != nil {
+		t.Fatal(err)
+	}
+	c.poll(t, "the page to connect", `document.querySelectorAll("#conversations li").length > 0`)
+	c.do(t, chromedp.SendKeys(chromedp.CSS("#input"), "slow store"), enter())
+	first := c.said(t)
+	c.do(t, chromedp.Reload())
+	again := c.said(t)
+	if again.ID != first.ID || again.Text != "slow store" {
+		t.Fatalf("after the reload the page said %+v, want %+v again", again, first)
+	}
+	c.poll(t, "the message shown once, stored", `document.getElementById("status").innerText === "" && `+userBubbles+` === "slow store"`)
 }

@@ -9,6 +9,11 @@
   const appName = "baton";
   // How many lines of a tool's output show before it is folded.
   const foldLines = 6;
+  // How long after a message was stored a later one of the person's in
+  // the transcript means the first went elsewhere, in milliseconds. (A
+  // message said while the one before waits for its turn is stored later
+  // than it was said.)
+  const staleAfter = 60000;
   // chosen: the person picked a conversation; until then the page follows
   // the most recently active one (where a handoff just landed).
   let ws, current = home, chosen = false, streaming = null, seq = 0, conversations = [];
@@ -28,14 +33,15 @@
   const shown = new Set(), maxShown = 1000;
   // A reload keeps both (for this tab): the extras stay on the page, and a
   // message sent again after the reload is still known as shown.
-  const kept = "baton.page";
+  const kept = "baton.page", resent = new Set();
   try {
     const k = JSON.parse(sessionStorage.getItem(kept) || "null");
     if (k) {
       Object.assign(extras, k.extras || {});
       (k.shown || []).forEach((id) => shown.add(id));
-      // Sent again once connected: the gateway drops what it stored already.
-      (k.unacked || []).forEach((f) => unacked.set(f.id, f));
+      // Sent again once connected: the gateway drops what it stored already
+      // (and its acknowledgement, late, does not move the message).
+      (k.unacked || []).forEach((f) => { unacked.set(f.id, f); resent.add(f.id); });
     }
   } catch (e) { /* storage off or its value unreadable: start afresh */ }
   function keep() {
@@ -149,7 +155,7 @@
       case "ack": {
         const said = unacked.get(f.id);
         unacked.delete(f.id);
-        if (said) stamp(said.key, f.id, f.at);
+        if (said) stamp(said.key, f.id, resent.delete(f.id) ? 0 : f.at);
         if (!unacked.size) status("");
         break;
       }
@@ -279,17 +285,22 @@
     const ids = new Set(lines.filter((l) => l.id).map((l) => l.id));
     const lastSaid = Math.max(0, ...lines.filter((l) => l.role === "user" && l.at).map((l) => l.at));
     // What the person said leaves the extras once the transcript has it
-    // (by its id), or once stored before something later the transcript
-    // has (it went to another session); the rest by their text.
-    const inTranscript = (x) => x.id && !x.cmd ? ids.has(x.id) || (!x.local && x.at < lastSaid) : said.has(x.role + "\n" + x.text);
-    const list = (extras[key] = (extras[key] || []).filter((x) => !inTranscript(x)).sort((a, b) => a.at - b.at));
+    // (by its id), or once stored well before a later message of theirs
+    // the transcript has (it went to another session: a /new came
+    // between); the rest by their text.
+    const inTranscript = (x) => x.id && !x.cmd ? ids.has(x.id) || (!x.local && x.at < lastSaid - staleAfter) : said.has(x.role + "\n" + x.text);
+    // What the person said that the transcript does not have yet waits
+    // for its turn: it comes after the transcript's lines.
+    const lastAt = Math.max(0, ...lines.map((l) => l.at || 0));
+    const when = (x) => x.id && !x.cmd ? Math.max(x.at, lastAt) : x.at;
+    const list = (extras[key] = (extras[key] || []).filter((x) => !inTranscript(x)).sort((a, b) => when(a) - when(b)));
     const ol = $("messages");
     ol.replaceChildren();
     streaming = null;
     const cards = [];
     let next = 0;
     const placeExtras = (before) => {
-      while (next < list.length && (before === undefined || list[next].at < before)) showExtra(list[next++]);
+      while (next < list.length && (before === undefined || when(list[next]) < before)) showExtra(list[next++]);
     };
     for (const l of lines) {
       placeExtras(l.at);
