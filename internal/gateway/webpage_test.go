@@ -1,13 +1,18 @@
 package gateway_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/testutil"
+	"github.com/baton-agent/baton/internal/testutil/browser"
 )
 
 // A message typed in the web chat while the session is in Telegram is
@@ -100,5 +105,61 @@ func TestPageHelpListsWhatWorksThere(t *testing.T) {
 	}
 	if !strings.Contains(help, "/continue") || !strings.Contains(help, "bring the conversation held in another place here") {
 		t.Errorf("the page's help lacks /continue and what it does:\n%s", help)
+	}
+}
+
+// The same in a real browser on the real gateway, at a phone's width and
+// a desktop's: the message typed while the session is in Telegram shows
+// at once, marked kept (the gateway parks it only after its line was
+// shown), still after a reload, and as an ordinary message once
+// /continue ran it; a second tab shows what the first one said.
+func TestPageInBrowserShowsKeptMessages(t *testing.T) {
+	tab := browser.Start(t)
+	for _, w := range []struct{ width, height int64 }{{390, 844}, {1280, 800}} {
+		t.Run(fmt.Sprint(w.width), func(t *testing.T) {
+			fake := telegramtest.New(t, botToken)
+			fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
+			r := telegramRig(t, fake, "telegram:group:-100777")
+			if err := chromedp.Do(tab, chromedp.EmulateViewport(w.width, w.height), chromedp.Navigate(r.web.URL())); err != nil {
+				t.Fatal(err)
+			}
+			poll := func(ctx context.Context, what, js string) { t.Helper(); browser.Poll(ctx, t, what, js) }
+			say := func(ctx context.Context, text string) {
+				t.Helper()
+				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#input"), text+"\r")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			poll(tab, "the page", `document.getElementById("title").innerText === "Home"`)
+			other, cancel := chromedp.NewContext(tab)
+			defer cancel()
+			if err := chromedp.Do(other, chromedp.EmulateViewport(w.width, w.height), chromedp.Navigate("http://"+r.web.Addr()+"/")); err != nil {
+				t.Fatal(err)
+			}
+			poll(other, "the second tab", `document.getElementById("title").innerText === "Home"`)
+
+			r.model.Push(llmtest.Reply{Text: "Hello from the page."})
+			say(tab, "hi")
+			poll(other, "the question and its answer in the second tab", `(() => { const t = document.getElementById("messages").innerText;
+				return t.includes("hi") && t.indexOf("hi") < t.indexOf("Hello from the page."); })()`)
+			r.model.Push(llmtest.Reply{Text: "Hi on Telegram."})
+			say(tab, "/handoff telegram")
+			poll(tab, "the handoff", `document.getElementById("messages").innerText.includes("now continues in Telegram")`)
+
+			const bubbles = `[...document.querySelectorAll("#messages > li.user")].map(l => (l.querySelector(".said") || l).textContent + (l.classList.contains("kept") ? " [kept]" : "")).join("|")`
+			say(tab, "are you there?")
+			poll(tab, "the line", `document.getElementById("messages").innerText.includes("This conversation is in Telegram now")`)
+			poll(tab, "the message kept, at once", bubbles+`.endsWith("|are you there? [kept]")`)
+			poll(other, "the message in the second tab", bubbles+`.includes("are you there?")`)
+			if err := chromedp.Do(tab, chromedp.Reload()); err != nil {
+				t.Fatal(err)
+			}
+			poll(tab, "the message kept after a reload", `document.getElementById("messages").innerText.includes("This conversation is in Telegram now") && `+bubbles+`.endsWith("|are you there? [kept]")`)
+
+			r.model.Push(llmtest.Reply{Text: "Back on the page."}, llmtest.Reply{Text: "Yes, still here."})
+			say(tab, "/continue")
+			poll(tab, "the kept message answered", `document.getElementById("messages").innerText.includes("Yes, still here.")`)
+			poll(tab, "the message run, once, no longer kept", `(() => { const b = `+bubbles+`; return b.endsWith("|are you there?") && b.split("are you there?").length === 2; })()`)
+		})
 	}
 }
