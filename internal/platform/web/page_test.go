@@ -305,6 +305,17 @@ func TestTwoTabsSeeWhatIsSaid(t *testing.T) {
 			}
 			b.reload(t)
 			b.poll(t, "the question once after a reload", userBubbles+` === "hello|what time is it?"`)
+
+			// Tab A sends it again (it reloaded before its acknowledgement
+			// came): tab B still shows it once.
+			a.a.broadcast(t.Context(), frame{Type: "said", Key: Home.Key(), ID: strings.TrimPrefix(ev.ID, Home.Key()+"|"), Text: "what time is it?", At: time.Now().UnixMilli()})
+			if err := a.a.Typing(t.Context(), Home); err != nil {
+				t.Fatal(err)
+			}
+			b.poll(t, "the frame after it", `document.getElementById("status").innerText.includes("working")`)
+			if got := browser.Eval[string](b.ctx, t, userBubbles); got != "hello|what time is it?" {
+				t.Errorf("after the question was sent again tab B shows %q", got)
+			}
 		})
 	}
 }

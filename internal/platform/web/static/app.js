@@ -34,6 +34,8 @@
   // A reload keeps both (for this tab): the extras stay on the page, and a
   // message sent again after the reload is still known as shown.
   const kept = "baton.page", resent = new Set();
+  // historyIds: the ids of the person's messages in the transcript shown.
+  let historyIds = new Set();
   try {
     const k = JSON.parse(sessionStorage.getItem(kept) || "null");
     if (k) {
@@ -163,7 +165,8 @@
         // Said in another tab on this conversation: shown here too, above
         // the answer that may be streaming already.
         const list = (extras[f.key] = extras[f.key] || []);
-        if (!f.id || list.some((x) => x.id === f.id)) break;
+        // (A message sent again, after a reload there, may be shown here.)
+        if (!f.id || list.some((x) => x.id === f.id) || (f.key === current && historyIds.has(f.id))) break;
         const x = { role: "user", text: f.text || "", at: f.at || Date.now(), id: f.id, cmd: (f.text || "").startsWith("/") };
         list.push(x);
         if (f.key !== current) break;
@@ -282,7 +285,7 @@
   // alone knows of it (extras, messages not yet stored) in place.
   function showHistory(key, lines) {
     const said = new Set(lines.filter((l) => l.role !== "tool").map((l) => l.role + "\n" + l.text));
-    const ids = new Set(lines.filter((l) => l.id).map((l) => l.id));
+    const ids = (historyIds = new Set(lines.filter((l) => l.id).map((l) => l.id)));
     const lastSaid = Math.max(0, ...lines.filter((l) => l.role === "user" && l.at).map((l) => l.at));
     // What the person said leaves the extras once the transcript has it
     // (by its id), or once stored well before a later message of theirs
