@@ -63,7 +63,14 @@ type Command struct {
 	Arity       Arity
 	Description string
 	Scope       Scope
+	// NotOn names the chat platforms where the command has no use, so
+	// their help leaves it out (the web chat: only its owner types there,
+	// and its home is fixed).
+	NotOn []string
 }
+
+// On reports whether the command has a use on the chat platform p.
+func (c Command) On(p string) bool { return !slices.Contains(c.NotOn, p) }
 
 // Usage is the command as help shows it, e.g. "/resume <session>".
 func (c Command) Usage() string {
@@ -163,7 +170,7 @@ func builtin() []Command {
 			Description: "say which place holds this conversation, and since when"},
 		{Name: "whoami", Category: CategoryPlaces, Scope: Both, Arity: NoArgs,
 			Description: "list your accounts: the places baton knows you by"},
-		{Name: "sethome", Category: CategoryPlaces, Scope: Chat, Arity: NoArgs,
+		{Name: "sethome", Category: CategoryPlaces, Scope: Chat, Arity: NoArgs, NotOn: []string{"web"},
 			Description: "make this chat the place handoffs to this platform land"},
 		// In a chat, a tool that needs approval asks there; these answer it.
 		{Name: "approve", Aliases: []string{"yes", "once"}, Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
@@ -172,9 +179,9 @@ func builtin() []Command {
 			Description: "let it run, and exactly the same call again in this session"},
 		{Name: "deny", Aliases: []string{"no"}, Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
 			Description: "do not let it run"},
-		{Name: "pairing", Category: CategoryPlaces, Scope: Chat, Arity: OptionalArgs, Args: "[list | approve CODE | deny CODE]",
+		{Name: "pairing", Category: CategoryPlaces, Scope: Chat, Arity: OptionalArgs, Args: "[list | approve CODE | deny CODE]", NotOn: []string{"web"},
 			Description: "see who asked to talk to baton, and let them in or not"},
-		{Name: "start", Category: CategoryGeneral, Scope: Chat, Arity: OptionalArgs,
+		{Name: "start", Category: CategoryGeneral, Scope: Chat, Arity: OptionalArgs, NotOn: []string{"web"},
 			Description: "say hello (Telegram sends it when a chat with the bot begins)"},
 		{Name: "help", Aliases: []string{"h", "?"}, Category: CategoryGeneral, Scope: Both, Arity: OptionalArgs, Args: "[command]",
 			Description: "list commands, or explain one"},
@@ -311,8 +318,15 @@ func (r *Registry) Complete(prefix string, scope Scope) []string {
 
 // Help is the help text for scope: the commands grouped by category, one
 // per line with usage, aliases and description.
-func (r *Registry) Help(scope Scope) string {
-	cmds := r.In(scope)
+func (r *Registry) Help(scope Scope) string { return help(r.In(scope)) }
+
+// HelpOn is Help for a chat platform: the chat commands that have a use
+// there.
+func (r *Registry) HelpOn(p string) string {
+	return help(slices.DeleteFunc(r.In(Chat), func(c Command) bool { return !c.On(p) }))
+}
+
+func help(cmds []Command) string {
 	width := 0
 	for _, c := range cmds {
 		width = max(width, len(c.Usage()))

@@ -148,6 +148,30 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// The web chat's help lists only what has a use there: no /start (a
+// Telegram greeting), /sethome (its home is fixed) or /pairing (only its
+// owner types there); other chats list them.
+func TestHelpOnPlatform(t *testing.T) {
+	r := Default()
+	web, telegram := r.HelpOn("web"), r.HelpOn("telegram")
+	for _, only := range []string{"/start", "/sethome", "/pairing"} {
+		if strings.Contains(web, only) {
+			t.Errorf("the web chat's help lists %s:\n%s", only, web)
+		}
+		if !strings.Contains(telegram, only) {
+			t.Errorf("Telegram's help lacks %s:\n%s", only, telegram)
+		}
+	}
+	for _, want := range []string{"/continue", "/handoff <platform>", "/approve", "/help [command]"} {
+		if !strings.Contains(web, want) {
+			t.Errorf("the web chat's help lacks %s:\n%s", want, web)
+		}
+	}
+	if telegram != r.Help(Chat) {
+		t.Errorf("Telegram's help is not the chat help:\n%s", telegram)
+	}
+}
+
 func TestComplete(t *testing.T) {
 	r := Default()
 	got := strings.Join(r.Complete("/re", Terminal), " ")

@@ -51,7 +51,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 			}
 			return h
 		}
-		return "You can type:\n\n" + g.cmds.Help(command.Chat)
+		return "You can type:\n\n" + g.cmds.HelpOn(addr.Platform)
 	case "sethome":
 		if err := g.st.SetHomeChannel(ctx, addr.Platform, addr.Home().Key()); err != nil {
 			return "Could not set the home channel: " + err.Error()
@@ -217,10 +217,10 @@ func (g *Gateway) chatHandoff(ctx context.Context, addr platform.Address, args s
 		return "Cannot hand off: " + err.Error()
 	}
 	if to == TerminalPlatform {
-		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there. (handoff %d)", describe(sess), h.ID)
+		return fmt.Sprintf("Handing off to the terminal. Run `baton` (or `baton resume`) on your computer and press Enter to continue %s there.", describe(sess))
 	}
 	g.tellOutcome(addr, h, true)
-	return fmt.Sprintf("Handing off to %s… (handoff %d)", g.placeName(to), h.ID)
+	return fmt.Sprintf("Handing off to %s…", g.placeName(to))
 }
 
 // forgetOutcome ends what chatHandoff noted for tellOutcome.

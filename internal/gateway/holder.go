@@ -110,7 +110,7 @@ func (g *Gateway) continueHere(ctx context.Context, addr platform.Address) strin
 		return "Cannot continue here: " + err.Error()
 	}
 	g.tellFailure(addr, h)
-	return fmt.Sprintf("Bringing %s here from %s… (handoff %d)", describe(sess), g.holderName(sess.Holder), h.ID)
+	return fmt.Sprintf("Bringing %s here from %s…", describe(sess), g.holderName(sess.Holder))
 }
 
 // latestElsewhere is the owner's most recently active open session held

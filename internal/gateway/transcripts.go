@@ -78,12 +78,70 @@ func (t Transcripts) View(ctx context.Context, key string) ([]platform.Line, err
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", key, err)
 	}
-	lines := TranscriptLines(msgs)
+	lines := withIDs(msgs, TranscriptLines(msgs))
 	if ns, ok := t.Store.(noteStore); ok {
 		lines = withNotes(ctx, ns, msgs, lines)
 	}
+	if ps, ok := t.Store.(parkedStore); ok {
+		if lines, err = withParked(ctx, ps, key, lines); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", key, err)
+		}
+	}
 	if hs, ok := t.Store.(holderStore); ok {
 		lines = t.withWhere(ctx, hs, key, bd.SessionID, lines)
+	}
+	return lines, nil
+}
+
+// withIDs gives each of the person's lines the platform's id of its
+// message: the person's messages give one line each, in order.
+func withIDs(msgs []store.Message, lines []platform.Line) []platform.Line {
+	k := 0
+	for i := range lines {
+		if lines[i].Role != string(transcript.User) {
+			continue
+		}
+		for k < len(msgs) && (msgs[k].Role != store.RoleUser || msgs[k].Kind != "") {
+			k++
+		}
+		if k == len(msgs) {
+			break
+		}
+		lines[i].ID = msgs[k].PlatformMsgID
+		k++
+	}
+	return lines
+}
+
+// parkedStore is the store's parked messages, for a history that shows
+// what was said at a place while the session was held elsewhere.
+type parkedStore interface {
+	Parked(ctx context.Context, addressKey string) ([]store.Inbound, error)
+}
+
+// withParked adds the messages parked at key, marked kept, among the
+// lines by the time they were said. One already in the transcript (it
+// runs now, after /continue) is shown there alone.
+func withParked(ctx context.Context, ps parkedStore, key string, lines []platform.Line) ([]platform.Line, error) {
+	parked, err := ps.Parked(ctx, key)
+	if err != nil || len(parked) == 0 {
+		return lines, err
+	}
+	ran := map[string]bool{}
+	for _, l := range lines {
+		if l.ID != "" {
+			ran[l.ID] = true
+		}
+	}
+	for _, in := range parked {
+		if in.PlatformMsgID != "" && ran[in.PlatformMsgID] {
+			continue
+		}
+		at := len(lines)
+		for at > 0 && lines[at-1].Time.After(in.ReceivedAt) {
+			at--
+		}
+		lines = slices.Insert(lines, at, platform.Line{Role: string(transcript.User), Text: in.Text, Time: in.ReceivedAt, ID: in.PlatformMsgID, Kept: true})
 	}
 	return lines, nil
 }

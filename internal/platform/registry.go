@@ -138,4 +138,9 @@ type Line struct {
 	Call   string `json:"call,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	CallID string `json:"call_id,omitempty"`
+	// A person's lines: ID is the platform's id of the message (a page
+	// knows its own messages by it); Kept marks one said here while the
+	// session was held elsewhere, kept until /continue brings it here.
+	ID   string `json:"id,omitempty"`
+	Kept bool   `json:"kept,omitempty"`
 }

@@ -291,3 +291,34 @@ func TestSignInCookieIsPersistent(t *testing.T) {
 		t.Errorf("cookie %+v: want Max-Age and Expires 30 days ahead, HttpOnly, SameSite=Strict", c)
 	}
 }
+
+// No other page may frame the chat (its Approve buttons could be
+// clickjacked): every answer, the signed-in page, the sign-in page, its
+// files and a refusal alike, forbids framing both ways browsers read it,
+// and keeps the rest of the policy.
+func TestNoPageMayFrameTheChat(t *testing.T) {
+	a := run(t, Config{})
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	base := "http://" + a.Addr()
+	for _, u := range []string{base + "/", base + "/signin.css", base + "/static/app.js", base + "/ws", a.URL(), base + "/", base + "/static/style.css"} {
+		resp, _ := get(t, browser, u)
+		if got := resp.Header.Get("X-Frame-Options"); got != "DENY" {
+			t.Errorf("GET %s (%d): X-Frame-Options %q, want DENY", u, resp.StatusCode, got)
+		}
+		csp := resp.Header.Values("Content-Security-Policy")
+		if len(csp) != 1 {
+			t.Fatalf("GET %s: %d Content-Security-Policy headers, want one: %q", u, len(csp), csp)
+		}
+		directives := map[string]string{}
+		for _, d := range strings.Split(csp[0], ";") {
+			name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+			directives[name] = value
+		}
+		for name, want := range map[string]string{"frame-ancestors": "'none'", "default-src": "'self'", "connect-src": "'self'", "img-src": "'self' data:"} {
+			if directives[name] != want {
+				t.Errorf("GET %s: CSP %s is %q, want %q (policy %q)", u, name, directives[name], want, csp[0])
+			}
+		}
+	}
+}

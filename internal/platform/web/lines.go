@@ -26,12 +26,21 @@ type pageLine struct {
 	SummaryCut bool   `json:"summary_cut,omitempty"`
 	Detail     string `json:"detail,omitempty"`
 	CallID     string `json:"call_id,omitempty"`
+	// The person's lines: ID is the id the page gave the message (one
+	// said elsewhere has none); Kept marks one said while the session was
+	// held elsewhere, kept until /continue.
+	ID   string `json:"id,omitempty"`
+	Kept bool   `json:"kept,omitempty"`
 }
 
-func pageLines(lines []Line) []pageLine {
+// pageLines are the lines of the conversation key as the page shows them.
+func pageLines(key string, lines []Line) []pageLine {
 	out := make([]pageLine, 0, len(lines))
 	for _, l := range lines {
-		p := pageLine{Role: l.Role, Text: l.Text, Tool: l.Tool, CallID: l.CallID}
+		p := pageLine{Role: l.Role, Text: l.Text, Tool: l.Tool, CallID: l.CallID, Kept: l.Kept}
+		if id, ok := strings.CutPrefix(l.ID, eventID(key, "")); ok {
+			p.ID = id
+		}
 		if !l.Time.IsZero() {
 			p.At = l.Time.UnixMilli()
 		}

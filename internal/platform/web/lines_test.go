@@ -28,7 +28,7 @@ func TestSummarizeToolArguments(t *testing.T) {
 
 func TestPageLinesRenderWhatTheyShould(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123)
-	lines := pageLines([]Line{
+	lines := pageLines(Home.Key(), []Line{
 		{Role: "user", Text: "**not rendered**", Time: at},
 		{Role: "assistant", Text: "**bold**", Time: at},
 		{Role: "tool", Tool: "shell", Call: "call", CallID: "c1", Detail: `{"command":"ls"}`, Text: `→ shell {"command":"ls"}`},

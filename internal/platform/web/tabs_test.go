@@ -48,12 +48,22 @@ func say(t *testing.T, conn *websocket.Conn, id, text string) {
 	}
 }
 
+// echoed reads the next frame of a page and checks it is what another
+// tab said: every page shows what is said in any tab.
+func echoed(t *testing.T, conn *websocket.Conn, id, text string) {
+	t.Helper()
+	if f := readFrame(t, conn); f.Type != "said" || f.ID != id || f.Text != text || f.Key != Home.Key() || f.At == 0 {
+		t.Fatalf("the other tab got %+v, want %q said in %s", f, text, Home.Key())
+	}
+}
+
 // Two tabs on one conversation: the answer to a command typed in tab B is
 // delivered when B showed it; tab A showing it first does not count.
 func TestAnswerWaitsForTheTabThatAsked(t *testing.T) {
 	a := serve(t, Config{AckWait: time.Hour}, &asker{})
 	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
 	say(t, tabB, "p1", "/status")
+	echoed(t, tabA, "p1", "/status")
 
 	sent := make(chan error, 1)
 	go func() {
@@ -88,6 +98,7 @@ func TestAnswerReachesTheTabThatAskedWhenItIsBack(t *testing.T) {
 	a := serve(t, Config{AckWait: time.Hour}, &asker{})
 	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
 	say(t, tabB, "p1", "/status")
+	echoed(t, tabA, "p1", "/status")
 	tabB.Close(websocket.StatusGoingAway, "reload")
 	testutil.Eventually(t, 0, func() bool { return pages(a) == 1 }, "tab B to be gone")
 
@@ -213,6 +224,7 @@ func TestTabBackDuringTheWaitGetsTheAnswer(t *testing.T) {
 	a := serve(t, Config{AckWait: time.Hour}, &asker{})
 	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
 	say(t, tabB, "p1", "/status")
+	echoed(t, tabA, "p1", "/status")
 	tabB.Close(websocket.StatusGoingAway, "reload")
 	testutil.Eventually(t, 0, func() bool { return pages(a) == 1 }, "tab B to be gone")
 
@@ -243,6 +255,7 @@ func askedInB(t *testing.T) (a *Adapter, tabA, tabB *websocket.Conn, waitOver ch
 	a.ackTimeout = func(time.Duration) <-chan time.Time { return waitOver }
 	tabA, tabB = connectTab(t, a, "a"), connectTab(t, a, "b")
 	say(t, tabB, "p1", "/status")
+	echoed(t, tabA, "p1", "/status")
 	sent = make(chan error, 1)
 	go func() {
 		_, err := a.Send(testutil.Context(t, 0), Home, "status: all well")

@@ -33,6 +33,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/baton-agent/baton/internal/command"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -336,9 +337,16 @@ func (a *Adapter) routes() http.Handler {
 	return securityHeaders(mux)
 }
 
+// contentPolicy is the page's Content-Security-Policy. frame-ancestors
+// 'none' (and X-Frame-Options for older browsers) keeps any other page,
+// one on another local port included, from framing the chat to trick a
+// click on its Approve buttons.
+const contentPolicy = "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:")
+		w.Header().Set("Content-Security-Policy", contentPolicy)
+		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("Cache-Control", "no-store")
@@ -425,6 +433,8 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		f.Approval = &approval{Tool: tool, Subject: subject}
 	} else if tool, ok := platform.ParseApprovalExpired(text); ok {
 		f.Approval = &approval{Tool: tool, Expired: true}
+	} else {
+		f.Elsewhere = place.IsElsewhere(text)
 	}
 	shown := make(chan struct{})
 	a.mu.Lock()
@@ -669,6 +679,10 @@ type frame struct {
 	Title string `json:"title,omitempty"`
 	Focus bool   `json:"focus,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Elsewhere marks a message saying the conversation is held in
+	// another place: what the person said here meanwhile is kept (the
+	// page marks it so at once; its history shows it once parked).
+	Elsewhere bool `json:"elsewhere,omitempty"`
 	// Approval marks an approval question, or the note that it expired.
 	Approval *approval      `json:"approval,omitempty"`
 	Lines    []pageLine     `json:"lines,omitempty"`
@@ -887,7 +901,7 @@ func (a *Adapter) serveStored(ctx context.Context, c *client, f frame) {
 			c.send(frame{Type: "error", Key: f.Key, Error: err.Error()})
 			return
 		}
-		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(lines)})
+		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(f.Key, lines)})
 		a.mu.Lock()
 		q, waiting := a.questions[f.Key]
 		a.mu.Unlock()
@@ -934,17 +948,23 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 		c.send(frame{Type: "error", ID: f.ID, Error: "not stored, please send again: " + err.Error()})
 		return
 	}
-	if answer, ok := a.approvalAnswer(f.Text); ok {
-		// Other pages stop offering the question's buttons.
-		a.mu.Lock()
-		delete(a.questions, f.Key)
-		for other := range a.clients {
-			if other != c {
-				other.send(frame{Type: "answered", Key: f.Key, Text: answer})
-			}
-		}
-		a.mu.Unlock()
+	// Every other page shows what was said: an answer to an approval
+	// question as the answer on its card, anything else as said.
+	echo := frame{Type: "said", Key: f.Key, ID: f.ID, Text: f.Text, At: ev.Time.UnixMilli()}
+	answer, answered := a.approvalAnswer(f.Text)
+	if answered {
+		echo = frame{Type: "answered", Key: f.Key, Text: answer}
 	}
+	a.mu.Lock()
+	if answered {
+		delete(a.questions, f.Key)
+	}
+	for other := range a.clients {
+		if other != c {
+			other.send(echo)
+		}
+	}
+	a.mu.Unlock()
 	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key, At: time.Now().UnixMilli()})
 }
 

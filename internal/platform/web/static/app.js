@@ -9,15 +9,22 @@
   const appName = "baton";
   // How many lines of a tool's output show before it is folded.
   const foldLines = 6;
+  // How long after a message was stored a later one of the person's in
+  // the transcript means the first went elsewhere, in milliseconds. (A
+  // message said while the one before waits for its turn is stored later
+  // than it was said.)
+  const staleAfter = 60000;
   // chosen: the person picked a conversation; until then the page follows
   // the most recently active one (where a handoff just landed).
   let ws, current = home, chosen = false, streaming = null, seq = 0, conversations = [];
   // extras: what a conversation showed that is not in its transcript
   // (answers to slash commands, approval questions, notices, the commands
-  // typed), each {role, text, html, at, approval, answer}, placed among
-  // the transcript's lines by time when it is reloaded.
+  // typed, and what the person said until the transcript shows it), each
+  // {role, text, html, at, approval, answer, id, local, kept}, placed
+  // among the transcript's lines by time when it is reloaded.
   const extras = {};
-  // unacked: what the person typed that the gateway has not yet stored.
+  // unacked: what the person typed that the gateway has not yet stored,
+  // by id.
   const unacked = new Map();
   // unread: answers that arrived where the person was not looking.
   const unread = {};
@@ -26,13 +33,33 @@
   const shown = new Set(), maxShown = 1000;
   // A reload keeps both (for this tab): the extras stay on the page, and a
   // message sent again after the reload is still known as shown.
-  const kept = "baton.page";
+  const kept = "baton.page", resent = new Set();
+  // historyIds: the ids of the person's messages in the transcript shown.
+  let historyIds = new Set();
   try {
     const k = JSON.parse(sessionStorage.getItem(kept) || "null");
-    if (k) { Object.assign(extras, k.extras || {}); (k.shown || []).forEach((id) => shown.add(id)); }
+    if (k) {
+      Object.assign(extras, k.extras || {});
+      (k.shown || []).forEach((id) => shown.add(id));
+      // Sent again once connected: the gateway drops what it stored already
+      // (and its acknowledgement, late, does not move the message).
+      (k.unacked || []).forEach((f) => { unacked.set(f.id, f); resent.add(f.id); });
+    }
   } catch (e) { /* storage off or its value unreadable: start afresh */ }
   function keep() {
-    try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown] })); } catch (e) { /* full or off */ }
+    try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown], unacked: [...unacked.values()] })); } catch (e) { /* full or off */ }
+  }
+  // A draft is kept per conversation, across reloads and tabs.
+  const draftKey = (key) => "baton.draft." + key;
+  function saveDraft() {
+    const v = $("input").value;
+    try { if (v.trim()) localStorage.setItem(draftKey(current), v); else localStorage.removeItem(draftKey(current)); } catch (e) { /* storage off */ }
+  }
+  function loadDraft() {
+    let v = "";
+    try { v = localStorage.getItem(draftKey(current)) || ""; } catch (e) { /* storage off */ }
+    $("input").value = v;
+    grow();
   }
   // tab names this tab to the gateway across reconnections and reloads:
   // an answer to what this tab asked waits until this tab showed it, and
@@ -76,7 +103,7 @@
   // receive is where every frame from the gateway is handled, once each.
   function receive(f) {
     handle(f);
-    if (f.type === "message" || f.type === "ack" || f.type === "history") keep();
+    if (f.type === "message" || f.type === "ack" || f.type === "history" || f.type === "said") keep();
   }
   function handle(f) {
     switch (f.type) {
@@ -130,15 +157,43 @@
       case "ack": {
         const said = unacked.get(f.id);
         unacked.delete(f.id);
-        if (said) stamp(said.key, said.text, f.at);
+        if (said) stamp(said.key, f.id, resent.delete(f.id) ? 0 : f.at);
         if (!unacked.size) status("");
         break;
       }
-      case "error":
+      case "said": {
+        // Said in another tab on this conversation: shown here too, above
+        // the answer that may be streaming already.
+        const list = (extras[f.key] = extras[f.key] || []);
+        // (A message sent again, after a reload there, may be shown here.)
+        if (!f.id || list.some((x) => x.id === f.id) || (f.key === current && historyIds.has(f.id))) break;
+        const x = { role: "user", text: f.text || "", at: f.at || Date.now(), id: f.id, cmd: (f.text || "").startsWith("/") };
+        list.push(x);
+        if (f.key !== current) break;
+        const li = userItem(x.text, false);
+        if (streaming) streaming.before(li); else $("messages").append(li);
+        scroll();
+        break;
+      }
+      case "error": {
         // The gateway answered, so resending the same frame will not help.
+        // A message it refused is no longer shown as said: its words go
+        // back to the input, to send again.
+        const said = f.id && unacked.get(f.id);
         if (f.id) unacked.delete(f.id);
+        if (said) {
+          const list = extras[said.key] || [];
+          const i = list.findIndex((x) => x.id === f.id);
+          if (i >= 0) list.splice(i, 1);
+          keep();
+          if (said.key === current) {
+            if (!$("input").value) { $("input").value = said.text; grow(); saveDraft(); }
+            send({ type: "open", key: current });
+          }
+        }
         status("⚠ " + f.error);
         break;
+      }
     }
   }
 
@@ -147,6 +202,11 @@
   function message(f) {
     const list = (extras[f.key] = extras[f.key] || []);
     const x = { role: "assistant", text: f.text, html: f.html, at: f.at || Date.now(), approval: f.approval };
+    if (f.elsewhere) {
+      // The session is held elsewhere: what the person said here and the
+      // transcript does not show is kept until /continue.
+      list.forEach((e) => { if (e.role === "user" && e.id && !e.cmd) e.kept = true; });
+    }
     if (f.approval && f.approval.expired) {
       // Nobody answered in time: the question is no longer waiting.
       list.forEach((e) => { if (pending(e) && e.approval.tool === f.approval.tool) e.answer = "expired"; });
@@ -162,10 +222,10 @@
 
   function pending(x) { return x.approval && !x.approval.expired && !x.answer; }
 
-  // stamp gives a command the person typed the gateway's time, so it
-  // sorts with the transcript's lines.
-  function stamp(key, text, at) {
-    const x = (extras[key] || []).find((e) => e.role === "user" && e.text === text && e.local);
+  // stamp gives what the person typed the gateway's time once stored,
+  // so it sorts with the transcript's lines.
+  function stamp(key, id, at) {
+    const x = (extras[key] || []).find((e) => e.id === id);
     if (x) { x.at = at || x.at; delete x.local; }
   }
 
@@ -211,7 +271,9 @@
     drawList();
   }
   function open(key) {
+    const moved = key !== current;
     current = key;
+    if (moved) loadDraft();
     delete unread[key];
     drawList();
     $("messages").replaceChildren();
@@ -223,24 +285,35 @@
   // alone knows of it (extras, messages not yet stored) in place.
   function showHistory(key, lines) {
     const said = new Set(lines.filter((l) => l.role !== "tool").map((l) => l.role + "\n" + l.text));
-    const list = (extras[key] = (extras[key] || []).filter((x) => !said.has(x.role + "\n" + x.text)));
+    const ids = (historyIds = new Set(lines.filter((l) => l.id).map((l) => l.id)));
+    const lastSaid = Math.max(0, ...lines.filter((l) => l.role === "user" && l.at).map((l) => l.at));
+    // What the person said leaves the extras once the transcript has it
+    // (by its id), or once stored well before a later message of theirs
+    // the transcript has (it went to another session: a /new came
+    // between); the rest by their text.
+    const inTranscript = (x) => x.id && !x.cmd ? ids.has(x.id) || (!x.local && x.at < lastSaid - staleAfter) : said.has(x.role + "\n" + x.text);
+    // What the person said that the transcript does not have yet waits
+    // for its turn: it comes after the transcript's lines.
+    const lastAt = Math.max(0, ...lines.map((l) => l.at || 0));
+    const when = (x) => x.id && !x.cmd ? Math.max(x.at, lastAt) : x.at;
+    const list = (extras[key] = (extras[key] || []).filter((x) => !inTranscript(x)).sort((a, b) => when(a) - when(b)));
     const ol = $("messages");
     ol.replaceChildren();
     streaming = null;
     const cards = [];
     let next = 0;
     const placeExtras = (before) => {
-      while (next < list.length && (before === undefined || list[next].at < before)) showExtra(list[next++]);
+      while (next < list.length && (before === undefined || when(list[next]) < before)) showExtra(list[next++]);
     };
     for (const l of lines) {
       placeExtras(l.at);
       if (l.role === "tool") { toolLine(l, cards); continue; }
+      if (l.role === "user") { ol.append(userItem(l.text, l.kept)); continue; }
       const li = item(l.role);
       if (l.html) setHTML(li, l.html); else li.textContent = l.text;
       ol.append(li);
     }
     placeExtras();
-    unacked.forEach((f) => { if (f.key === key && !f.text.startsWith("/")) showUser(f.text); });
     scroll();
   }
 
@@ -249,14 +322,24 @@
     li.className = cls;
     return li;
   }
-  function showUser(text) {
-    const li = item("user");
-    li.textContent = text;
-    $("messages").append(li);
+  // userItem is what the person said; kept marks a message said while
+  // the session was elsewhere, which runs when /continue brings it here.
+  function userItem(text, kept) {
+    const li = item(kept ? "user kept" : "user");
+    const said = document.createElement("span");
+    said.className = "said";
+    said.textContent = text;
+    li.append(said);
+    if (kept) {
+      const note = document.createElement("span");
+      note.className = "kept-note";
+      note.textContent = "Kept: it runs when you /continue here.";
+      li.append(note);
+    }
     return li;
   }
   function showExtra(x) {
-    if (x.role === "user") { showUser(x.text); return; }
+    if (x.role === "user") { $("messages").append(userItem(x.text, x.kept)); return; }
     if (x.approval) {
       // Placed before the card of the call it asks about.
       const card = approvalCard(x), last = $("messages").lastElementChild;
@@ -274,9 +357,8 @@
   function setHTML(el, html) {
     el.classList.add("md");
     el.innerHTML = html;
+    columns(el);
     for (const pre of el.querySelectorAll("pre")) {
-      const code = pre.querySelector("code");
-      if (code && code.classList.contains("language-columns")) { pre.classList.add("columns"); continue; }
       const box = document.createElement("div");
       box.className = "code";
       pre.replaceWith(box);
@@ -285,7 +367,7 @@
       copy.className = "copy";
       copy.textContent = "Copy";
       copy.onclick = () => copyText(pre.textContent, copy);
-      box.append(copy, pre);
+      box.append(pre, copy); // beside the code, never over it
     }
     for (const table of el.querySelectorAll("table")) {
       const wrap = document.createElement("div");
@@ -293,6 +375,34 @@
       table.replaceWith(wrap);
       wrap.append(table);
     }
+  }
+  // columns shows each block of aligned columns (as /help writes them) as
+  // rows of a name and what it says, which wraps: side by side, every
+  // block of the message in line, on a wide screen; one under the other
+  // on a phone.
+  function columns(el) {
+    const blocks = [...el.querySelectorAll("pre > code.language-columns")];
+    let width = 0;
+    for (const code of blocks) {
+      const grid = document.createElement("div");
+      grid.className = "columns";
+      for (const line of code.textContent.replace(/\n$/, "").split("\n")) {
+        const gap = line.search(/ {2,}/);
+        const row = document.createElement("div");
+        row.className = "col-row";
+        const name = document.createElement("span");
+        name.className = "col-name";
+        name.textContent = gap < 0 ? line : line.slice(0, gap);
+        const desc = document.createElement("span");
+        desc.className = "col-desc";
+        desc.textContent = gap < 0 ? "" : line.slice(gap).trim();
+        width = Math.max(width, name.textContent.length);
+        row.append(name, desc);
+        grid.append(row);
+      }
+      code.parentElement.replaceWith(grid);
+    }
+    if (width) el.style.setProperty("--col-name", width + "ch");
   }
   function copyText(text, button) {
     const done = (ok) => {
@@ -425,12 +535,27 @@
   }
 
   function scroll() { const m = $("messages"); m.scrollTop = m.scrollHeight; }
+  // When the list changes size (a rotation, a keyboard, the input
+  // growing, baton working), the newest message stays in view if it was:
+  // the list was at its bottom at its former height.
+  let height = $("messages").clientHeight;
+  new ResizeObserver(() => {
+    const m = $("messages");
+    if (m.scrollHeight - m.scrollTop - Math.max(height, m.clientHeight) < 8) scroll();
+    height = m.clientHeight;
+  }).observe($("messages"));
 
   function say(text, show) {
     const id = "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
     const f = { type: "say", key: current, text, id };
     unacked.set(id, f);
-    if (show) showUser(text);
+    if (show) {
+      // Shown until the transcript has it (a command: for good).
+      const x = { role: "user", text, at: Date.now(), local: true, id, cmd: text.startsWith("/") };
+      (extras[current] = extras[current] || []).push(x);
+      showExtra(x);
+    }
+    keep();
     scroll();
     if (ws && ws.readyState === 1) {
       send(f);
@@ -444,17 +569,13 @@
     if (!text) return;
     $("input").value = "";
     grow();
+    saveDraft();
     const cmd = /^\/(approve|yes|once|always|deny|no)\s*$/.exec(text);
     const waiting = cmd && (extras[current] || []).findLast(pending);
     if (waiting) { // typed instead of clicked: the card shows the answer
       answer(waiting, { yes: "approve", once: "approve", no: "deny" }[cmd[1]] || cmd[1]);
       send({ type: "open", key: current });
       return;
-    }
-    if (text.startsWith("/")) {
-      // Commands are answered but not stored: the page keeps them.
-      (extras[current] = extras[current] || []).push({ role: "user", text, at: Date.now(), local: true });
-      keep();
     }
     say(text, true);
   }
@@ -475,13 +596,13 @@
   $("input").onkeydown = (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   };
-  $("input").oninput = grow;
+  $("input").oninput = () => { grow(); saveDraft(); };
   $("new").onclick = () => { chosen = true; drawer(false); send({ type: "new" }); };
   $("menu").onclick = () => drawer(!document.body.classList.contains("drawer"));
   $("scrim").onclick = () => drawer(false);
   document.addEventListener("keydown", (e) => { if (e.key === "Escape") drawer(false); });
   document.addEventListener("visibilitychange", seen);
   window.addEventListener("focus", seen);
-  grow();
+  loadDraft();
   connect();
 })();
