@@ -48,6 +48,7 @@ func TestIsElsewhere(t *testing.T) {
 	for text, want := range map[string]bool{
 		place.Elsewhere("Telegram", now, now):               true,
 		place.Elsewhere("the terminal", time.Time{}, now):   true,
+		place.OnItsWay("the terminal"):                      true,
 		place.Left("Telegram"):                              false,
 		place.Here("session ab12", now, now):                false,
 		"This conversation is in good hands, thank you.":    false,
