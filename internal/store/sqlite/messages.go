@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"unicode"
 
@@ -326,9 +327,6 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 	if err != nil {
 		return nil, err
 	}
-	if err := s.indexPending(ctx); err != nil {
-		return nil, fmt.Errorf("search %q: %w", q.Text, err)
-	}
 	var cond strings.Builder
 	args := []any{match}
 	if q.SessionID != "" {
@@ -400,30 +398,61 @@ func prefixed(p, cols string) string {
 	return strings.Join(fields, ", ")
 }
 
-// indexPending adds messages written since the last search to the
-// full-text index, in one transaction.
-func (s *Store) indexPending(ctx context.Context) error {
-	var upto, last int64
-	err := s.readRow(ctx, `SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last)
-	if err != nil {
-		return fmt.Errorf("read index state: %w", err)
-	}
-	if last <= upto {
-		return nil
-	}
-	return s.tx(ctx, func(tx *wtx) error {
-		// Read again under the write lock: another process may have indexed.
-		if err := tx.QueryRow(`SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last); err != nil {
+// catchUpChunk is how many messages one step of catchUpIndex indexes:
+// a few tens of milliseconds of the write lock, so the writes queued
+// meanwhile wait no longer than that.
+const catchUpChunk = 2000
+
+// catchUpIndex indexes the messages a store written by an earlier baton
+// left out of the full-text index (migration 14), newest first, one chunk
+// per write, until none is left or stop is closed. Searches meanwhile find
+// everything indexed so far, newest messages first; they never wait for it.
+// Another process doing the same at once is harmless: each step reads the
+// marks under the write lock.
+func (s *Store) catchUpIndex(stop <-chan struct{}) {
+	ctx := context.Background()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		left := false
+		err := s.tx(ctx, func(tx *wtx) error {
+			var upto, top int64
+			if err := tx.QueryRow(`SELECT indexed_upto, gap_top FROM fts_state`).Scan(&upto, &top); err != nil {
+				return err
+			}
+			if top <= upto {
+				return nil
+			}
+			low := max(upto, top-catchUpChunk)
+			if _, err := tx.Exec(`INSERT INTO messages_fts(rowid, content)
+				SELECT id, content FROM messages WHERE id > ? AND id <= ?`, low, top); err != nil {
+				return err
+			}
+			left = low > upto
+			_, err := tx.Exec(`UPDATE fts_state SET gap_top = ?`, low)
 			return err
+		})
+		if err != nil {
+			if !errors.Is(err, errStoreClosed) {
+				slog.Warn("index earlier messages for search", "store", s.path, "err", err)
+			}
+			return
 		}
-		if last <= upto {
-			return nil
+		if !left {
+			return
 		}
-		if _, err := tx.Exec(`INSERT INTO messages_fts(rowid, content)
-			SELECT id, content FROM messages WHERE id > ? AND id <= ?`, upto, last); err != nil {
-			return fmt.Errorf("index messages: %w", err)
-		}
-		_, err := tx.Exec(`UPDATE fts_state SET indexed_upto = ?`, last)
-		return err
-	})
+	}
+}
+
+// indexGap reports whether messages stored by an earlier baton are still
+// left out of the full-text index.
+func (s *Store) indexGap(ctx context.Context) (bool, error) {
+	var upto, top int64
+	if err := s.readRow(ctx, `SELECT indexed_upto, gap_top FROM fts_state`).Scan(&upto, &top); err != nil {
+		return false, fmt.Errorf("read the search index's state: %w", err)
+	}
+	return top > upto, nil
 }

@@ -60,6 +60,7 @@ type Store struct {
 	bgMu     sync.Mutex
 	bg       sync.WaitGroup
 	bgClosed bool
+	closing  chan struct{} // closed by Close: background work stops
 }
 
 // Option changes how Open sets up a store.
@@ -121,7 +122,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// reading the schema and preparing its statements anew.
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
-	s := &Store{path: path, w: w, r: r, rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	s := &Store{path: path, w: w, r: r, closing: make(chan struct{}), rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -148,6 +149,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := s.startWriter(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if gap, err := s.indexGap(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	} else if gap {
+		s.bg.Go(func() { s.catchUpIndex(s.closing) })
 	}
 	// What a transcript load runs inside its read transaction (the
 	// session beside it only on the readers' pool: TurnStart).
@@ -273,6 +280,9 @@ func (s *Store) Path() string { return s.path }
 // Close releases both connection pools.
 func (s *Store) Close() error {
 	s.bgMu.Lock()
+	if !s.bgClosed {
+		close(s.closing)
+	}
 	s.bgClosed = true
 	s.bgMu.Unlock()
 	s.bg.Wait()

@@ -1,0 +1,85 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// BenchmarkSearchAfter1M writes 1,000,000 messages (1,000 sessions of
+// 1,000, in turns of 100), then times the first search and 200 more, each
+// after another turn of 10 messages is stored: a search must not wait for
+// the full-text index to catch up with what was written. It takes a few
+// minutes, so it runs only with BATON_BENCH_1M=1:
+//
+//	BATON_BENCH_1M=1 go test -run '^$' -bench SearchAfter1M -benchtime 1x ./internal/store/sqlite
+func BenchmarkSearchAfter1M(b *testing.B) {
+	if os.Getenv("BATON_BENCH_1M") == "" {
+		b.Skip("writes 1,000,000 messages; set BATON_BENCH_1M=1 to run it")
+	}
+	const sessions, perSession, turn = 1000, 1000, 100
+	for b.Loop() {
+		b.StopTimer()
+		s := openTemp(b)
+		ids := make([]string, sessions)
+		for i := range ids {
+			sess, err := s.CreateSession(b.Context(), store.Session{OwnerID: "u"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[i] = sess.ID
+		}
+		start := time.Now()
+		batch := make([]store.Message, turn)
+		for i := range sessions * perSession / turn {
+			for j := range batch {
+				batch[j] = store.Message{Role: store.RoleUser, Content: sentence(i*turn + j)}
+			}
+			if _, err := s.AppendMessages(b.Context(), ids[i%sessions], batch...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		written := time.Since(start)
+
+		search := func(q string) time.Duration {
+			t := time.Now()
+			hits, err := s.Search(b.Context(), store.SearchQuery{Text: q})
+			if err != nil || len(hits) == 0 {
+				b.Fatalf("search %q: %d hits, %v", q, len(hits), err)
+			}
+			return time.Since(t)
+		}
+		b.StartTimer()
+		first := search("kubernetes cluster")
+		var took []time.Duration
+		for i := range 200 {
+			b.StopTimer()
+			more := make([]store.Message, 10)
+			for j := range more {
+				more[j] = store.Message{Role: store.RoleAssistant, Content: sentence(i*10 + j)}
+			}
+			if _, err := s.AppendMessages(b.Context(), ids[i%sessions], more...); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			took = append(took, search(words[i%len(words)]+" "+words[(i/3)%len(words)]))
+		}
+		b.StopTimer()
+		slices.Sort(took)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		b.ReportMetric(ms(first), "first-ms")
+		b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+		b.ReportMetric(ms(took[len(took)*99/100]), "p99-ms")
+		b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+		b.ReportMetric(float64(sessions*perSession)/written.Seconds(), "written-msg/s")
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "1M written in %v; first search %v\n", written.Round(time.Millisecond), first.Round(time.Millisecond))
+		b.StartTimer()
+	}
+}
