@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperAppend())
 	case "open":
 		os.Exit(helperOpen())
+	case "hold":
+		os.Exit(helperHold())
 	}
 	os.Exit(m.Run())
 }

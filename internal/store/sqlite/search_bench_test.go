@@ -12,11 +12,19 @@ import (
 
 // BenchmarkSearchAfter1M writes 1,000,000 messages (1,000 sessions of
 // 1,000, in turns of 100), then times the first search and 200 more, each
-// after another turn of 10 messages is stored: a search must not wait for
+// after another turn of 10 messages is stored, each for a word in 100 of
+// the messages: a search must not wait for
 // the full-text index to catch up with what was written. It takes a few
 // minutes, so it runs only with BATON_BENCH_1M=1:
 //
 //	BATON_BENCH_1M=1 go test -run '^$' -bench SearchAfter1M -benchtime 1x ./internal/store/sqlite
+// codes is how many distinct code words coded uses: each is in 100 of a
+// million messages.
+const codes = 10000
+
+// coded is sentence(i) with a rarer word, "code" and a number.
+func coded(i int) string { return fmt.Sprintf("%s (code%d)", sentence(i), i%codes) }
+
 func BenchmarkSearchAfter1M(b *testing.B) {
 	if os.Getenv("BATON_BENCH_1M") == "" {
 		b.Skip("writes 1,000,000 messages; set BATON_BENCH_1M=1 to run it")
@@ -37,7 +45,7 @@ func BenchmarkSearchAfter1M(b *testing.B) {
 		batch := make([]store.Message, turn)
 		for i := range sessions * perSession / turn {
 			for j := range batch {
-				batch[j] = store.Message{Role: store.RoleUser, Content: sentence(i*turn + j)}
+				batch[j] = store.Message{Role: store.RoleUser, Content: coded(i*turn + j)}
 			}
 			if _, err := s.AppendMessages(b.Context(), ids[i%sessions], batch...); err != nil {
 				b.Fatal(err)
@@ -54,19 +62,25 @@ func BenchmarkSearchAfter1M(b *testing.B) {
 			return time.Since(t)
 		}
 		b.StartTimer()
-		first := search("kubernetes cluster")
+		first := search("code123")
 		var took []time.Duration
 		for i := range 200 {
 			b.StopTimer()
 			more := make([]store.Message, 10)
 			for j := range more {
-				more[j] = store.Message{Role: store.RoleAssistant, Content: sentence(i*10 + j)}
+				more[j] = store.Message{Role: store.RoleAssistant, Content: coded(i*10 + j)}
 			}
 			if _, err := s.AppendMessages(b.Context(), ids[i%sessions], more...); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			took = append(took, search(words[i%len(words)]+" "+words[(i/3)%len(words)]))
+			// A word in 100 of the million messages, alone or with a
+			// common one, as a person looks for one thing.
+			q := fmt.Sprintf("code%d", i*37%codes)
+			if i%2 == 1 {
+				q += " " + words[i%len(words)]
+			}
+			took = append(took, search(q))
 		}
 		b.StopTimer()
 		slices.Sort(took)

@@ -61,6 +61,8 @@ type Store struct {
 	bg       sync.WaitGroup
 	bgClosed bool
 	closing  chan struct{} // closed by Close: background work stops
+
+	recorded bool // the store passed its record's check: keep the record
 }
 
 // Option changes how Open sets up a store.
@@ -84,6 +86,20 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	rec, err := readRecord(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if rec != nil {
+			return nil, fmt.Errorf("open store %s: %w", path, lost(path, rec, "the file is gone"))
+		}
+		// A new file would take the old log's pages as its own.
+		if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+			return nil, fmt.Errorf("open store %s: %w", path, damaged(path, fmt.Sprintf(
+				"the file is gone, and its write-ahead log (%s-wal, %d bytes) is still there", path, wal.Size())))
+		}
 	}
 	if err := create(ctx, path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -137,11 +153,22 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if err := s.setUp(ctx); err != nil {
 		s.Close()
-		if isDamage(err) {
+		switch {
+		case errors.Is(err, errNoSchema):
+			err = damaged(path, "it holds no baton tables: it is another program's database, or a copy of "+
+				filepath.Base(path)+" made without its "+filepath.Base(path)+"-wal, where a running store keeps "+
+				"its latest writes (copy a store with `baton backup FILE`)")
+		case isDamage(err):
 			err = damaged(path, err.Error())
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := s.checkRecord(ctx, rec); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s.recorded = true
+	s.keepRecord(ctx)
 	if s.checkpoints, err = startCheckpointer(path, rq); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -203,9 +230,21 @@ func create(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	// WAL mode lives in the file's header: writing it gives the file its
-	// first page, before anyone can see it.
+	// WAL mode lives in the file's header, and the schema is made here
+	// too: closing the only connection copies both into the file, so a
+	// store's main file always holds its tables (see migrate).
+	db.SetMaxOpenConns(1)
 	_, err = db.ExecContext(ctx, "PRAGMA journal_mode=WAL")
+	if err == nil {
+		var tx *sql.Tx
+		if tx, err = db.BeginTx(ctx, nil); err == nil {
+			if err = migrateIn(ctx, tx); err == nil {
+				err = tx.Commit()
+			} else {
+				tx.Rollback()
+			}
+		}
+	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -246,19 +285,23 @@ func checkFile(path string) error {
 	if fi.Size() > 0 {
 		return nil
 	}
-	// An empty main file with a write-ahead log still holds what the log
-	// holds; SQLite recovers it from there.
+	// SQLite would not read a write-ahead log beside an empty file: it
+	// would start a new database and drop the log. What the log holds is
+	// only a part of the store anyway, the pages written since the last
+	// checkpoint.
 	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
-		return nil
+		return damaged(path, fmt.Sprintf("the file is empty (0 bytes) beside a write-ahead log of %d bytes (%s-wal): "+
+			"it was emptied, and the log alone cannot rebuild it. Keep both files as they are", wal.Size(), path))
 	}
 	return damaged(path, "the file is empty (0 bytes)")
 }
 
 // damaged says what is wrong with the file at path and what to do.
 func damaged(path, what string) error {
+	aside := filepath.Join(filepath.Dir(path), "damaged-"+time.Now().Format("20060102-150405"))
 	return fmt.Errorf("%w: %s. baton will not start a new store on top of it. "+
-		"Restore it from a backup, or move it away to start afresh: mv %s %s.damaged",
-		store.ErrDamaged, what, path, path)
+		"Restore it from a backup, or move it away with the files beside it to start afresh: mkdir %s && mv %s* %s/",
+		store.ErrDamaged, what, aside, path, aside)
 }
 
 // isDamage reports whether err says the file is not a usable database.
@@ -286,6 +329,9 @@ func (s *Store) Close() error {
 	s.bgClosed = true
 	s.bgMu.Unlock()
 	s.bg.Wait()
+	if s.recorded {
+		s.keepRecord(context.Background())
+	}
 	werr := s.stopWriter()
 	s.stmtMu.Lock()
 	for _, st := range s.rstmts {
@@ -330,29 +376,47 @@ func (s *Store) setUp(ctx context.Context) error {
 
 // migrate applies pending migrations in one immediate transaction, so two
 // processes opening a new file together apply each migration exactly once.
+// A file without baton's tables is refused: create makes every new store
+// with them, so such a file is another program's database, or a copy of
+// a store's main file made without its write-ahead log.
 func (s *Store) migrate(ctx context.Context) error {
 	return s.migrateTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-			return fmt.Errorf("migrations table: %w", err)
+		var tables int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'`).Scan(&tables); err != nil {
+			return fmt.Errorf("read the schema: %w", err)
 		}
-		var have int
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
+		if tables == 0 {
+			return errNoSchema
 		}
-		if have > len(migrations) {
-			return fmt.Errorf("schema version %d is newer than this baton knows (%d): upgrade baton", have, len(migrations))
-		}
-		for v := have + 1; v <= len(migrations); v++ {
-			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
-				return fmt.Errorf("migration %d: %w", v, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, v, now()); err != nil {
-				return fmt.Errorf("record migration %d: %w", v, err)
-			}
-		}
-		return nil
+		return migrateIn(ctx, tx)
 	})
+}
+
+// errNoSchema is a database file without baton's tables.
+var errNoSchema = errors.New("the file holds no baton tables")
+
+// migrateIn applies pending migrations in tx.
+func migrateIn(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrations table: %w", err)
+	}
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this baton knows (%d): upgrade baton", have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, v, now()); err != nil {
+			return fmt.Errorf("record migration %d: %w", v, err)
+		}
+	}
+	return nil
 }
 
 // SchemaVersion is the newest applied migration.
