@@ -18,6 +18,7 @@ import (
 // minutes, so it runs only with BATON_BENCH_1M=1:
 //
 //	BATON_BENCH_1M=1 go test -run '^$' -bench SearchAfter1M -benchtime 1x ./internal/store/sqlite
+//
 // codes is how many distinct code words coded uses: each is in 100 of a
 // million messages.
 const codes = 10000
