@@ -39,7 +39,7 @@ func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
-	for _, answer := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrAmbiguous, ErrDamaged, context.Canceled} {
+	for _, answer := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrAmbiguous, ErrDamaged, ErrLost, context.Canceled} {
 		if errors.Is(err, answer) {
 			return false
 		}

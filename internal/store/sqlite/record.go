@@ -100,6 +100,9 @@ func (s *Store) checkRecord(ctx context.Context, rec *Record) error {
 // cannot be written weakens the check of the next open, nothing more:
 // the store goes on.
 func (s *Store) keepRecord(ctx context.Context) {
+	if s.recordFrozen {
+		return
+	}
 	cur, err := s.current(ctx)
 	if err == nil {
 		err = writeRecord(s.path, cur)

@@ -62,7 +62,8 @@ type Store struct {
 	bgClosed bool
 	closing  chan struct{} // closed by Close: background work stops
 
-	recorded bool // the store passed its record's check: keep the record
+	recorded     bool // the store passed its record's check: keep the record
+	recordFrozen bool // WithoutRecordUpdates
 }
 
 // Option changes how Open sets up a store.
@@ -76,11 +77,20 @@ func WithoutTranscriptCache() Option { return func(s *Store) { s.transcripts = n
 // splitting a long one between readers.
 func WithSequentialLoads() Option { return func(s *Store) { s.sequential = true } }
 
+// WithoutRecordUpdates checks the store against its record (record.go)
+// but never writes the record: for `baton doctor`, which changes nothing.
+func WithoutRecordUpdates() Option { return func(s *Store) { s.recordFrozen = true } }
+
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed, mode 0600) the store at path and applies
 // pending migrations. Several processes may open the same file at once.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	s, err := open(ctx, path, opts...)
+	return s, Explain(path, err)
+}
+
+func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open store %s: path may not contain '?' or '#'", path)
 	}
@@ -323,13 +333,14 @@ func (s *Store) Path() string { return s.path }
 // Close releases both connection pools.
 func (s *Store) Close() error {
 	s.bgMu.Lock()
-	if !s.bgClosed {
+	first := !s.bgClosed
+	if first {
 		close(s.closing)
 	}
 	s.bgClosed = true
 	s.bgMu.Unlock()
 	s.bg.Wait()
-	if s.recorded {
+	if first && s.recorded {
 		s.keepRecord(context.Background())
 	}
 	werr := s.stopWriter()
@@ -508,10 +519,13 @@ func limitClause(n int) string { return " LIMIT " + strconv.Itoa(n) }
 // read runs a read on the reader pool through its prepared statement.
 func (s *Store) read(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	st, err := s.readStmt(ctx, q)
+	var rows *sql.Rows
 	if err != nil || st == nil {
-		return s.r.QueryContext(ctx, q, args...) // the error surfaces here, as database/sql does
+		rows, err = s.r.QueryContext(ctx, q, args...) // the error surfaces here, as database/sql does
+	} else {
+		rows, err = st.QueryContext(ctx, args...)
 	}
-	return st.QueryContext(ctx, args...)
+	return rows, Explain(s.path, err)
 }
 
 // readRow is read for one row.
