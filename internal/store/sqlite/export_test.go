@@ -32,3 +32,7 @@ func DropPacks(s *Store) error {
 	}
 	return nil
 }
+
+// WithoutBackgroundIndex leaves the full-text index to searches, so tests
+// can see what a search indexes itself.
+func WithoutBackgroundIndex() Option { return func(s *Store) { s.noIndexer = true } }

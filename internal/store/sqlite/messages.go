@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"unicode"
 
@@ -56,6 +55,9 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 		_, err = tx.Exec(addUsageSQL, u.InputTokens, u.OutputTokens, sessionID)
 		return err
 	})
+	if err == nil {
+		s.indexSoon()
+	}
 	if err == nil && s.transcripts != nil {
 		s.transcripts.extend(sessionID, out)
 	}
@@ -286,6 +288,7 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 	if err != nil {
 		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, err)
 	}
+	s.indexSoon()
 	return out, nil
 }
 
@@ -326,6 +329,9 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 	match, err := FTSQuery(q.Text)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.searchIndex(ctx); err != nil {
+		return nil, fmt.Errorf("search %q: %w", q.Text, err)
 	}
 	var cond strings.Builder
 	args := []any{match}
@@ -396,63 +402,4 @@ func prefixed(p, cols string) string {
 		fields[i] = p + strings.TrimSpace(f)
 	}
 	return strings.Join(fields, ", ")
-}
-
-// catchUpChunk is how many messages one step of catchUpIndex indexes:
-// a few tens of milliseconds of the write lock, so the writes queued
-// meanwhile wait no longer than that.
-const catchUpChunk = 2000
-
-// catchUpIndex indexes the messages a store written by an earlier baton
-// left out of the full-text index (migration 14), newest first, one chunk
-// per write, until none is left or stop is closed. Searches meanwhile find
-// everything indexed so far, newest messages first; they never wait for it.
-// Another process doing the same at once is harmless: each step reads the
-// marks under the write lock.
-func (s *Store) catchUpIndex(stop <-chan struct{}) {
-	ctx := context.Background()
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		left := false
-		err := s.tx(ctx, func(tx *wtx) error {
-			var upto, top int64
-			if err := tx.QueryRow(`SELECT indexed_upto, gap_top FROM fts_state`).Scan(&upto, &top); err != nil {
-				return err
-			}
-			if top <= upto {
-				return nil
-			}
-			low := max(upto, top-catchUpChunk)
-			if _, err := tx.Exec(`INSERT INTO messages_fts(rowid, content)
-				SELECT id, content FROM messages WHERE id > ? AND id <= ?`, low, top); err != nil {
-				return err
-			}
-			left = low > upto
-			_, err := tx.Exec(`UPDATE fts_state SET gap_top = ?`, low)
-			return err
-		})
-		if err != nil {
-			if !errors.Is(err, errStoreClosed) {
-				slog.Warn("index earlier messages for search", "store", s.path, "err", err)
-			}
-			return
-		}
-		if !left {
-			return
-		}
-	}
-}
-
-// indexGap reports whether messages stored by an earlier baton are still
-// left out of the full-text index.
-func (s *Store) indexGap(ctx context.Context) (bool, error) {
-	var upto, top int64
-	if err := s.readRow(ctx, `SELECT indexed_upto, gap_top FROM fts_state`).Scan(&upto, &top); err != nil {
-		return false, fmt.Errorf("read the search index's state: %w", err)
-	}
-	return top > upto, nil
 }

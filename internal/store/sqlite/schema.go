@@ -308,35 +308,7 @@ UPDATE handoffs SET finished_at = 0 WHERE state IN ('pending', 'running');
 DROP INDEX handoffs_live;
 CREATE UNIQUE INDEX handoffs_live ON handoffs(session_id) WHERE finished_at = 0;
 `,
-	// 14: the full-text index is kept current as messages are stored: a
-	// trigger indexes each new message in the transaction that stores it,
-	// so no search ever waits for the index (before, the first search
-	// after a million appends indexed them all: 15 s). The messages a
-	// store written before held unindexed, (indexed_upto, gap_top], are
-	// indexed in the background, newest first (catchUpIndex); indexed are
-	// exactly the rows with id <= indexed_upto or id > gap_top.
-	`
-ALTER TABLE fts_state ADD COLUMN gap_top INTEGER NOT NULL DEFAULT 0;
-UPDATE fts_state SET gap_top = max(indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages));
-CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
-	WHEN new.id > (SELECT gap_top FROM fts_state) BEGIN
-	INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
-END;
-DROP TRIGGER messages_fts_delete;
-CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
-	WHEN old.id <= (SELECT indexed_upto FROM fts_state) OR old.id > (SELECT gap_top FROM fts_state) BEGIN
-	INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
-END;
--- Ids above the highest left are used again after a deletion: pull both
--- marks back so that such ids are indexed by the trigger.
-DROP TRIGGER sessions_fts_mark;
-CREATE TRIGGER sessions_fts_mark AFTER DELETE ON sessions BEGIN
-	UPDATE fts_state SET
-		indexed_upto = MIN(indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages)),
-		gap_top = MIN(gap_top, (SELECT COALESCE(MAX(id), 0) FROM messages));
-END;
-`,
-	// 15: store_meta, what the store's record beside it (record.go) is
+	// 14: store_meta, what the store's record beside it (record.go) is
 	// compared with: an id of its own, the sessions ever created in it,
 	// and the highest message id ever deleted (with the highest left, the
 	// highest ever). Both counts only grow, so a store that holds less

@@ -57,10 +57,12 @@ type Store struct {
 
 	// bg runs the writes of transcript packs, off the loads that made
 	// them; Close waits for them.
-	bgMu     sync.Mutex
-	bg       sync.WaitGroup
-	bgClosed bool
-	closing  chan struct{} // closed by Close: background work stops
+	bgMu      sync.Mutex
+	bg        sync.WaitGroup
+	bgClosed  bool
+	closing   chan struct{} // closed by Close: background work stops
+	index     *indexer      // the full-text index's background (index.go)
+	noIndexer bool          // tests: no background indexing
 
 	recorded     bool // the store passed its record's check: keep the record
 	recordFrozen bool // WithoutRecordUpdates
@@ -187,12 +189,7 @@ func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if gap, err := s.indexGap(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	} else if gap {
-		s.bg.Go(func() { s.catchUpIndex(s.closing) })
-	}
+	s.startIndexer()
 	// What a transcript load runs inside its read transaction (the
 	// session beside it only on the readers' pool: TurnStart).
 	if _, err := s.readStmt(ctx, turnStartSQL); err != nil {
