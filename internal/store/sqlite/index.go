@@ -35,6 +35,7 @@ const (
 // indexer is the background indexing of one store.
 type indexer struct {
 	wake chan struct{} // buffered: a wake while it runs is kept for after
+	done chan struct{} // closed when it has stopped
 	runs atomic.Int64  // indexing runs finished; tests read it
 }
 
@@ -44,9 +45,12 @@ func (s *Store) startIndexer() {
 	if s.noIndexer {
 		return
 	}
-	s.index = &indexer{wake: make(chan struct{}, 1)}
+	s.index = &indexer{wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.index.wake <- struct{}{}
-	s.bg.Go(s.runIndexer)
+	go func() {
+		defer close(s.index.done)
+		s.runIndexer()
+	}()
 }
 
 // indexSoon tells the indexer that messages were stored.

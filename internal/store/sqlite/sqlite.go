@@ -336,6 +336,9 @@ func (s *Store) Close() error {
 	}
 	s.bgClosed = true
 	s.bgMu.Unlock()
+	if s.index != nil {
+		<-s.index.done
+	}
 	s.bg.Wait()
 	if first && s.recorded {
 		s.keepRecord(context.Background())
