@@ -36,3 +36,6 @@ func DropPacks(s *Store) error {
 // WithoutBackgroundIndex leaves the full-text index to searches, so tests
 // can see what a search indexes itself.
 func WithoutBackgroundIndex() Option { return func(s *Store) { s.noIndexer = true } }
+
+// SearchIndex does what a search does to the index before it queries.
+func SearchIndex(ctx context.Context, s *Store) error { return s.searchIndex(ctx) }
