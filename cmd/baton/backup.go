@@ -62,8 +62,7 @@ and copy FILE to state.db.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Backed up %d sessions (up to message %d) to %s (%.1f MB).\n",
-				held.Sessions, held.LastMessage, args[0], float64(fi.Size())/1e6)
+			fmt.Fprintf(cmd.OutOrStdout(), "Backed up %s to %s (%.1f MB).\n", held.Holding(), args[0], float64(fi.Size())/1e6)
 			return nil
 		},
 	}

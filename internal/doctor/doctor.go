@@ -75,7 +75,13 @@ func Check(ctx context.Context, home string) []Finding {
 		return out
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		add(true, "store "+path+" does not exist yet; baton makes it on the first run", "")
+		if rec, err := sqlite.ReadRecord(path); err == nil && rec.Held() {
+			add(false, fmt.Sprintf("store %s is gone; its record (%s%s) says it held %s",
+				path, path, sqlite.RecordSuffix, rec.Holding()),
+				"restore "+path+" from a backup; or, to start afresh on purpose, rm "+path+sqlite.RecordSuffix)
+		} else {
+			add(true, "store "+path+" does not exist yet; baton makes it on the first run", "")
+		}
 	} else {
 		out = append(out, checkStore(ctx, home, url, path)...)
 	}
@@ -153,11 +159,11 @@ func record(ctx context.Context, st store.Store, path string) Finding {
 	case err != nil:
 		return Finding{What: "store record: " + err.Error(), Fix: "check the permissions of " + path + sqlite.RecordSuffix}
 	case rec == nil:
-		return Finding{OK: true, What: fmt.Sprintf("store holds %d sessions; no record of it yet (%s%s): baton writes one when it next opens the store",
-			cur.Sessions, path, sqlite.RecordSuffix)}
+		return Finding{OK: true, What: fmt.Sprintf("store holds %s; no record of it yet (%s%s): baton writes one when it next opens the store",
+			cur.Holding(), path, sqlite.RecordSuffix)}
 	}
-	return Finding{OK: true, What: fmt.Sprintf("store holds %d sessions, all it held by its record (%s%s, %d sessions at %s)",
-		cur.Sessions, path, sqlite.RecordSuffix, rec.Sessions, rec.At.Local().Format("2006-01-02 15:04"))}
+	return Finding{OK: true, What: fmt.Sprintf("store holds %s: all its record (%s%s) says it held at %s",
+		cur.Holding(), path, sqlite.RecordSuffix, rec.At.Local().Format("2006-01-02 15:04"))}
 }
 
 // privacy reports home and the files in it that others could read: the

@@ -163,3 +163,16 @@ func TestStoreWithoutItsLog(t *testing.T) {
 		t.Error("doctor left a log behind; it changes nothing")
 	}
 }
+
+// A store removed while its record stays is reported, not taken for a
+// first run.
+func TestRemovedStore(t *testing.T) {
+	dir, db := home(t)
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		_ = os.Remove(f)
+	}
+	out, n := report(t, dir)
+	if n != 1 || !strings.Contains(out, "is gone") || !strings.Contains(out, "1 session,") || !strings.Contains(out, "rm "+db+sqlite.RecordSuffix) {
+		t.Fatalf("want the removed store reported, got %d:\n%s", n, out)
+	}
+}

@@ -240,3 +240,17 @@ func TestDeletedSessionsAreNoLoss(t *testing.T) {
 		t.Fatalf("a store whose sessions were all deleted: %d sessions, %v", n, err)
 	}
 }
+
+// A store that held nothing loses nothing: removed, it is made afresh.
+func TestEmptyStoreRemovedIsMadeAfresh(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	if n, err := openSessions(t, path); err != nil || n != 0 {
+		t.Fatal(n, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := openSessions(t, path); err != nil || n != 0 {
+		t.Fatalf("a removed store that held nothing: %d sessions, %v", n, err)
+	}
+}

@@ -40,6 +40,20 @@ type Record struct {
 	At           time.Time `json:"at"`            // when this was written
 }
 
+// Holding says how many sessions the record counts, and up to which
+// message: "1 session, up to message 3".
+func (r Record) Holding() string {
+	n := fmt.Sprintf("%d sessions", r.Sessions)
+	if r.Sessions == 1 {
+		n = "1 session"
+	}
+	return fmt.Sprintf("%s, up to message %d", n, r.LastMessage)
+}
+
+// Held reports whether the record says the store held anything: a store
+// that held nothing loses nothing, whatever becomes of it.
+func (r *Record) Held() bool { return r != nil && (r.SessionsMade > 0 || r.LastMessage > 0) }
+
 // ReadRecord reads the record of the store at path; nil when there is none.
 func ReadRecord(path string) (*Record, error) { return readRecord(path) }
 
@@ -80,7 +94,7 @@ func (s *Store) Record(ctx context.Context) (Record, error) { return s.current(c
 
 // checkRecord refuses the store when it holds less than rec says.
 func (s *Store) checkRecord(ctx context.Context, rec *Record) error {
-	if rec == nil {
+	if !rec.Held() {
 		return nil
 	}
 	cur, err := s.current(ctx)
@@ -89,9 +103,10 @@ func (s *Store) checkRecord(ctx context.Context, rec *Record) error {
 	}
 	switch {
 	case cur.Store != rec.Store:
-		return lost(s.path, rec, fmt.Sprintf("the file is another store (%d sessions), not the one baton kept here", cur.Sessions))
+		return lost(s.path, rec, "the file is another store ("+cur.Holding()+"), not the one baton kept here", whyOther)
 	case cur.SessionsMade < rec.SessionsMade || cur.LastMessage < rec.LastMessage:
-		return lost(s.path, rec, fmt.Sprintf("it holds %d sessions, up to message %d", cur.Sessions, cur.LastMessage))
+		return lost(s.path, rec, "it holds "+cur.Holding(),
+			fmt.Sprintf(whyLog, s.path, filepath.Base(s.path)))
 	}
 	return nil
 }
@@ -136,13 +151,20 @@ func writeRecord(path string, r Record) error {
 	return err
 }
 
-// lost says that the store at path holds less than its record and what
-// to do.
-func lost(path string, rec *Record, now string) error {
-	return fmt.Errorf("%w: baton's record of this store (%s, written %s) says it held %d sessions, up to message %d; "+
-		"now %s. Its write-ahead log (%s-wal) was probably lost (deleted while baton ran, or the file was replaced by a copy "+
-		"of %s alone). baton will not start afresh on its own. Restore it from a backup (see `baton backup`); "+
-		"or, to go on with the store as it is now (an older copy put back on purpose), remove the record: rm %s",
-		store.ErrLost, path+RecordSuffix, rec.At.Local().Format("2006-01-02 15:04"), rec.Sessions, rec.LastMessage,
-		now, path, filepath.Base(path), path+RecordSuffix)
+// Why a store holds less than its record says, for lost.
+const (
+	lostFile = "the file is gone"
+	whyLog   = "Its write-ahead log (%s-wal) was probably lost: deleted while baton ran, or the file replaced by a copy of %s made without it"
+	whyFile  = "It was removed or moved away"
+	whyOther = "Another store's file was put in its place"
+)
+
+// lost says that the store at path holds less than its record (now says
+// what it holds), why that may be, and what to do.
+func lost(path string, rec *Record, now, why string) error {
+	return fmt.Errorf("%w: baton's record of this store (%s, written %s) says it held %s; "+
+		"now %s. %s. baton will not start afresh on its own. Restore it from a backup (see `baton backup`); "+
+		"or, to go on with the store as it is now (an older copy put back on purpose, or a new start), remove the record: rm %s",
+		store.ErrLost, path+RecordSuffix, rec.At.Local().Format("2006-01-02 15:04"), rec.Holding(),
+		now, why, path+RecordSuffix)
 }

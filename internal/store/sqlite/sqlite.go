@@ -104,8 +104,8 @@ func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if rec != nil {
-			return nil, fmt.Errorf("open store %s: %w", path, lost(path, rec, "the file is gone"))
+		if rec.Held() {
+			return nil, fmt.Errorf("open store %s: %w", path, lost(path, rec, lostFile, whyFile))
 		}
 		// A new file would take the old log's pages as its own.
 		if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
