@@ -122,7 +122,6 @@ func checkStore(ctx context.Context, home, url, path string) []Finding {
 		return append(out, Finding{What: "store: " + err.Error(), Fix: fix})
 	}
 	defer st.Close()
-	out = append(out, record(ctx, st, path))
 	what := "store " + path
 	if v, ok := st.(versioned); ok {
 		if n, err := v.SchemaVersion(ctx); err == nil {
@@ -135,7 +134,7 @@ func checkStore(ctx context.Context, home, url, path string) []Finding {
 		}
 		what += ": integrity ok"
 	}
-	return append(out, Finding{OK: true, What: what})
+	return append(out, Finding{OK: true, What: what}, record(ctx, st, path))
 }
 
 // recorder is what a store offers when it keeps a record of what it held
@@ -162,8 +161,8 @@ func record(ctx context.Context, st store.Store, path string) Finding {
 		return Finding{OK: true, What: fmt.Sprintf("store holds %s; no record of it yet (%s%s): baton writes one when it next opens the store",
 			cur.Holding(), path, sqlite.RecordSuffix)}
 	}
-	return Finding{OK: true, What: fmt.Sprintf("store holds %s: all its record (%s%s) says it held at %s",
-		cur.Holding(), path, sqlite.RecordSuffix, rec.At.Local().Format("2006-01-02 15:04"))}
+	return Finding{OK: true, What: fmt.Sprintf("store record %s%s (written %s) agrees: the store holds %s",
+		path, sqlite.RecordSuffix, rec.At.Local().Format("2006-01-02 15:04"), cur.Holding())}
 }
 
 // privacy reports home and the files in it that others could read: the
