@@ -152,8 +152,24 @@ func TestCopyOfTheMainFileAloneIsRefused(t *testing.T) {
 }
 
 // Issue 24, 2: the write-ahead log deleted while baton runs, then baton
-// killed: what the log held is gone, and the store is refused.
+// killed before it stored anything more: what the log held is gone, and
+// the store is refused.
 func TestLogDeletedThenKilledIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	h := startHolder(t, path)
+	h.sessions(4)
+	if err := os.Remove(path + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	h.kill()
+	n, err := openSessions(t, path)
+	wantRefused(t, path, n, err, store.ErrLost, "4 sessions", path+"-wal")
+}
+
+// The log deleted while baton runs, and baton storing more before it is
+// killed: the running store sees its log gone and copies it into the
+// store's file with each commit, so nothing it stored is lost.
+func TestLogDeletedUnderARunningStoreIsCopiedIn(t *testing.T) {
 	path := filepath.Join(t.TempDir(), sqlite.FileName)
 	h := startHolder(t, path)
 	h.sessions(2)
@@ -162,8 +178,9 @@ func TestLogDeletedThenKilledIsRefused(t *testing.T) {
 	}
 	h.sessions(2)
 	h.kill()
-	n, err := openSessions(t, path)
-	wantRefused(t, path, n, err, store.ErrLost, "4 sessions", path+"-wal")
+	if n, err := openSessions(t, path); err != nil || n != 4 {
+		t.Fatalf("after the log was deleted and baton killed: %d of 4 sessions, %v", n, err)
+	}
 }
 
 // Issue 24, 3: state.db emptied beside the log of a killed baton: SQLite
