@@ -125,6 +125,24 @@ func TestCorruptPageFoundByIntegrityCheck(t *testing.T) {
 // ok".
 func TestStoreWithoutItsLog(t *testing.T) {
 	_, db := home(t)
+	copied := filepath.Join(t.TempDir(), "baton")
+	if err := os.Mkdir(copied, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(copied, sqlite.FileName)
+	copyTo := func(suffix string) {
+		t.Helper()
+		b, err := os.ReadFile(db + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to+suffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The store's file as it was before its latest sessions, which are
+	// in its log: what copying state.db alone gets while baton writes.
+	copyTo("")
 	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -135,20 +153,8 @@ func TestStoreWithoutItsLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	copied := filepath.Join(t.TempDir(), "baton")
-	if err := os.Mkdir(copied, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	to := filepath.Join(copied, sqlite.FileName)
-	for _, suffix := range []string{"", "-shm", sqlite.RecordSuffix} {
-		b, err := os.ReadFile(db + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(to+suffix, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyTo("-shm")
+	copyTo(sqlite.RecordSuffix)
 	out, n := report(t, copied)
 	if n != 2 {
 		t.Fatalf("want the missing log and the lost sessions reported, got %d:\n%s", n, out)

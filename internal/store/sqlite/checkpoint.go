@@ -31,10 +31,16 @@ import (
 // begun while it ran: between a person's turns it catches up and the log
 // starts afresh. Under writes that never pause, the writer connection's own
 // automatic checkpoint, at backstopPages, does that.
+//
+// A store that stops writing is checkpointed too, idleWait after its last
+// commit: its file then holds everything, so a copy of state.db alone
+// made while baton runs idle (not a backup: `baton backup` makes one) is
+// not a store that lost its latest conversations.
 const (
 	checkpointPages = 1000 // SQLite's own default mark
 	backstopPages   = 4 * checkpointPages
 	catchUpWait     = 50 * time.Millisecond
+	idleWait        = time.Second
 )
 
 // checkpointer checkpoints the store's write-ahead log when woken.
@@ -53,6 +59,13 @@ type checkpointer struct {
 	// woken counts wakes; caughtUp is woken as it was when the latest
 	// checkpoint that caught up began. Equal: nothing is due (idle).
 	woken, caughtUp atomic.Int64
+
+	// lastCommit is when the writer last committed (Unix nanoseconds);
+	// dirty, that it committed since the checkpointer was last woken.
+	lastCommit atomic.Int64
+	dirty      atomic.Bool
+	arm        chan struct{} // dirty became true: time the idle checkpoint
+	noIdle     bool          // no checkpoint for being idle (tests)
 
 	// The log as it was when the store opened, to see it deleted or
 	// replaced under the running store (logGone); the writer's leader only.
@@ -75,7 +88,7 @@ type checkpointer struct {
 
 // startCheckpointer opens the checkpointer's connection (lazily, on its
 // first checkpoint) and starts its goroutine.
-func startCheckpointer(path, dsn string) (*checkpointer, error) {
+func startCheckpointer(path, dsn string, noIdle bool) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", path+"?"+dsn)
 	if err != nil {
 		return nil, err
@@ -84,7 +97,7 @@ func startCheckpointer(path, dsn string) (*checkpointer, error) {
 	// An idle store lets the connection go.
 	db.SetConnMaxIdleTime(time.Minute)
 	ctx, stop := context.WithCancel(context.Background())
-	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: stop, stopped: make(chan struct{}), walPath: path + "-wal"}
+	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: stop, stopped: make(chan struct{}), walPath: path + "-wal", noIdle: noIdle, arm: make(chan struct{}, 1)}
 	c.wal, _ = os.Stat(c.walPath) // the store's connections are open: it is there
 	go c.run(ctx)
 	return c, nil
@@ -93,11 +106,23 @@ func startCheckpointer(path, dsn string) (*checkpointer, error) {
 func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.stopped)
 	for {
+		var idle <-chan time.Time
+		if c.dirty.Load() && !c.noIdle {
+			idle = time.After(idleWait - time.Since(time.Unix(0, c.lastCommit.Load())))
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.arm:
+			continue
 		case <-c.wake:
+		case <-idle:
+			if time.Since(time.Unix(0, c.lastCommit.Load())) < idleWait {
+				continue // committed meanwhile: wait on
+			}
+			c.woken.Add(1)
 		}
+		c.dirty.Store(false)
 		for {
 			wakes, begun := c.woken.Load(), c.begun.Load()
 			quiet := c.ended.Load() == begun
@@ -142,6 +167,14 @@ func (c *checkpointer) committed(conn *sql.Conn) {
 	if c.logGone() {
 		c.rescue(conn)
 		return
+	}
+	c.lastCommit.Store(time.Now().UnixNano())
+	if !c.dirty.Load() {
+		c.dirty.Store(true)
+		select { // arm the idle checkpoint
+		case c.arm <- struct{}{}:
+		default:
+		}
 	}
 	_ = conn.Raw(func(dc any) error {
 		if st, ok := dc.(sqlite.DBStatus); ok {

@@ -10,17 +10,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // helperHold is a process using the store as the gateway does: it opens
 // it, stores a session of three messages for each line "session" read
-// from stdin, answering "ok", and stays until killed.
+// from stdin, answering "ok", and stays until killed. Its store keeps
+// what it stores in the log (no idle checkpoint) unless IDLE is set.
 func helperHold() int {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, os.Getenv("DB"))
+	var opts []sqlite.Option
+	if os.Getenv("IDLE") == "" {
+		opts = append(opts, sqlite.WithoutIdleCheckpoints())
+	}
+	s, err := sqlite.Open(ctx, os.Getenv("DB"), opts...)
 	if err != nil {
 		fmt.Println("open:", err)
 		return 1
@@ -51,9 +58,9 @@ type holder struct {
 	p   *os.Process
 }
 
-func startHolder(t *testing.T, path string) *holder {
+func startHolder(t *testing.T, path string, env ...string) *holder {
 	t.Helper()
-	cmd := helper(t, "hold", "DB="+path)
+	cmd := helper(t, "hold", append([]string{"DB=" + path}, env...)...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -270,4 +277,23 @@ func TestEmptyStoreRemovedIsMadeAfresh(t *testing.T) {
 	if n, err := openSessions(t, path); err != nil || n != 0 {
 		t.Fatalf("a removed store that held nothing: %d sessions, %v", n, err)
 	}
+}
+
+// A copy of state.db alone, made while baton runs idle, holds everything:
+// the idle store's log is checkpointed into it. (Not a backup: a copy
+// made mid-write or mid-checkpoint is not; `baton backup` makes one.)
+func TestIdleStoreFileHoldsEverything(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, sqlite.FileName)
+	h := startHolder(t, path, "IDLE=1")
+	h.sessions(4)
+	copied := filepath.Join(t.TempDir(), sqlite.FileName)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		copyFile(t, path, copied)
+		n, err := openSessions(t, copied)
+		for _, f := range []string{copied, copied + "-wal", copied + "-shm", copied + sqlite.RecordSuffix} {
+			os.Remove(f)
+		}
+		return err == nil && n == 4
+	}, "a copy of the idle store's file alone to hold its 4 sessions")
 }

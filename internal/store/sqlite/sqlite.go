@@ -57,12 +57,13 @@ type Store struct {
 
 	// bg runs the writes of transcript packs, off the loads that made
 	// them; Close waits for them.
-	bgMu      sync.Mutex
-	bg        sync.WaitGroup
-	bgClosed  bool
-	closing   chan struct{} // closed by Close: background work stops
-	index     *indexer      // the full-text index's background (index.go)
-	noIndexer bool          // tests: no background indexing
+	bgMu             sync.Mutex
+	bg               sync.WaitGroup
+	bgClosed         bool
+	closing          chan struct{} // closed by Close: background work stops
+	index            *indexer      // the full-text index's background (index.go)
+	noIndexer        bool          // tests: no background indexing
+	noIdleCheckpoint bool          // tests: no checkpoint for being idle
 
 	recorded     bool // the store passed its record's check: keep the record
 	recordFrozen bool // WithoutRecordUpdates
@@ -181,7 +182,7 @@ func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	s.recorded = true
 	s.keepRecord(ctx)
-	if s.checkpoints, err = startCheckpointer(path, rq); err != nil {
+	if s.checkpoints, err = startCheckpointer(path, rq, s.noIdleCheckpoint); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
