@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 )
 
@@ -36,7 +35,6 @@ const (
 type indexer struct {
 	wake chan struct{} // buffered: a wake while it runs is kept for after
 	done chan struct{} // closed when it has stopped
-	runs atomic.Int64  // indexing runs finished; tests read it
 }
 
 // startIndexer starts the background indexing, with a run at once for
@@ -68,7 +66,7 @@ func (s *Store) runIndexer() {
 	for {
 		select {
 		case <-s.closing:
-			s.indexAll(false) // what this process stored last, so nobody waits for it
+			s.indexAll() // what this process stored last, so nobody waits for it
 			return
 		case <-s.index.wake:
 		}
@@ -76,28 +74,22 @@ func (s *Store) runIndexer() {
 		case <-s.closing:
 		case <-time.After(indexDelay): // more may come: index them together
 		}
-		s.indexAll(false)
-		s.index.runs.Add(1)
+		s.indexAll()
 	}
 }
 
 // indexAll indexes every message not indexed yet, one step at a time.
-// With bounded, it stops (and reports false) instead of indexing more
-// than searchIndexRows.
-func (s *Store) indexAll(bounded bool) bool {
+func (s *Store) indexAll() {
 	for {
-		more, err := s.indexStep(context.Background(), bounded)
-		if errors.Is(err, errTooMany) {
-			return false
-		}
+		more, err := s.indexStep(context.Background(), false)
 		if err != nil {
 			if !errors.Is(err, errStoreClosed) {
 				slog.Warn("index stored messages for search", "store", s.path, "err", err)
 			}
-			return false
+			return
 		}
 		if !more {
-			return true
+			return
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // The record. Beside the store's file baton keeps a small file of its own,
 // state.db.record, saying which store was there and how much it held:
 // its id, the sessions ever created in it and the highest message id it
-// ever held (store_meta, migration 15; both only grow). SQLite cannot
+// ever held (store_meta, migration 14; both only grow). SQLite cannot
 // tell a store that lost its write-ahead log, or was replaced by a copy
 // of its main file alone, from a store that is simply new or older: both
 // are valid databases. The record can. Open refuses a store that holds
@@ -42,7 +42,7 @@ type Record struct {
 
 // Holding says how many sessions the record counts, and up to which
 // message: "1 session, up to message 3".
-func (r Record) Holding() string {
+func (r *Record) Holding() string {
 	n := fmt.Sprintf("%d sessions", r.Sessions)
 	if r.Sessions == 1 {
 		n = "1 session"
