@@ -110,7 +110,7 @@ func checkStore(ctx context.Context, home, url, path string) []Finding {
 			})
 		}
 	}
-	st, err := app.OpenStore(ctx, home, url, sqlite.WithoutRecordUpdates())
+	st, err := app.OpenStore(ctx, home, url, sqlite.ForInspection())
 	if err != nil {
 		fix := "see the message above"
 		switch {

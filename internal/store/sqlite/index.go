@@ -25,10 +25,16 @@ import (
 //
 // fts_state.indexed_upto is the mark: every message with an id at or
 // below it is indexed, none above it (migration 1).
+//
+// Close indexes what is left only when it is little (closeIndexRows): a
+// short-lived process (`baton -p`, `baton sessions list`) opening a store
+// with a long backlog leaves it to the next, instead of taking seconds to
+// exit.
 const (
 	indexDelay      = 50 * time.Millisecond
 	indexChunk      = 2000
 	searchIndexRows = 1000
+	closeIndexRows  = 10 * indexChunk
 )
 
 // indexer is the background indexing of one store.
@@ -66,7 +72,7 @@ func (s *Store) runIndexer() {
 	for {
 		select {
 		case <-s.closing:
-			s.indexAll() // what this process stored last, so nobody waits for it
+			s.indexAll(closeIndexRows) // what this process stored last, so nobody waits for it
 			return
 		case <-s.index.wake:
 		}
@@ -74,16 +80,18 @@ func (s *Store) runIndexer() {
 		case <-s.closing:
 		case <-time.After(indexDelay): // more may come: index them together
 		}
-		s.indexAll()
+		s.indexAll(0)
 	}
 }
 
-// indexAll indexes every message not indexed yet, one step at a time.
-func (s *Store) indexAll() {
+// indexAll indexes every message not indexed yet, one step at a time,
+// until the store closes; with a limit, only if no more than limit are
+// left.
+func (s *Store) indexAll(limit int64) {
 	for {
-		more, err := s.indexStep(context.Background(), false)
+		more, err := s.indexStep(context.Background(), limit)
 		if err != nil {
-			if !errors.Is(err, errStoreClosed) {
+			if !errors.Is(err, errStoreClosed) && !errors.Is(err, errTooMany) {
 				slog.Warn("index stored messages for search", "store", s.path, "err", err)
 			}
 			return
@@ -91,17 +99,25 @@ func (s *Store) indexAll() {
 		if !more {
 			return
 		}
+		if limit == 0 {
+			select {
+			case <-s.closing:
+				return // Close indexes what is left, if little
+			default:
+			}
+		}
 	}
 }
 
-// errTooMany is a bounded step that found more to index than it may.
+// errTooMany is a step that found more left to index than its limit.
 var errTooMany = errors.New("more messages to index than a search waits for")
 
 // indexStep indexes up to indexChunk messages above the mark and moves
-// it; more reports whether messages are left. It reads the mark under the
-// write lock, so two processes indexing at once never index a message
-// twice.
-func (s *Store) indexStep(ctx context.Context, bounded bool) (more bool, err error) {
+// it; more reports whether messages are left. With a limit, it indexes
+// nothing (errTooMany) when more than limit are left. It reads the mark
+// under the write lock, so two processes indexing at once never index a
+// message twice.
+func (s *Store) indexStep(ctx context.Context, limit int64) (more bool, err error) {
 	err = s.tx(ctx, func(tx *wtx) error {
 		var upto, last int64
 		if err := tx.QueryRow(`SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last); err != nil {
@@ -110,7 +126,7 @@ func (s *Store) indexStep(ctx context.Context, bounded bool) (more bool, err err
 		if last <= upto {
 			return nil
 		}
-		if bounded && last-upto > searchIndexRows {
+		if limit > 0 && last-upto > limit {
 			return errTooMany
 		}
 		to := min(last, upto+indexChunk)
@@ -141,7 +157,7 @@ func (s *Store) searchIndex(ctx context.Context) error {
 		s.indexSoon()
 		return nil
 	}
-	_, err = s.indexStep(ctx, true)
+	_, err = s.indexStep(ctx, searchIndexRows)
 	if errors.Is(err, errTooMany) {
 		s.indexSoon()
 		return nil

@@ -62,11 +62,11 @@ type Store struct {
 	bgClosed         bool
 	closing          chan struct{} // closed by Close: background work stops
 	index            *indexer      // the full-text index's background (index.go)
-	noIndexer        bool          // tests: no background indexing
+	noIndexer        bool          // no background indexing (tests, ForInspection)
 	noIdleCheckpoint bool          // tests: no checkpoint for being idle
 
 	recorded     bool // the store passed its record's check: keep the record
-	recordFrozen bool // WithoutRecordUpdates
+	recordFrozen bool // ForInspection
 }
 
 // Option changes how Open sets up a store.
@@ -80,9 +80,12 @@ func WithoutTranscriptCache() Option { return func(s *Store) { s.transcripts = n
 // splitting a long one between readers.
 func WithSequentialLoads() Option { return func(s *Store) { s.sequential = true } }
 
-// WithoutRecordUpdates checks the store against its record (record.go)
-// but never writes the record: for `baton doctor`, which changes nothing.
-func WithoutRecordUpdates() Option { return func(s *Store) { s.recordFrozen = true } }
+// ForInspection opens the store to look at it, as `baton doctor` does:
+// it is checked against its record (record.go) but the record is never
+// written, and nothing is indexed for search in the background.
+func ForInspection() Option {
+	return func(s *Store) { s.recordFrozen, s.noIndexer = true, true }
+}
 
 var _ store.Store = (*Store)(nil)
 
