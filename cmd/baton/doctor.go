@@ -20,8 +20,9 @@ func newDoctor() *cobra.Command {
 		Short: "Check the configuration, the store's integrity and the files' permissions",
 		Long: `baton doctor reads BATON_HOME and reports, one line each: whether config.yaml
 reads, whether the store opens and passes SQLite's integrity check, whether
-the home directory and the files in it are private to you, and whether a
-gateway is running. It changes nothing; each problem comes with the command
+it holds all its record (state.db.record) says it held and still has its
+write-ahead log, whether the home directory and the files in it are
+private to you, and whether a gateway is running. It changes nothing; each problem comes with the command
 that fixes it. It exits with status 1 when something needs fixing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -67,6 +67,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newHandoff(), newDoctor(), newPairing())
 	root.AddCommand(newWhoAmI(), newLink())
 	root.AddCommand(newPlatformCommands()...)
+	root.AddCommand(newBackup())
 	return root
 }
 

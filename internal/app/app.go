@@ -74,7 +74,7 @@ func Open(ctx context.Context, home string) (*App, error) {
 	}
 	u, err := owner.Current(ctx, st)
 	if err != nil {
-		return nil, errors.Join(err, st.Close())
+		return nil, errors.Join(sqlite.Explain(file, err), st.Close())
 	}
 	return &App{Home: home, Config: cfg, Model: m, Store: st, StoreFile: file, Owner: u, Provider: p}, nil
 }
@@ -190,12 +190,12 @@ func StorePath(home, url string) (string, error) {
 }
 
 // OpenStore opens the store url names (see StorePath).
-func OpenStore(ctx context.Context, home, url string) (store.Store, error) {
+func OpenStore(ctx context.Context, home, url string, opts ...sqlite.Option) (store.Store, error) {
 	path, err := StorePath(home, url)
 	if err != nil {
 		return nil, err
 	}
-	return sqlite.Open(ctx, path)
+	return sqlite.Open(ctx, path, opts...)
 }
 
 // isScheme reports whether s can be a URL scheme (a letter, then letters,

@@ -1,12 +1,16 @@
 package app
 
 import (
+	"bytes"
+	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/config"
+	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 )
 
@@ -123,5 +127,51 @@ func TestNewAgentRefusesUnsafeAllowRules(t *testing.T) {
 	}
 	if _, err := a.NewAgent(nil); err != nil {
 		t.Errorf("safe rules refused: %v", err)
+	}
+}
+
+// Issue 24, 4: a damaged page under the owner's identity gave "find owner
+// root: lookup identity cli:root: … malformed (11)" and nothing to do. It
+// says the store is damaged and what to do.
+func TestDamagedStoreAtTheOwnerIsExplained(t *testing.T) {
+	home, a, err := openHome(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, sqlite.FileName)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, pageSize int64
+	err = db.QueryRow(`SELECT rootpage, (SELECT page_size FROM pragma_page_size) FROM sqlite_master WHERE name = 'identities'`).Scan(&root, &pageSize)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, int(pageSize)), (root-1)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	a, err = Open(t.Context(), home)
+	if err == nil {
+		a.Close()
+		t.Fatal("a store damaged under the owner's identity opened")
+	}
+	if !errors.Is(err, store.ErrDamaged) {
+		t.Errorf("error %v is not store.ErrDamaged", err)
+	}
+	for _, want := range []string{"malformed", "damaged", "baton doctor", "Restore it from a backup"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
 )
 
 // Finding is one line of the report.
@@ -74,7 +75,13 @@ func Check(ctx context.Context, home string) []Finding {
 		return out
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		add(true, "store "+path+" does not exist yet; baton makes it on the first run", "")
+		if rec, err := sqlite.ReadRecord(path); err == nil && rec.Held() {
+			add(false, fmt.Sprintf("store %s is gone; its record (%s%s) says it held %s",
+				path, path, sqlite.RecordSuffix, rec.Holding()),
+				"restore "+path+" from a backup; or, to start afresh on purpose, rm "+path+sqlite.RecordSuffix)
+		} else {
+			add(true, "store "+path+" does not exist yet; baton makes it on the first run", "")
+		}
 	} else {
 		out = append(out, checkStore(ctx, home, url, path)...)
 	}
@@ -89,13 +96,30 @@ func Check(ctx context.Context, home string) []Finding {
 }
 
 func checkStore(ctx context.Context, home, url, path string) []Finding {
-	st, err := app.OpenStore(ctx, home, url)
+	// Before opening, which makes a new log: SQLite removes the log and
+	// its index together when the last process closes the store, so an
+	// index without its log means the log was deleted.
+	var out []Finding
+	if _, err := os.Stat(path + "-shm"); err == nil {
+		if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, Finding{
+				What: "store " + path + " is missing its write-ahead log " + path + "-wal (its index " + path + "-shm is there): " +
+					"the log was deleted, or the store copied without it; what it held since the last checkpoint is not in " + path,
+				Fix: "if a baton process still runs, stop it cleanly (baton gateway stop; not kill -9): it writes the log it still holds into the store; " +
+					"otherwise restore the store from a backup (baton backup FILE makes one)",
+			})
+		}
+	}
+	st, err := app.OpenStore(ctx, home, url, sqlite.ForInspection())
 	if err != nil {
 		fix := "see the message above"
-		if errors.Is(err, store.ErrDamaged) {
+		switch {
+		case errors.Is(err, store.ErrLost):
+			fix = "restore " + path + " from a backup; or, to go on with it as it is, rm " + path + sqlite.RecordSuffix
+		case errors.Is(err, store.ErrDamaged):
 			fix = "restore " + path + " from a backup, or move it away to start afresh"
 		}
-		return []Finding{{What: "store: " + err.Error(), Fix: fix}}
+		return append(out, Finding{What: "store: " + err.Error(), Fix: fix})
 	}
 	defer st.Close()
 	what := "store " + path
@@ -106,11 +130,39 @@ func checkStore(ctx context.Context, home, url, path string) []Finding {
 	}
 	if c, ok := st.(checker); ok {
 		if err := c.Check(ctx); err != nil {
-			return []Finding{{What: what + ": " + err.Error(), Fix: "restore " + path + " from a backup"}}
+			return append(out, Finding{What: what + ": " + err.Error(), Fix: "restore " + path + " from a backup"})
 		}
 		what += ": integrity ok"
 	}
-	return []Finding{{OK: true, What: what}}
+	return append(out, Finding{OK: true, What: what}, record(ctx, st, path))
+}
+
+// recorder is what a store offers when it keeps a record of what it held
+// beside it (a store that lost part of it is refused at open).
+type recorder interface {
+	Record(ctx context.Context) (sqlite.Record, error)
+}
+
+// record reports the store against its record.
+func record(ctx context.Context, st store.Store, path string) Finding {
+	r, ok := st.(recorder)
+	if !ok {
+		return Finding{OK: true, What: "store keeps no record of what it held"}
+	}
+	cur, err := r.Record(ctx)
+	if err != nil {
+		return Finding{What: "store record: " + err.Error(), Fix: "run baton doctor again; if it stays, restore " + path + " from a backup"}
+	}
+	rec, err := sqlite.ReadRecord(path)
+	switch {
+	case err != nil:
+		return Finding{What: "store record: " + err.Error(), Fix: "check the permissions of " + path + sqlite.RecordSuffix}
+	case rec == nil:
+		return Finding{OK: true, What: fmt.Sprintf("store holds %s; no record of it yet (%s%s): baton writes one when it next opens the store",
+			cur.Holding(), path, sqlite.RecordSuffix)}
+	}
+	return Finding{OK: true, What: fmt.Sprintf("store record %s%s (written %s) agrees: the store holds %s",
+		path, sqlite.RecordSuffix, rec.At.Local().Format("2006-01-02 15:04"), cur.Holding())}
 }
 
 // privacy reports home and the files in it that others could read: the

@@ -118,3 +118,67 @@ func TestCorruptPageFoundByIntegrityCheck(t *testing.T) {
 		t.Fatalf("want the damage found, got %d:\n%s", n, out)
 	}
 }
+
+// Issue 24, 1 and 2: a store copied without its write-ahead log while
+// baton runs (or whose log was deleted before baton was killed) lacks its
+// latest sessions. doctor says so, and what to do, instead of "integrity
+// ok".
+func TestStoreWithoutItsLog(t *testing.T) {
+	_, db := home(t)
+	copied := filepath.Join(t.TempDir(), "baton")
+	if err := os.Mkdir(copied, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(copied, sqlite.FileName)
+	copyTo := func(suffix string) {
+		t.Helper()
+		b, err := os.ReadFile(db + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to+suffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The store's file as it was before its latest sessions, which are
+	// in its log: what copying state.db alone gets while baton writes.
+	copyTo("")
+	st, err := sqlite.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for range 3 {
+		if _, err := st.CreateSession(context.Background(), store.Session{OwnerID: "u"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo("-shm")
+	copyTo(sqlite.RecordSuffix)
+	out, n := report(t, copied)
+	if n != 2 {
+		t.Fatalf("want the missing log and the lost sessions reported, got %d:\n%s", n, out)
+	}
+	for _, want := range []string{"missing its write-ahead log " + to + "-wal", "stop it cleanly", "baton backup",
+		"4 sessions", "rm " + to + sqlite.RecordSuffix} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(to + "-wal"); err == nil {
+		t.Error("doctor left a log behind; it changes nothing")
+	}
+}
+
+// A store removed while its record stays is reported, not taken for a
+// first run.
+func TestRemovedStore(t *testing.T) {
+	dir, db := home(t)
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		_ = os.Remove(f)
+	}
+	out, n := report(t, dir)
+	if n != 1 || !strings.Contains(out, "is gone") || !strings.Contains(out, "1 session,") || !strings.Contains(out, "rm "+db+sqlite.RecordSuffix) {
+		t.Fatalf("want the removed store reported, got %d:\n%s", n, out)
+	}
+}

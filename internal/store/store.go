@@ -25,6 +25,10 @@ var (
 	// not a database, corrupt). baton stops rather than start afresh on
 	// top of someone's conversations.
 	ErrDamaged = errors.New("the store is damaged")
+	// ErrLost is a store that holds less than baton last recorded of it
+	// (its write-ahead log lost, the file replaced by an older or partial
+	// copy, or removed): baton stops rather than go on without the rest.
+	ErrLost = errors.New("the store lost conversations it held")
 )
 
 // Transient reports whether err, from a store method, may pass when the
@@ -35,7 +39,7 @@ func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
-	for _, answer := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrAmbiguous, ErrDamaged, context.Canceled} {
+	for _, answer := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrAmbiguous, ErrDamaged, ErrLost, context.Canceled} {
 		if errors.Is(err, answer) {
 			return false
 		}

@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -28,10 +31,16 @@ import (
 // begun while it ran: between a person's turns it catches up and the log
 // starts afresh. Under writes that never pause, the writer connection's own
 // automatic checkpoint, at backstopPages, does that.
+//
+// A store that stops writing is checkpointed too, idleWait after its last
+// commit: its file then holds everything, so a copy of state.db alone
+// made while baton runs idle (not a backup: `baton backup` makes one) is
+// not a store that lost its latest conversations.
 const (
 	checkpointPages = 1000 // SQLite's own default mark
 	backstopPages   = 4 * checkpointPages
 	catchUpWait     = 50 * time.Millisecond
+	idleWait        = time.Second
 )
 
 // checkpointer checkpoints the store's write-ahead log when woken.
@@ -50,11 +59,36 @@ type checkpointer struct {
 	// woken counts wakes; caughtUp is woken as it was when the latest
 	// checkpoint that caught up began. Equal: nothing is due (idle).
 	woken, caughtUp atomic.Int64
+
+	// lastCommit is when the writer last committed (Unix nanoseconds);
+	// dirty, that it committed since the checkpointer was last woken.
+	lastCommit atomic.Int64
+	dirty      atomic.Bool
+	arm        chan struct{} // dirty became true: time the idle checkpoint
+	noIdle     bool          // no checkpoint for being idle (tests)
+
+	// The log as it was when the store opened, to see it deleted or
+	// replaced under the running store (logGone); the writer's leader only.
+	walPath string
+	wal     os.FileInfo
+	walGone bool
 }
+
+// The log deleted under a running store. Every process that had the store
+// open goes on writing into the deleted file, which vanishes with the last
+// of them: a kill then loses every commit since the last checkpoint (SQLite
+// on the next start finds no log). So the writer looks at the log's path
+// after each commit (a stat: well under a microsecond), and once it is
+// deleted or replaced, checkpoints on the writer connection after every
+// commit, before the commit's writers are answered: SQLite copies the
+// deleted file's pages into the store's file (all of them but those a
+// reader's open snapshot still needs, copied after the next commit) and
+// syncs it, so what a writer was told is stored is in the file. It says so in the log once;
+// a clean restart gives the store a log of its own again.
 
 // startCheckpointer opens the checkpointer's connection (lazily, on its
 // first checkpoint) and starts its goroutine.
-func startCheckpointer(path, dsn string) (*checkpointer, error) {
+func startCheckpointer(path, dsn string, noIdle bool) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", path+"?"+dsn)
 	if err != nil {
 		return nil, err
@@ -63,7 +97,8 @@ func startCheckpointer(path, dsn string) (*checkpointer, error) {
 	// An idle store lets the connection go.
 	db.SetConnMaxIdleTime(time.Minute)
 	ctx, stop := context.WithCancel(context.Background())
-	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: stop, stopped: make(chan struct{})}
+	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: stop, stopped: make(chan struct{}), walPath: path + "-wal", noIdle: noIdle, arm: make(chan struct{}, 1)}
+	c.wal, _ = os.Stat(c.walPath) // the store's connections are open: it is there
 	go c.run(ctx)
 	return c, nil
 }
@@ -71,11 +106,23 @@ func startCheckpointer(path, dsn string) (*checkpointer, error) {
 func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.stopped)
 	for {
+		var idle <-chan time.Time
+		if c.dirty.Load() && !c.noIdle {
+			idle = time.After(idleWait - time.Since(time.Unix(0, c.lastCommit.Load())))
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.arm:
+			continue
 		case <-c.wake:
+		case <-idle:
+			if time.Since(time.Unix(0, c.lastCommit.Load())) < idleWait {
+				continue // committed meanwhile: wait on
+			}
+			c.woken.Add(1)
 		}
+		c.dirty.Store(false)
 		for {
 			wakes, begun := c.woken.Load(), c.begun.Load()
 			quiet := c.ended.Load() == begun
@@ -117,6 +164,18 @@ func (c *checkpointer) idle() bool { return c.caughtUp.Load() == c.woken.Load() 
 // since it was last asked, and wakes the checkpointer past the mark.
 // Called by the writer after each commit.
 func (c *checkpointer) committed(conn *sql.Conn) {
+	if c.logGone() {
+		c.rescue(conn)
+		return
+	}
+	c.lastCommit.Store(time.Now().UnixNano())
+	if !c.dirty.Load() {
+		c.dirty.Store(true)
+		select { // arm the idle checkpoint
+		case c.arm <- struct{}{}:
+		default:
+		}
+	}
 	_ = conn.Raw(func(dc any) error {
 		if st, ok := dc.(sqlite.DBStatus); ok {
 			n, _, err := st.Status(sqlite.DBStatusCacheWrite, true)
@@ -146,4 +205,34 @@ func (c *checkpointer) close() error {
 	c.stop()
 	<-c.stopped
 	return c.db.Close()
+}
+
+// logGone reports whether the store's log is no longer at its path.
+func (c *checkpointer) logGone() bool {
+	fi, err := os.Stat(c.walPath)
+	switch {
+	case c.wal == nil:
+		c.wal = fi // it was not there at open: the first seen is the one
+		return false
+	case errors.Is(err, fs.ErrNotExist):
+		return true
+	case err != nil:
+		return c.walGone // cannot tell: as it was
+	}
+	return !os.SameFile(c.wal, fi)
+}
+
+// rescue copies the deleted log into the store's file (see logGone).
+func (c *checkpointer) rescue(conn *sql.Conn) {
+	if !c.walGone {
+		c.walGone = true
+		slog.Error("the store's write-ahead log was deleted or replaced while baton runs: from now on every commit is "+
+			"copied into the store's file at once (slower). Stop baton cleanly and start it again (not with kill -9)", "file", c.walPath)
+	}
+	var busy, frames, copied int
+	err := conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	if err != nil {
+		slog.Error("copy the deleted write-ahead log into the store's file", "file", c.walPath, "err", err)
+	}
+	c.runs.Add(1)
 }

@@ -32,3 +32,15 @@ func DropPacks(s *Store) error {
 	}
 	return nil
 }
+
+// WithoutBackgroundIndex leaves the full-text index to searches, so tests
+// can see what a search indexes itself.
+func WithoutBackgroundIndex() Option { return func(s *Store) { s.noIndexer = true } }
+
+// SearchIndex does what a search does to the index before it queries.
+func SearchIndex(ctx context.Context, s *Store) error { return s.searchIndex(ctx) }
+
+// WithoutIdleCheckpoints leaves what a store stores in its write-ahead
+// log until 1,000 pages are written, as SQLite alone would: tests that
+// lose the log need something in it.
+func WithoutIdleCheckpoints() Option { return func(s *Store) { s.noIdleCheckpoint = true } }

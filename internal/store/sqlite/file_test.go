@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperOpen())
 	case "durable":
 		os.Exit(helperDurable(os.Getenv("DB_DIR")))
+	case "hold":
+		os.Exit(helperHold())
 	}
 	os.Exit(m.Run())
 }
@@ -184,7 +186,7 @@ func TestProcessesMigrateNewFileTogether(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		db, err := sql.Open("sqlite", path)
+		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +248,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, _ := sql.Open("sqlite", path)
+	db, _ := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if _, err := db.Exec(`INSERT INTO schema_migrations(version, applied_at) VALUES (999, 0)`); err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,9 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 		_, err = tx.Exec(addUsageSQL, u.InputTokens, u.OutputTokens, sessionID)
 		return err
 	})
+	if err == nil {
+		s.indexSoon()
+	}
 	if err == nil && s.transcripts != nil {
 		s.transcripts.extend(sessionID, out)
 	}
@@ -285,6 +288,7 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 	if err != nil {
 		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, err)
 	}
+	s.indexSoon()
 	return out, nil
 }
 
@@ -326,7 +330,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 	if err != nil {
 		return nil, err
 	}
-	if err := s.indexPending(ctx); err != nil {
+	if err := s.searchIndex(ctx); err != nil {
 		return nil, fmt.Errorf("search %q: %w", q.Text, err)
 	}
 	var cond strings.Builder
@@ -398,32 +402,4 @@ func prefixed(p, cols string) string {
 		fields[i] = p + strings.TrimSpace(f)
 	}
 	return strings.Join(fields, ", ")
-}
-
-// indexPending adds messages written since the last search to the
-// full-text index, in one transaction.
-func (s *Store) indexPending(ctx context.Context) error {
-	var upto, last int64
-	err := s.readRow(ctx, `SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last)
-	if err != nil {
-		return fmt.Errorf("read index state: %w", err)
-	}
-	if last <= upto {
-		return nil
-	}
-	return s.tx(ctx, func(tx *wtx) error {
-		// Read again under the write lock: another process may have indexed.
-		if err := tx.QueryRow(`SELECT indexed_upto, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM fts_state`).Scan(&upto, &last); err != nil {
-			return err
-		}
-		if last <= upto {
-			return nil
-		}
-		if _, err := tx.Exec(`INSERT INTO messages_fts(rowid, content)
-			SELECT id, content FROM messages WHERE id > ? AND id <= ?`, upto, last); err != nil {
-			return fmt.Errorf("index messages: %w", err)
-		}
-		_, err := tx.Exec(`UPDATE fts_state SET indexed_upto = ?`, last)
-		return err
-	})
 }

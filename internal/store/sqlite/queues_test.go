@@ -18,7 +18,7 @@ func TestQueuesUseIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -308,4 +308,25 @@ UPDATE handoffs SET finished_at = 0 WHERE state IN ('pending', 'running');
 DROP INDEX handoffs_live;
 CREATE UNIQUE INDEX handoffs_live ON handoffs(session_id) WHERE finished_at = 0;
 `,
+	// 14: store_meta, what the store's record beside it (record.go) is
+	// compared with: an id of its own, the sessions ever created in it,
+	// and the highest message id ever deleted (with the highest left, the
+	// highest ever). Both counts only grow, so a store that holds less
+	// than its record says lost what it held.
+	`
+CREATE TABLE store_meta (
+	one           INTEGER PRIMARY KEY CHECK (one = 1),
+	id            TEXT NOT NULL,
+	sessions_made INTEGER NOT NULL,
+	last_deleted  INTEGER NOT NULL
+);
+INSERT INTO store_meta (one, id, sessions_made, last_deleted)
+	VALUES (1, lower(hex(randomblob(16))), (SELECT COUNT(*) FROM sessions), 0);
+CREATE TRIGGER sessions_made AFTER INSERT ON sessions BEGIN
+	UPDATE store_meta SET sessions_made = sessions_made + 1;
+END;
+CREATE TRIGGER sessions_last_deleted BEFORE DELETE ON sessions BEGIN
+	UPDATE store_meta SET last_deleted = max(last_deleted, (SELECT COALESCE(MAX(id), 0) FROM messages));
+END;
+`,
 }

@@ -55,6 +55,7 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 	case err != nil:
 		return store.Session{}, fmt.Errorf("create session: %w", err)
 	}
+	s.keepRecord(ctx) // the record counts sessions (record.go)
 	return s.GetSession(ctx, in.ID)
 }
 

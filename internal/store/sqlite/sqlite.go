@@ -57,9 +57,16 @@ type Store struct {
 
 	// bg runs the writes of transcript packs, off the loads that made
 	// them; Close waits for them.
-	bgMu     sync.Mutex
-	bg       sync.WaitGroup
-	bgClosed bool
+	bgMu             sync.Mutex
+	bg               sync.WaitGroup
+	bgClosed         bool
+	closing          chan struct{} // closed by Close: background work stops
+	index            *indexer      // the full-text index's background (index.go)
+	noIndexer        bool          // no background indexing (tests, ForInspection)
+	noIdleCheckpoint bool          // tests: no checkpoint for being idle
+
+	recorded     bool // the store passed its record's check: keep the record
+	recordFrozen bool // ForInspection
 }
 
 // Option changes how Open sets up a store.
@@ -73,16 +80,42 @@ func WithoutTranscriptCache() Option { return func(s *Store) { s.transcripts = n
 // splitting a long one between readers.
 func WithSequentialLoads() Option { return func(s *Store) { s.sequential = true } }
 
+// ForInspection opens the store to look at it, as `baton doctor` does:
+// it is checked against its record (record.go) but the record is never
+// written, and nothing is indexed for search in the background.
+func ForInspection() Option {
+	return func(s *Store) { s.recordFrozen, s.noIndexer = true, true }
+}
+
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed, mode 0600) the store at path and applies
 // pending migrations. Several processes may open the same file at once.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	s, err := open(ctx, path, opts...)
+	return s, Explain(path, err)
+}
+
+func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open store %s: path may not contain '?' or '#'", path)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	rec, err := readRecord(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if rec.Held() {
+			return nil, fmt.Errorf("open store %s: %w", path, lost(path, rec, lostFile, whyFile))
+		}
+		// A new file would take the old log's pages as its own.
+		if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+			return nil, fmt.Errorf("open store %s: %w", path, damaged(path, fmt.Sprintf(
+				"the file is gone, and its write-ahead log (%s-wal, %d bytes) is still there", path, wal.Size())))
+		}
 	}
 	if err := create(ctx, path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -123,7 +156,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// reading the schema and preparing its statements anew.
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
-	s := &Store{path: path, w: w, r: r, rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	s := &Store{path: path, w: w, r: r, closing: make(chan struct{}), rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -138,12 +171,23 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if err := s.setUp(ctx); err != nil {
 		s.Close()
-		if isDamage(err) {
+		switch {
+		case errors.Is(err, errNoSchema):
+			err = damaged(path, "it holds no baton tables: it is another program's database, or a copy of "+
+				filepath.Base(path)+" made without its "+filepath.Base(path)+"-wal, where a running store keeps "+
+				"its latest writes (copy a store with `baton backup FILE`)")
+		case isDamage(err):
 			err = damaged(path, err.Error())
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if s.checkpoints, err = startCheckpointer(path, rq); err != nil {
+	if err := s.checkRecord(ctx, rec); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s.recorded = true
+	s.keepRecord(ctx)
+	if s.checkpoints, err = startCheckpointer(path, rq, s.noIdleCheckpoint); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -151,6 +195,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	s.startIndexer()
 	// What a transcript load runs inside its read transaction (the
 	// session beside it only on the readers' pool: TurnStart).
 	if _, err := s.readStmt(ctx, turnStartSQL); err != nil {
@@ -198,9 +243,21 @@ func create(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	// WAL mode lives in the file's header: writing it gives the file its
-	// first page, before anyone can see it.
+	// WAL mode lives in the file's header, and the schema is made here
+	// too: closing the only connection copies both into the file, so a
+	// store's main file always holds its tables (see migrate).
+	db.SetMaxOpenConns(1)
 	_, err = db.ExecContext(ctx, "PRAGMA journal_mode=WAL")
+	if err == nil {
+		var tx *sql.Tx
+		if tx, err = db.BeginTx(ctx, nil); err == nil {
+			if err = migrateIn(ctx, tx); err == nil {
+				err = tx.Commit()
+			} else {
+				tx.Rollback()
+			}
+		}
+	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -241,19 +298,23 @@ func checkFile(path string) error {
 	if fi.Size() > 0 {
 		return nil
 	}
-	// An empty main file with a write-ahead log still holds what the log
-	// holds; SQLite recovers it from there.
+	// SQLite would not read a write-ahead log beside an empty file: it
+	// would start a new database and drop the log. What the log holds is
+	// only a part of the store anyway, the pages written since the last
+	// checkpoint.
 	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
-		return nil
+		return damaged(path, fmt.Sprintf("the file is empty (0 bytes) beside a write-ahead log of %d bytes (%s-wal): "+
+			"it was emptied, and the log alone cannot rebuild it. Keep both files as they are", wal.Size(), path))
 	}
 	return damaged(path, "the file is empty (0 bytes)")
 }
 
 // damaged says what is wrong with the file at path and what to do.
 func damaged(path, what string) error {
+	aside := filepath.Join(filepath.Dir(path), "damaged-"+time.Now().Format("20060102-150405"))
 	return fmt.Errorf("%w: %s. baton will not start a new store on top of it. "+
-		"Restore it from a backup, or move it away to start afresh: mv %s %s.damaged",
-		store.ErrDamaged, what, path, path)
+		"Restore it from a backup, or move it away with the files beside it to start afresh: mkdir %s && mv %s* %s/",
+		store.ErrDamaged, what, aside, path, aside)
 }
 
 // isDamage reports whether err says the file is not a usable database.
@@ -275,9 +336,19 @@ func (s *Store) Path() string { return s.path }
 // Close releases both connection pools.
 func (s *Store) Close() error {
 	s.bgMu.Lock()
+	first := !s.bgClosed
+	if first {
+		close(s.closing)
+	}
 	s.bgClosed = true
 	s.bgMu.Unlock()
+	if s.index != nil {
+		<-s.index.done
+	}
 	s.bg.Wait()
+	if first && s.recorded {
+		s.keepRecord(context.Background())
+	}
 	werr := s.stopWriter()
 	s.stmtMu.Lock()
 	for _, st := range s.rstmts {
@@ -322,29 +393,47 @@ func (s *Store) setUp(ctx context.Context) error {
 
 // migrate applies pending migrations in one immediate transaction, so two
 // processes opening a new file together apply each migration exactly once.
+// A file without baton's tables is refused: create makes every new store
+// with them, so such a file is another program's database, or a copy of
+// a store's main file made without its write-ahead log.
 func (s *Store) migrate(ctx context.Context) error {
 	return s.migrateTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-			return fmt.Errorf("migrations table: %w", err)
+		var tables int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'`).Scan(&tables); err != nil {
+			return fmt.Errorf("read the schema: %w", err)
 		}
-		var have int
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
+		if tables == 0 {
+			return errNoSchema
 		}
-		if have > len(migrations) {
-			return fmt.Errorf("schema version %d is newer than this baton knows (%d): upgrade baton", have, len(migrations))
-		}
-		for v := have + 1; v <= len(migrations); v++ {
-			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
-				return fmt.Errorf("migration %d: %w", v, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, v, now()); err != nil {
-				return fmt.Errorf("record migration %d: %w", v, err)
-			}
-		}
-		return nil
+		return migrateIn(ctx, tx)
 	})
+}
+
+// errNoSchema is a database file without baton's tables.
+var errNoSchema = errors.New("the file holds no baton tables")
+
+// migrateIn applies pending migrations in tx.
+func migrateIn(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrations table: %w", err)
+	}
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this baton knows (%d): upgrade baton", have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, v, now()); err != nil {
+			return fmt.Errorf("record migration %d: %w", v, err)
+		}
+	}
+	return nil
 }
 
 // SchemaVersion is the newest applied migration.
@@ -436,10 +525,13 @@ func limitClause(n int) string { return " LIMIT " + strconv.Itoa(n) }
 // read runs a read on the reader pool through its prepared statement.
 func (s *Store) read(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	st, err := s.readStmt(ctx, q)
+	var rows *sql.Rows
 	if err != nil || st == nil {
-		return s.r.QueryContext(ctx, q, args...) // the error surfaces here, as database/sql does
+		rows, err = s.r.QueryContext(ctx, q, args...) // the error surfaces here, as database/sql does
+	} else {
+		rows, err = st.QueryContext(ctx, args...)
 	}
-	return st.QueryContext(ctx, args...)
+	return rows, Explain(s.path, err)
 }
 
 // readRow is read for one row.

@@ -146,7 +146,7 @@ func TestPackedChunkParses(t *testing.T) {
 // live_from set by migration 3 so that loads start at the live rows.
 func TestMigrationSetsLiveFrom(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestMigrationSetsLiveFrom(t *testing.T) {
 // migration 5 gives those rows their kind, and nothing else.
 func TestMigrationSetsKindOfOldPrefixedRows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestPackOfAnotherVersionIsNotKept(t *testing.T) {
 // handoffs all ended takes a new one.
 func TestMigrationKeepsOneLiveHandoffPerSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestSeparatorsInOldRowsStillLoad(t *testing.T) {
 	if _, err := s.AppendMessages(t.Context(), sess.ID, mixed(1200)...); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestPacksServeLaterLoads(t *testing.T) {
 			if _, err := s.AppendMessages(t.Context(), sess.ID, mixed(2100)...); err != nil {
 				t.Fatal(err)
 			}
-			db, err := sql.Open("sqlite", path)
+			db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -354,8 +354,14 @@ func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.write(ctx, &writeOp{fn: fn})
 }
 
-// write queues op and waits for its answer (see tx).
+// write queues op and waits for its answer (see tx), saying what to do
+// about a failure SQLite's words do not (Explain).
 func (s *Store) write(ctx context.Context, op *writeOp) error {
+	return Explain(s.path, s.queue(ctx, op))
+}
+
+// queue is write without the explanation.
+func (s *Store) queue(ctx context.Context, op *writeOp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
