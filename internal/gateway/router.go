@@ -365,8 +365,9 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 		}
 		g.log.Debug("session busy outside the gateway's turns; waiting", "session", sessionID, "at", addr.Key())
 		// Something outside the gateway's turns holds the session (an
-		// /undo or /compress): wait for it rather than interleave. The
-		// input is in the inbox meanwhile.
+		// /undo or /compress, or a terminal's turn a move is stopping):
+		// wait for it rather than interleave. The input is in the inbox
+		// meanwhile.
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
