@@ -14,6 +14,7 @@ import (
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/llm/provider"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -175,4 +176,36 @@ func TestTerminalPickUpStopsThePagesTurn(t *testing.T) {
 	if !strings.Contains(strings.Join(told, "\n"), "Stopped here: this conversation moved to the terminal") {
 		t.Errorf("the page was told %q; want that its turn stopped and where the conversation went", told)
 	}
+}
+
+// The page's turn runs when /continue in a Telegram chat takes the
+// conversation: the worker stops it rather than wait for its end, the
+// page is told at once where the conversation went, and the greeting
+// follows the part written, stored once.
+func TestChatContinueStopsThePagesTurn(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	r.model.SetDefault(slowAnswers)
+	pg := r.openPage(t)
+	key := web.Home.Key()
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hello page", "id": "p1"})
+	pg.await("the first answer", isMsg("echo: hello page"))
+	b, err := r.st.LookupBinding(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.send(map[string]any{"type": "say", "key": key, "text": slowTask, "id": "p2"})
+	pg.await("the slow answer streaming", typ("delta"))
+
+	fake.PushMessage(ownerTG, 0, ownerUser, "/continue")
+	pg.await("the stop on the page", isMsg("Stopped here: this conversation moved to Telegram"))
+	sentWhere(t, fake, "the greeting in the chat", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "42" && strings.Contains(m.Plain, "Greetings after the move.")
+	})
+	fake.PushMessage(ownerTG, 0, ownerUser, "on the phone")
+	sentWhere(t, fake, "the answer in the chat", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "42" && strings.Contains(m.Plain, "echo: on the phone")
+	})
+	oneAnswerPerTurn(t, r.st, b.SessionID)
 }
