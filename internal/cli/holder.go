@@ -49,6 +49,18 @@ func (r *REPL) refresh(ctx context.Context) {
 	}
 }
 
+// notHere reports whether the current session runs no turn here: held
+// elsewhere, or on its way out of the terminal (a chat's /continue took
+// it and the move is under way). A turn started meanwhile would run
+// beside the move; what is typed is kept instead, as a chat keeps it.
+func (r *REPL) notHere(ctx context.Context) bool {
+	if r.session.HeldElsewhere(r.app.TerminalKey()) {
+		return true
+	}
+	h, err := r.app.Store.HandoffState(ctx, r.session.ID)
+	return err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning) && h.Platform != Platform
+}
+
 // offerToTake asks, for a session entered while held elsewhere, whether
 // to move it here; no leaves it read-only here.
 func (r *REPL) offerToTake(ctx context.Context) {

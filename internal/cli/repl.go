@@ -312,7 +312,7 @@ func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal
 		r.keep(ctx, text, "before the next message in the terminal that has it")
 		return
 	}
-	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
+	if r.refresh(ctx); r.notHere(ctx) {
 		r.out.Printf("%s\n", r.elsewhereLine(ctx))
 		r.told(ctx)
 		r.keep(ctx, text, "once /continue brings the conversation here")
