@@ -104,6 +104,11 @@ type Agent struct {
 	// 0: DefaultDraftEvery.
 	DraftEvery time.Duration
 
+	// Turns marks the turn running in a session where other processes
+	// see it, so that a move of the session elsewhere stops it first
+	// (turns.go); nil: seen only by this Agent.
+	Turns *TurnLocks
+
 	// Approver is asked before tools that are not read-only run; nil
 	// denies them all.
 	Approver Approver
@@ -128,6 +133,9 @@ type Result struct {
 	Steps       int       // model calls made
 	Usage       llm.Usage // tokens over all model calls of the turn
 	Interrupted bool      // ctx was cancelled
+	// Cut is the answer a stop or a failure cut off, as stored (ending
+	// in InterruptedMarker); "" if none was.
+	Cut string
 }
 
 // lock marks the session busy so two turns never interleave their rows.

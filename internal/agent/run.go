@@ -51,13 +51,26 @@ func (a *Agent) Run(ctx context.Context, sessionID string, input store.Message, 
 	return a.run(ctx, sessionID, input, emit)
 }
 
-// run is Run without the session lock, for callers that hold it.
+// run is Run without the session lock, for callers that hold it. The
+// turn holds the session's turn lock (Turns) while it runs, and stops
+// when a move of the session asks it to, its error then wrapping a
+// *MovedError.
 func (a *Agent) run(ctx context.Context, sessionID string, input store.Message, emit func(Event)) (Result, error) {
+	held, err := a.Turns.begin(sessionID)
+	if err != nil {
+		return Result{}, a.failed(sessionID, emit, err)
+	}
+	defer held.end() // after what the turn wrote is stored
+	ctx, stopWatch := held.watch(ctx)
+	defer stopWatch()
 	t := &turn{a: a, session: sessionID, emit: emit, platform: input.Platform}
-	err := t.run(ctx, input)
+	err = t.run(ctx, input)
 	if err != nil {
 		if ctx.Err() != nil {
 			t.res.Interrupted = true
+			if cause := context.Cause(ctx); errors.Is(cause, ErrMoved) && !errors.Is(err, ErrMoved) {
+				err = fmt.Errorf("%w: %w", cause, err)
+			}
 		}
 		return t.res, a.failed(sessionID, emit, err)
 	}
@@ -154,6 +167,8 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 					}
 				} else if serr := t.store(ctx, store.Message{Role: store.RoleAssistant, Content: interrupted(text)}); serr != nil {
 					return errors.Join(err, serr)
+				} else {
+					t.res.Cut = interrupted(text)
 				}
 			}
 			if cerr := ctx.Err(); cerr != nil {

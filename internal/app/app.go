@@ -105,7 +105,19 @@ func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
 		ContextWindow:   a.Model.ContextWindow,
 		Approver:        approver,
 		Allow:           a.Config.Tools.Allow,
+		Turns:           a.TurnLocks(),
 	}, nil
+}
+
+// TurnLocks mark the turn running in each session for every process
+// using this BATON_HOME (the gateway, terminals), so that a move of a
+// session stops a turn running where it was (agent.TurnLocks). They live
+// beside the terminals' session locks; nil without a home.
+func (a *App) TurnLocks() *agent.TurnLocks {
+	if a.Home == "" {
+		return nil
+	}
+	return &agent.TurnLocks{Dir: filepath.Join(a.Home, "locks")}
 }
 
 // ModelLabel is "provider/model" for display.

@@ -36,7 +36,7 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 	}
 	if inv.Command.Category == command.CategoryTurn {
 		// Only the holder changes the conversation.
-		if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
+		if r.refresh(ctx); r.notHere(ctx) {
 			r.out.Printf("%s\n", r.elsewhereLine(ctx))
 			r.told(ctx)
 			return false, false

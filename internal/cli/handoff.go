@@ -281,6 +281,9 @@ func (h *Handoffs) Waiting(ctx context.Context) ([]store.Handoff, error) {
 	return out, nil
 }
 
+// stopWait bounds how long a pick-up waits for the turn it stopped to end.
+const stopWait = 30 * time.Second
+
 // PickUp takes a handoff to the terminal: claimed, its note written, and
 // completed here, so it is no longer waiting; the place that held the
 // session is told it left. It returns the session.
@@ -297,6 +300,13 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	if !ok {
 		return store.Session{}, fmt.Errorf("handoff %d was picked up elsewhere", hf.ID)
 	}
+	// A turn still running where the session is (the gateway answering
+	// in a chat or the page) stops first: its answer so far is stored
+	// once, marked, before the note, and it can no longer answer into a
+	// session the terminal holds. Claimed first, so that place runs no
+	// new turn meanwhile. One that does not stop within stopWait (waiting
+	// for an approval there) is left to end on its own.
+	_, _ = h.App.TurnLocks().Stop(ctx, hf.SessionID, h.App.TerminalKey(), stopWait)
 	// The note is stored before the handoff completes, as the gateway's
 	// worker does; the REPL shows it once the session is entered.
 	if _, err := notes(h.App, nil).ForHandoff(ctx, hf); err != nil {

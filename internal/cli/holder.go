@@ -49,6 +49,18 @@ func (r *REPL) refresh(ctx context.Context) {
 	}
 }
 
+// notHere reports whether the current session runs no turn here: held
+// elsewhere, or on its way out of the terminal (a chat's /continue took
+// it and the move is under way). A turn started meanwhile would run
+// beside the move; what is typed is kept instead, as a chat keeps it.
+func (r *REPL) notHere(ctx context.Context) bool {
+	if r.session.HeldElsewhere(r.app.TerminalKey()) {
+		return true
+	}
+	h, err := r.app.Store.HandoffState(ctx, r.session.ID)
+	return err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning) && h.Platform != Platform
+}
+
 // offerToTake asks, for a session entered while held elsewhere, whether
 // to move it here; no leaves it read-only here.
 func (r *REPL) offerToTake(ctx context.Context) {
@@ -149,20 +161,25 @@ func (r *REPL) keep(ctx context.Context, text, until string) {
 
 // carryKept answers, in order, what was kept for the current session in
 // a terminal while it could not run there; each is forgotten once its
-// turn ran.
-func (r *REPL) carryKept(ctx context.Context, interrupts <-chan os.Signal) {
+// turn ran. moved says a move of the session stopped one: the session
+// runs elsewhere now.
+func (r *REPL) carryKept(ctx context.Context, interrupts <-chan os.Signal) (moved bool) {
 	kept, err := r.app.Store.Parked(ctx, r.keepKey())
 	if err != nil {
 		r.out.Printf("warning: %v\n", err)
-		return
+		return false
 	}
 	for _, in := range kept {
 		r.out.Printf("(kept) %s%s\n", prompt, in.Text)
-		r.runTurn(ctx, in.Text, interrupts)
+		moved := r.runTurn(ctx, in.Text, interrupts)
 		if err := r.app.Store.Unpark(ctx, in.ID); err != nil {
 			r.out.Printf("warning: %v\n", err)
 		}
+		if moved {
+			return true // the rest stay kept
+		}
 	}
+	return false
 }
 
 // keptCount is how many messages wait kept for the current session.

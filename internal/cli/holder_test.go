@@ -184,3 +184,28 @@ func TestKeptInTheTerminalSurvivesItAndIsCarried(t *testing.T) {
 		t.Errorf("user messages %q", got)
 	}
 }
+
+// While a move out of the terminal is under way (/continue in a chat, not
+// yet completed), the terminal runs no turn: what is typed is kept, as
+// the chat keeps it, and the terminal says where the session is going.
+func TestLeavingTerminalRunsNoTurn(t *testing.T) {
+	srv := llmtest.Start(t)
+	app := testApp(t, srv)
+	ctx := t.Context()
+	s, err := app.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Store.RequestHandoffTo(ctx, s.ID, Platform, "telegram", "telegram:dm:42"); err != nil {
+		t.Fatal(err)
+	}
+	out := runREPL(t, app, Config{SessionID: s.ID}, "still at the desk", "/retry")
+	for _, want := range []string{"is on its way to Telegram.", "(kept: answered once /continue brings the conversation here)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d model calls while the session was leaving the terminal", n)
+	}
+}

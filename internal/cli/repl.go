@@ -18,6 +18,7 @@ import (
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/llm/offline"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -312,27 +313,33 @@ func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal
 		r.keep(ctx, text, "before the next message in the terminal that has it")
 		return
 	}
-	if r.refresh(ctx); r.session.HeldElsewhere(r.app.TerminalKey()) {
+	if r.refresh(ctx); r.notHere(ctx) {
 		r.out.Printf("%s\n", r.elsewhereLine(ctx))
 		r.told(ctx)
 		r.keep(ctx, text, "once /continue brings the conversation here")
 		return
 	}
-	r.carryKept(ctx, interrupts)
+	if r.carryKept(ctx, interrupts) {
+		r.keep(ctx, text, "once /continue brings the conversation here")
+		return
+	}
 	r.runTurn(ctx, text, interrupts)
 }
 
-// runTurn runs one turn in the current session, which this terminal holds.
-func (r *REPL) runTurn(ctx context.Context, text string, interrupts <-chan os.Signal) {
+// runTurn runs one turn in the current session, which this terminal
+// holds; moved says a move of the session stopped it.
+func (r *REPL) runTurn(ctx context.Context, text string, interrupts <-chan os.Signal) (moved bool) {
 	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform}
-	r.turn(ctx, interrupts, func(ctx context.Context, emit func(agent.Event)) (agent.Result, error) {
+	err := r.turn(ctx, interrupts, func(ctx context.Context, emit func(agent.Event)) (agent.Result, error) {
 		return r.agent.Run(ctx, r.session.ID, in, emit)
 	})
+	return errors.Is(err, agent.ErrMoved)
 }
 
 // turn runs fn (a turn of the agent) with Ctrl-C cancelling it and its
-// events rendered.
-func (r *REPL) turn(ctx context.Context, interrupts <-chan os.Signal, fn func(context.Context, func(agent.Event)) (agent.Result, error)) {
+// events rendered, and returns its error. A turn that a move of the
+// session stopped (a chat or the page took it) says so at once.
+func (r *REPL) turn(ctx context.Context, interrupts <-chan os.Signal, fn func(context.Context, func(agent.Event)) (agent.Result, error)) error {
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.mu.Lock()
@@ -356,13 +363,17 @@ func (r *REPL) turn(ctx context.Context, interrupts <-chan os.Signal, fn func(co
 	r.out.Status("thinking…")
 	_, err := fn(tctx, r.event)
 	r.out.EndAnswer()
+	var moved *agent.MovedError
 	switch {
 	case err == nil:
+	case errors.As(err, &moved):
+		r.out.Printf("%s\n", place.Stopped(placeOf(moved.To)))
 	case tctx.Err() != nil && ctx.Err() == nil:
 		r.out.Printf("⏹ interrupted — everything said so far is kept\n")
 	default:
 		r.out.Printf("error: %s\n", explain(err, "/retry"))
 	}
+	return err
 }
 
 // event renders one agent event; it runs on the turn's goroutine.

@@ -142,7 +142,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	}
 	gw, err := gateway.New(gateway.Config{
 		Store:             gst,
-		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, Allow: o.allow},
+		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, Allow: o.allow, Turns: &agent.TurnLocks{Dir: filepath.Join(home, "locks")}},
 		ApprovalTimeout:   o.approval,
 		Adapters:          append(append([]platform.Adapter{w}, o.extra...), with(o.with, st)...),
 		OwnerID:           owner.ID,

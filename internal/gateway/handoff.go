@@ -239,6 +239,29 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: dest.Key(), Link: g.linkFor(dest.Key())})
 }
 
+// stopWait bounds how long a move waits for the turn it stopped to end.
+const stopWait = 30 * time.Second
+
+// stopTurn stops a turn running in the session where it is now (a chat
+// of this gateway's, or a terminal): its answer so far is stored once,
+// marked, before the handoff's note and turn, and nothing of it lands in
+// the session after it moved. A turn that does not stop within stopWait
+// (one waiting for a person's answer to an approval question in a
+// terminal) is left to end on its own.
+func (g *Gateway) stopTurn(ctx context.Context, h store.Handoff) {
+	to := h.Destination
+	if to == "" {
+		to = h.Platform + ":" // the place is chosen next; its platform names it
+	}
+	running, err := g.ag.Turns.Stop(ctx, h.SessionID, to, stopWait)
+	if err != nil {
+		g.log.Warn("stop the turn running in a session that moves", "id", h.ID, "session", h.SessionID, "err", err)
+	}
+	if running {
+		g.step(h, "running", "stopped the turn running where the conversation was", "")
+	}
+}
+
 func (g *Gateway) step(h store.Handoff, state, step, dest string) {
 	g.progress.publish(control.Progress{HandoffID: h.ID, State: state, Step: step, Destination: dest})
 }
@@ -260,6 +283,7 @@ func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Add
 	if !ok || !g.isLive(h.Platform) {
 		return dest, nil, fmt.Errorf("%s is not running in this gateway", h.Platform)
 	}
+	g.stopTurn(ctx, h)
 	dest, prev, err := g.destination(ctx, h, sess, a)
 	if err != nil {
 		return dest, nil, err

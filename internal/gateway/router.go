@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
@@ -302,6 +303,18 @@ func (g *Gateway) turn(ctx context.Context, addr platform.Address, in *store.Inb
 	if errors.Is(err, agent.ErrStore) {
 		return notRecorded("run turn", err)
 	}
+	var moved *agent.MovedError
+	if errors.As(err, &moved) {
+		// A move of the session stopped it (a terminal or another chat
+		// took it): what it wrote is in the session, stored once; this
+		// place hears where it went, with the part it saw written.
+		g.log.Info("turn stopped: its session moved", "session", sessionID, "to", moved.To)
+		text := place.Stopped(g.holderName(moved.To))
+		if res.Cut != "" {
+			text = res.Cut + "\n\n" + text
+		}
+		return g.reply(ctx, addr, in, text, "")
+	}
 	if err != nil {
 		g.log.Warn("turn failed", "session", sessionID, "err", err)
 		text := "⚠️ " + turnError(err)
@@ -352,8 +365,9 @@ func (g *Gateway) runTurn(ctx context.Context, addr platform.Address, sessionID 
 		}
 		g.log.Debug("session busy outside the gateway's turns; waiting", "session", sessionID, "at", addr.Key())
 		// Something outside the gateway's turns holds the session (an
-		// /undo or /compress): wait for it rather than interleave. The
-		// input is in the inbox meanwhile.
+		// /undo or /compress, or a terminal's turn a move is stopping):
+		// wait for it rather than interleave. The input is in the inbox
+		// meanwhile.
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()

@@ -60,6 +60,13 @@ func Left(to string) string {
 	return fmt.Sprintf("This conversation continues in %s now. /continue to bring it back here.", to)
 }
 
+// Stopped tells the place a conversation left while a turn ran there
+// that the turn stopped, and where the conversation and what the turn
+// wrote went.
+func Stopped(to string) string {
+	return fmt.Sprintf("⏹ Stopped here: this conversation moved to %s, with what was written so far. /continue to bring it back here.", to)
+}
+
 // Here says that what (a session, described) is here, and since when.
 func Here(what string, since, now time.Time) string {
 	if what != "" {

@@ -1,0 +1,89 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// A move stops a turn running in the session through its turn lock: the
+// answer written so far is stored once, marked, and the turn says where
+// the session went. Another Agent (another process, to the lock) meanwhile
+// cannot start a turn of its own in the session.
+func TestMoveStopsTheRunningTurn(t *testing.T) {
+	e := newEnv(t)
+	locks := &agent.TurnLocks{Dir: filepath.Join(t.TempDir(), "locks"), Poll: 10 * time.Millisecond}
+	e.agent.Turns = locks
+	words := strings.Repeat("word ", 400)
+	e.srv.Push(llmtest.Reply{Text: words, Delay: 20 * time.Millisecond})
+	var ev events
+	streamed := make(chan struct{}, 1)
+	ev.on = func(x agent.Event) {
+		if x.Kind == agent.EventTextDelta {
+			select {
+			case streamed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	type ran struct {
+		res agent.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := e.agent.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "a long task"}, ev.emit)
+		done <- ran{res, err}
+	}()
+	<-streamed
+
+	other := &agent.Agent{Provider: e.agent.Provider, Store: e.st, Model: "test-model", Turns: &agent.TurnLocks{Dir: locks.Dir}}
+	if _, err := other.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "meanwhile"}, nil); !errors.Is(err, agent.ErrBusy) {
+		t.Fatalf("a second turn while one runs elsewhere: %v, want ErrBusy", err)
+	}
+
+	running, err := locks.Stop(context.Background(), e.sid, "telegram:dm:1", time.Minute)
+	if err != nil || !running {
+		t.Fatalf("Stop: running %v, %v", running, err)
+	}
+	r := <-done
+	var moved *agent.MovedError
+	if !errors.As(r.err, &moved) || moved.To != "telegram:dm:1" || !r.res.Interrupted {
+		t.Fatalf("the stopped turn: %+v, %v; want a *MovedError to telegram:dm:1", r.res, r.err)
+	}
+	msgs, err := e.st.Transcript(context.Background(), e.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, m := range msgs {
+		if m.Role == store.RoleAssistant {
+			answers = append(answers, m.Content)
+		}
+	}
+	if len(answers) != 1 || !strings.HasPrefix(answers[0], "word") || !strings.HasSuffix(answers[0], agent.InterruptedMarker) {
+		t.Fatalf("stored answers %q: want one, cut off and marked", answers)
+	}
+	if d, _ := e.st.Draft(context.Background(), e.sid); d != "" {
+		t.Errorf("draft %q kept after the stop: the next turn would continue it", d)
+	}
+
+	// The lock is free: nothing to stop, and the next turn runs.
+	if running, err := locks.Stop(context.Background(), e.sid, "cli:dm:u1", time.Minute); err != nil || running {
+		t.Fatalf("Stop with no turn running: %v, %v", running, err)
+	}
+	e.srv.Push(llmtest.Reply{Text: "done"})
+	if res, err := other.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "next"}, nil); err != nil || res.Text != "done" {
+		t.Fatalf("the next turn: %+v, %v", res, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(locks.Dir, "*")); len(left) != 0 {
+		t.Errorf("files left in %s: %q", locks.Dir, left)
+	}
+}
