@@ -245,7 +245,7 @@ func (g *Gateway) tellOutcome(from platform.Address, h store.Handoff, success bo
 		if success {
 			defer g.forgetOutcome(h.SessionID)
 		}
-		ctx := g.work
+		ctx := g.work()
 		var final control.Progress
 		// The store first: it may have ended before the subscription.
 		if cur, err := g.st.GetHandoff(ctx, h.ID); err == nil && cur.State.Terminal() {

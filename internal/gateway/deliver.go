@@ -104,7 +104,7 @@ func partKey(key string, i int) string { return key + ":part:" + strconv.Itoa(i)
 // they are what is pending, and the outbox need not be read.
 func (g *Gateway) flush(ctx context.Context, addr platform.Address, known ...store.Delivery) error {
 	err := g.flushOnce(ctx, addr, known...)
-	if err != nil && !errors.Is(err, platform.ErrPermanent) && g.work != nil && g.work.Err() == nil {
+	if err != nil && !errors.Is(err, platform.ErrPermanent) && g.work() != nil && g.work().Err() == nil {
 		g.resend(addr)
 	}
 	return err
@@ -316,7 +316,7 @@ func (g *Gateway) resend(addr platform.Address) {
 			delete(g.resending, key)
 			g.mu.Unlock()
 		}()
-		err := retry.Do(g.work, g.cfg.Resend, func(ctx context.Context) error {
+		err := retry.Do(g.work(), g.cfg.Resend, func(ctx context.Context) error {
 			if !g.isLive(addr.Platform) {
 				return errors.New(g.display(addr.Platform) + " is not live")
 			}
@@ -328,7 +328,7 @@ func (g *Gateway) resend(addr platform.Address) {
 		}, func(err error, wait time.Duration) {
 			g.log.Info("replies wait to be sent", "to", key, "next_try", wait.Round(time.Second), "err", err)
 		})
-		if err != nil && g.work.Err() == nil {
+		if err != nil && g.work().Err() == nil {
 			g.log.Warn("resend stopped", "to", key, "err", err)
 		}
 	}()
@@ -339,14 +339,14 @@ func (g *Gateway) resend(addr platform.Address) {
 // the next background resend. An address with only Platform set stands
 // for every place of that platform with something waiting.
 func (g *Gateway) redeliver(at platform.Address) {
-	if g.work == nil || g.work.Err() != nil {
+	if g.work() == nil || g.work().Err() != nil {
 		return
 	}
 	if at.Chat != "" {
 		g.redeliverTo(at)
 		return
 	}
-	waiting, err := g.st.WaitingDeliveries(g.work)
+	waiting, err := g.st.WaitingDeliveries(g.work())
 	if err != nil {
 		g.log.Error("load pending deliveries", "err", err)
 		return
@@ -375,11 +375,11 @@ func (g *Gateway) redeliverTo(addr platform.Address) {
 	go func() {
 		defer g.background.Done()
 		for {
-			if err := g.flush(g.work, addr); err != nil {
+			if err := g.flush(g.work(), addr); err != nil {
 				g.log.Debug("redeliver", "to", key, "err", err)
 			}
 			g.mu.Lock()
-			again := g.redelivering[key] && g.work.Err() == nil
+			again := g.redelivering[key] && g.work().Err() == nil
 			if !again {
 				delete(g.redelivering, key)
 				g.mu.Unlock()
@@ -421,14 +421,14 @@ func (g *Gateway) sendNow(ctx context.Context, addr platform.Address, text strin
 			g.log.Debug("send notice", "to", addr.Key(), "err", err)
 		}
 	}
-	if g.work == nil || g.work.Err() != nil {
+	if g.work() == nil || g.work().Err() != nil {
 		send(ctx)
 		return
 	}
 	g.background.Add(1)
 	go func() {
 		defer g.background.Done()
-		ctx, cancel := context.WithTimeout(g.work, noticeTimeout)
+		ctx, cancel := context.WithTimeout(g.work(), noticeTimeout)
 		defer cancel()
 		send(ctx)
 	}()

@@ -134,9 +134,11 @@ type Gateway struct {
 	started  time.Time
 
 	kick chan struct{} // wakes the handoff worker
-	// work is the context of turns and deliveries: it outlives Run's ctx
-	// by the shutdown grace period. Set by Run before any adapter starts.
-	work      context.Context
+	// workCtx is the context of turns and deliveries: it outlives Run's
+	// ctx by the shutdown grace period. Set by Run before any adapter
+	// starts; atomic, since a web page may connect to an adapter served
+	// before Run and ask for what waits (read through work).
+	workCtx   atomic.Pointer[context.Context]
 	boxes     mailboxes
 	send      keyedLocks // per address key
 	sessions  keyedLocks // per session id
@@ -273,7 +275,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	suspend := func() { cancelWork(agent.ErrSuspended) }
 	defer suspend()
-	g.work = work
+	g.workCtx.Store(&work)
 	// The platforms run as long as the turns: during the grace period the
 	// answers still reach the chats and approvals are still heard.
 	live, stopPlatforms := context.WithCancel(context.WithoutCancel(ctx))
@@ -527,4 +529,12 @@ func (g *Gateway) recover(ctx context.Context) {
 		after = pending[len(pending)-1].ID
 	}
 	// Unsent replies are sent as each platform becomes live (runAdapter).
+}
+
+// work is the context of turns and deliveries, or nil before Run.
+func (g *Gateway) work() context.Context {
+	if p := g.workCtx.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

@@ -218,8 +218,8 @@ func (g *Gateway) carryParked(ctx context.Context, dest platform.Address) {
 	}
 	for _, in := range parked {
 		g.boxes.push(in.AddressKey, func() {
-			g.process(g.work, in, false)
-			if err := g.st.Unpark(g.work, in.ID); err != nil {
+			g.process(g.work(), in, false)
+			if err := g.st.Unpark(g.work(), in.ID); err != nil {
 				g.log.Warn("unpark", "id", in.ID, "err", err)
 			}
 		})

@@ -74,7 +74,7 @@ func (g *Gateway) handle(ctx context.Context, ev platform.Event) error {
 	// Handled in the gateway's work context, not the adapter's: a page
 	// that disconnects does not cancel its turn, a shutdown past its grace
 	// period does.
-	g.boxes.push(in.AddressKey, func() { g.process(g.work, in, true) })
+	g.boxes.push(in.AddressKey, func() { g.process(g.work(), in, true) })
 	return nil
 }
 
