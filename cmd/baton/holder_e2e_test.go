@@ -13,6 +13,7 @@ import (
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -26,33 +27,10 @@ import (
 // telling the page.
 func TestOneHolderTerminalTelegramWebTerminal(t *testing.T) {
 	chromium(t)
-	const botToken = "123456:one-holder"
 	const forum = -100777
-	fake := telegramtest.New(t, botToken)
-	fake.AddChat(telegramtest.Chat{ID: forum, Type: telegramtest.Supergroup, Title: "baton", IsForum: true})
-	owner := telegramtest.User{ID: 1, FirstName: "Owner"}
-	srv := handoffModel(t, "Hello, picked up here.")
-	home, work := t.TempDir(), t.TempDir()
-	env := cleanEnv(home, modelEnv(srv)...)
-	batonHome := filepath.Join(home, "baton")
-	writeConfig(t, batonHome, fmt.Sprintf("web:\n  listen: 127.0.0.1:0\ntelegram:\n  token: %q\n  server_url: %q\n"+
-		"gateway:\n  owners:\n    telegram: [\"1\"]\n  homes:\n    telegram: \"telegram:group:%d\"\n", botToken, fake.URL(), forum))
-	gw := startGateway(t, env, batonHome)
-	c := control.NewClient(control.SocketPath(batonHome))
-	testutil.Eventually(t, hangGuard, func() bool {
-		s, err := c.Status(context.Background())
-		p, ok := s.Platform("telegram")
-		return err == nil && ok && p.Live
-	}, "telegram to be live in the gateway")
-	st := openStore(t, home)
-	holder := func(id string) store.Session {
-		t.Helper()
-		s, err := st.GetSession(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	pr := newPlacesRig(t, "123456:one-holder", forum)
+	fake, owner, srv, env, work, gw, st := pr.fake, pr.owner, pr.srv, pr.env, pr.work, pr.gw, pr.st
+	holder := func(id string) store.Session { return pr.session(t, id) }
 	modelCalls := func() int { return len(srv.Requests()) }
 
 	// 1. The terminal: a turn, then /handoff telegram.
@@ -282,4 +260,48 @@ func TestTwoTerminalsOneSession(t *testing.T) {
 	if got := strings.Join(said, "|"); got != "hello from the first|typed in the second|still mine|my turn now" {
 		t.Errorf("user messages %q", got)
 	}
+}
+
+// placesRig is `baton gateway` with the Telegram fake (a forum as its
+// home) and the web chat, the store it uses, and a folder for terminals.
+type placesRig struct {
+	fake  *telegramtest.Server
+	owner telegramtest.User
+	srv   *llmtest.Server
+	env   []string
+	work  string
+	gw    *gatewayProc
+	c     *control.Client
+	st    *sqlite.Store
+}
+
+func newPlacesRig(t *testing.T, botToken string, forum int64) *placesRig {
+	t.Helper()
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: telegramtest.Supergroup, Title: "baton", IsForum: true})
+	srv := handoffModel(t, "Hello, picked up here.")
+	home, work := t.TempDir(), t.TempDir()
+	env := cleanEnv(home, modelEnv(srv)...)
+	batonHome := filepath.Join(home, "baton")
+	writeConfig(t, batonHome, fmt.Sprintf("web:\n  listen: 127.0.0.1:0\ntelegram:\n  token: %q\n  server_url: %q\n"+
+		"gateway:\n  owners:\n    telegram: [\"1\"]\n  homes:\n    telegram: \"telegram:group:%d\"\n", botToken, fake.URL(), forum))
+	gw := startGateway(t, env, batonHome)
+	c := control.NewClient(control.SocketPath(batonHome))
+	testutil.Eventually(t, hangGuard, func() bool {
+		s, err := c.Status(context.Background())
+		p, ok := s.Platform("telegram")
+		return err == nil && ok && p.Live
+	}, "telegram to be live in the gateway")
+	return &placesRig{fake: fake, owner: telegramtest.User{ID: 1, FirstName: "Owner"}, srv: srv, env: env, work: work,
+		gw: gw, c: c, st: openStore(t, home)}
+}
+
+// session reads a session from the store.
+func (r *placesRig) session(t *testing.T, id string) store.Session {
+	t.Helper()
+	s, err := r.st.GetSession(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
@@ -25,33 +22,10 @@ import (
 // once it is there.
 func TestEveryPlaceKnowsWhereItIs(t *testing.T) {
 	chromium(t)
-	const botToken = "123456:every-place"
 	const forum = -100777
-	fake := telegramtest.New(t, botToken)
-	fake.AddChat(telegramtest.Chat{ID: forum, Type: telegramtest.Supergroup, Title: "baton", IsForum: true})
-	owner := telegramtest.User{ID: 1, FirstName: "Owner"}
-	srv := handoffModel(t, "Hello, picked up here.")
-	home, work := t.TempDir(), t.TempDir()
-	env := cleanEnv(home, modelEnv(srv)...)
-	batonHome := filepath.Join(home, "baton")
-	writeConfig(t, batonHome, fmt.Sprintf("web:\n  listen: 127.0.0.1:0\ntelegram:\n  token: %q\n  server_url: %q\n"+
-		"gateway:\n  owners:\n    telegram: [\"1\"]\n  homes:\n    telegram: \"telegram:group:%d\"\n", botToken, fake.URL(), forum))
-	gw := startGateway(t, env, batonHome)
-	c := control.NewClient(control.SocketPath(batonHome))
-	testutil.Eventually(t, hangGuard, func() bool {
-		s, err := c.Status(context.Background())
-		p, ok := s.Platform("telegram")
-		return err == nil && ok && p.Live
-	}, "telegram to be live in the gateway")
-	st := openStore(t, home)
-	session := func(id string) store.Session {
-		t.Helper()
-		s, err := st.GetSession(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	pr := newPlacesRig(t, "123456:every-place", forum)
+	fake, owner, srv, env, work, gw, st := pr.fake, pr.owner, pr.srv, pr.env, pr.work, pr.gw, pr.st
+	session := func(id string) store.Session { return pr.session(t, id) }
 	modelCalls := func() int { return len(srv.Requests()) }
 
 	// The terminal starts the conversation and stays open.
