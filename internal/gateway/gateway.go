@@ -144,10 +144,10 @@ type Gateway struct {
 	sessions  keyedLocks // per session id
 	progress  broker
 	approvals approvals
+	refused   *refusals // optional capabilities refused, per place (capabilities.go)
 
 	mu              sync.Mutex
 	status          map[string]platform.Status  // per platform, from its supervisor
-	unsupported     map[string]bool             // "platform/capability" refused once: not asked again
 	senders         *senderRates                // messages taken per person, for Config.Rate
 	resending       map[string]bool             // address keys with a background resend running
 	redelivering    map[string]bool             // address keys being redelivered → asked again meanwhile
@@ -204,7 +204,6 @@ func New(cfg Config) (*Gateway, error) {
 		kick:            make(chan struct{}, 1),
 		quit:            make(chan struct{}),
 		status:          map[string]platform.Status{},
-		unsupported:     map[string]bool{},
 		resending:       map[string]bool{},
 		redelivering:    map[string]bool{},
 		streamed:        map[string][]string{},
@@ -215,6 +214,7 @@ func New(cfg Config) (*Gateway, error) {
 		outcomeTo:       map[string]string{},
 		senders:         newSenderRates(),
 		turnAddr:        map[string]platform.Address{},
+		refused:         newRefusals(maxRefusedPlaces),
 	}
 	if cfg.Restart == (retry.Policy{}) {
 		g.cfg.Restart = platform.DefaultRestart()
@@ -398,24 +398,6 @@ func retryable(err error) error {
 		return retry.After(d, err)
 	}
 	return err
-}
-
-// knownUnsupported reports whether platform refused capability before.
-func (g *Gateway) knownUnsupported(platformName, capability string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.unsupported[platformName+"/"+capability]
-}
-
-// noteUnsupported remembers a refused capability; it is logged once.
-func (g *Gateway) noteUnsupported(platformName, capability string, err error) {
-	g.mu.Lock()
-	first := !g.unsupported[platformName+"/"+capability]
-	g.unsupported[platformName+"/"+capability] = true
-	g.mu.Unlock()
-	if first {
-		g.log.Info("the service does not offer this here; doing without it", "platform", platformName, "capability", capability, "err", err)
-	}
 }
 
 func (g *Gateway) isLive(name string) bool {

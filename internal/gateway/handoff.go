@@ -545,20 +545,21 @@ func (g *Gateway) placeName(p string) string {
 	return place.Name(p, TerminalPlatform, g.cfg.Display)
 }
 
-// errThreadsRefused is why a handoff lands in the home chat of a platform
-// that refused threads before.
+// errThreadsRefused is why a handoff lands in a home chat where threads
+// were refused before (there, or by the platform's server everywhere).
 var errThreadsRefused = errors.New("the service refused to open threads there before")
 
 // newThread opens a thread for a handoff under home, or returns home
-// itself where the platform has no threads, refuses them (remembered, so
-// it is asked once), or fails for a whole retry series. noThread says why
+// itself where the platform has no threads, refuses them in this home
+// chat (remembered, so it is asked once), or fails for a whole retry
+// series. noThread says why
 // a Threader's home is used instead of a new thread.
 func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) (dest platform.Address, noThread error) {
 	t, ok := a.(platform.Threader)
 	if !ok {
 		return home, nil
 	}
-	if g.knownUnsupported(home.Platform, "threads") {
+	if g.knownUnsupported(capThreads, home.Home()) {
 		return home, errThreadsRefused
 	}
 	thread, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (platform.Address, error) {
@@ -575,7 +576,7 @@ func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platfo
 	case err == nil:
 		return thread, nil
 	case errors.Is(err, platform.ErrUnsupported):
-		g.noteUnsupported(home.Platform, "threads", err)
+		g.noteUnsupported(capThreads, home.Home(), err)
 		return home, err
 	}
 	g.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)

@@ -401,7 +401,7 @@ func (g *Gateway) working(ctx context.Context, addr platform.Address, sessionID 
 // from typingAfter on.
 func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.Address) (stop func()) {
 	t, ok := a.(platform.Typer)
-	if !ok || g.knownUnsupported(addr.Platform, "typing") {
+	if !ok || g.knownUnsupported(capTyping, addr) {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -418,7 +418,7 @@ func (g *Gateway) typing(ctx context.Context, a platform.Adapter, addr platform.
 		for {
 			if err := t.Typing(ctx, addr); err != nil {
 				if errors.Is(err, platform.ErrUnsupported) {
-					g.noteUnsupported(addr.Platform, "typing", err)
+					g.noteUnsupported(capTyping, addr, err)
 					return // no typing here; the turn goes on
 				}
 				if ctx.Err() != nil {

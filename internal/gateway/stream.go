@@ -61,7 +61,7 @@ type editStream struct {
 // half-written: the stream edits them.
 func (g *Gateway) streamEdits(ctx context.Context, a platform.Adapter, addr platform.Address, key string, resumed bool) *editStream {
 	ed, ok := a.(platform.Editor)
-	if !ok || g.knownUnsupported(addr.Platform, "edits") {
+	if !ok || g.knownUnsupported(capEdits, addr) {
 		return nil
 	}
 	s := &editStream{g: g, a: a, ed: ed, addr: addr, key: key, every: defaultEditEvery,
@@ -197,7 +197,7 @@ func (s *editStream) show(ctx context.Context, text string) {
 		}
 		if err != nil {
 			if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported {
-				s.g.noteUnsupported(s.addr.Platform, "edits", err)
+				s.g.noteUnsupported(capEdits, s.addr, err)
 			} else {
 				s.g.log.Debug("streamed edit failed; the answer comes whole", "to", s.addr.Key(), "err", err)
 			}

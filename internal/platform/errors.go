@@ -10,9 +10,16 @@ import (
 // error of no class below is transient: worth trying again after a backoff.
 
 // ErrUnsupported is wrapped by errors from optional capabilities the
-// service (or this server of it) does not offer; callers degrade at once,
-// without retrying.
+// service refused; callers degrade at once, without retrying. Alone it
+// speaks of the place asked (a Telegram group that is not a forum, a
+// channel where the bot may not open threads): another place of the same
+// platform may still offer it.
 var ErrUnsupported = errors.New("not supported by this service")
+
+// ErrNotOffered is wrapped, besides ErrUnsupported, by errors saying the
+// service (or this server of it) has no such method at all (Telegram's
+// 404 for a method): no place of the platform will do it.
+var ErrNotOffered = errors.New("not offered by this server anywhere")
 
 // ErrPermanent is wrapped by errors that a retry cannot fix (the chat is
 // gone, the bot was blocked, the request is malformed); the gateway stops
@@ -43,6 +50,10 @@ func Permanent(err error) error { return mark(err, ErrPermanent) }
 
 // Unsupported marks err as an optional method this service does not offer.
 func Unsupported(err error) error { return mark(err, ErrUnsupported) }
+
+// NotOffered marks err as an optional method this server lacks everywhere;
+// it is also Unsupported.
+func NotOffered(err error) error { return mark(Unsupported(err), ErrNotOffered) }
 
 // Refused marks err as the service refusing baton's credentials.
 func Refused(err error) error { return mark(err, ErrRefused) }

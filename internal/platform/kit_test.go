@@ -25,6 +25,7 @@ func TestClassify(t *testing.T) {
 		{base, platform.ClassTransient, 0},
 		{platform.Permanent(base), platform.ClassPermanent, 0},
 		{platform.Unsupported(base), platform.ClassUnsupported, 0},
+		{platform.NotOffered(base), platform.ClassUnsupported, 0},
 		{platform.Refused(base), platform.ClassRefused, 0},
 		{platform.RetryAfter(3*time.Second, base), platform.ClassRetryAfter, 3 * time.Second},
 		{fmt.Errorf("send: %w", platform.RetryAfter(time.Second, base)), platform.ClassRetryAfter, time.Second},
@@ -37,6 +38,9 @@ func TestClassify(t *testing.T) {
 		if !errors.Is(tc.err, base) || !strings.Contains(tc.err.Error(), "boom") {
 			t.Errorf("%v lost its cause", tc.err)
 		}
+	}
+	if errors.Is(platform.Unsupported(base), platform.ErrNotOffered) || !errors.Is(platform.NotOffered(base), platform.ErrNotOffered) {
+		t.Error("only NotOffered says a method is offered nowhere")
 	}
 	if platform.Permanent(base).Error() != "boom" {
 		t.Errorf("a class changes the message: %q", platform.Permanent(base))

@@ -165,9 +165,10 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 // home: a forum supergroup, or a private chat with topics enabled. It
 // returns the topic's address — Kind Thread in a supergroup, Kind DM with
 // Thread set in a private chat — exactly as messages in it will carry.
-// Where topics are refused (not a forum, no right to manage topics, a
-// server without the method) the error wraps platform.ErrUnsupported and
-// the caller uses home itself.
+// Where topics are refused the error wraps platform.ErrUnsupported and
+// the caller uses home itself: refused in this chat (not a forum, no
+// right to manage topics), or, also wrapping platform.ErrNotOffered, by a
+// server without the method.
 func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title string) (platform.Address, error) {
 	home = home.Home()
 	chat, _, err := target(home)
@@ -185,7 +186,7 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 	}
 	if err != nil {
 		if errors.Is(err, bot.ErrorForbidden) && !errors.Is(err, platform.ErrUnsupported) {
-			// No right to manage topics there: the home chat it is.
+			// No right to manage topics in this chat: its home it is.
 			err = platform.Unsupported(err)
 		}
 		if errors.Is(err, platform.ErrUnsupported) {
@@ -279,8 +280,9 @@ func target(to platform.Address) (chat string, thread int, err error) {
 // classifies a failure for the gateway, which alone decides on retries,
 // by the HTTP status and the method, never by the wording: a 429 asks for
 // its retry_after, a 401 refuses the token, an optional method the server
-// lacks (404, 405, 501, or a 400 refusing it here) is unsupported, and an
-// error page from something in front of the Bot API is transient.
+// lacks (404, 405, 501) is not offered anywhere, one refused in this chat
+// (400) is unsupported here, and an error page from something in front of
+// the Bot API is transient.
 func (a *Adapter) do(ctx context.Context, method string, call func(context.Context) error) error {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	var ans answer
@@ -296,7 +298,12 @@ func (a *Adapter) do(ctx context.Context, method string, call func(context.Conte
 		return platform.RetryAfter(max(time.Duration(tooMany.RetryAfter)*time.Second, time.Second), err)
 	case errors.Is(err, bot.ErrorUnauthorized):
 		return platform.Refused(err)
-	case optional(method) && lacks(ans.status):
+	case optional(method) && absent(ans.status):
+		return platform.NotOffered(err)
+	case optional(method) && ans.status == http.StatusBadRequest:
+		// Refused in this chat (not a forum, no right to manage its
+		// topics, a message that cannot be edited); another chat may
+		// allow it.
 		return platform.Unsupported(err)
 	case ans.page:
 		// The library's reading of the status (not found, bad request)
@@ -316,12 +323,11 @@ func optional(method string) bool {
 	return false
 }
 
-// lacks reports whether an answer's HTTP status says the server will not
-// do a method: it has none (404, 405, 501), or refuses it here (400: not
-// a forum, a message that cannot be edited).
-func lacks(status int) bool {
+// absent reports whether an answer's HTTP status says the server has no
+// such method (404, 405, 501): not here, not in any chat.
+func absent(status int) bool {
 	switch status {
-	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented, http.StatusBadRequest:
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
 		return true
 	}
 	return false

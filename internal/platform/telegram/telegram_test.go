@@ -471,6 +471,18 @@ func TestNewThreadWhereTopicsAreRefused(t *testing.T) {
 	if _, err := f.tg.NewThread(ctxT(t), dm(5001), "s"); !errors.Is(err, platform.ErrUnsupported) {
 		t.Errorf("private chat without topics: err = %v, want ErrUnsupported", err)
 	}
+	f.srv.AddChat(telegramtest.Chat{ID: -100555, Type: telegramtest.Supergroup, IsForum: true, NoTopicRights: true})
+	noRights := platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-100555"}
+	if _, err := f.tg.NewThread(ctxT(t), noRights, "s"); !errors.Is(err, platform.ErrUnsupported) {
+		t.Errorf("forum without the right to make topics: err = %v, want ErrUnsupported", err)
+	}
+	// Each is refused in that chat only: another chat may have topics,
+	// so none says the server lacks the method.
+	for _, at := range []platform.Address{home, dm(5001), noRights} {
+		if _, err := f.tg.NewThread(ctxT(t), at, "s"); errors.Is(err, platform.ErrNotOffered) {
+			t.Errorf("%s: err = %v, a refusal of one chat read as the server's", at.Key(), err)
+		}
+	}
 }
 
 func TestOptionalMethodsUnsupported(t *testing.T) {
@@ -480,21 +492,21 @@ func TestOptionalMethodsUnsupported(t *testing.T) {
 	ctx := ctxT(t)
 	forum := platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-100777"}
 	for i := range 3 {
-		if err := f.tg.Typing(ctx, dm(5001)); !errors.Is(err, platform.ErrUnsupported) {
+		if err := f.tg.Typing(ctx, dm(5001)); !errors.Is(err, platform.ErrNotOffered) {
 			t.Errorf("Typing #%d: %v", i, err)
 		}
 	}
-	if _, err := f.tg.NewThread(ctx, forum, "t"); !errors.Is(err, platform.ErrUnsupported) {
+	if _, err := f.tg.NewThread(ctx, forum, "t"); !errors.Is(err, platform.ErrNotOffered) {
 		t.Errorf("NewThread: %v", err)
 	}
-	if err := f.tg.SetCommands(ctx, []platform.Command{{Name: "help", Description: "help"}}); !errors.Is(err, platform.ErrUnsupported) {
+	if err := f.tg.SetCommands(ctx, []platform.Command{{Name: "help", Description: "help"}}); !errors.Is(err, platform.ErrNotOffered) {
 		t.Errorf("SetCommands: %v", err)
 	}
 	id, err := f.tg.Send(ctx, forum, "sending still works")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.tg.Edit(ctx, forum, id, "changed"); !errors.Is(err, platform.ErrUnsupported) {
+	if err := f.tg.Edit(ctx, forum, id, "changed"); !errors.Is(err, platform.ErrNotOffered) {
 		t.Errorf("Edit: %v", err)
 	}
 	if n := strings.Count(f.logs.String(), "method=sendChatAction"); n != 1 {
@@ -682,20 +694,20 @@ func TestOptionalMethodsAnsweredByAnErrorPage(t *testing.T) {
 			f.srv.ErrorPage(status, "sendChatAction", "createForumTopic", "setMyCommands", "editMessageText")
 			ctx := ctxT(t)
 			forum := platform.Address{Platform: "telegram", Kind: platform.Group, Chat: "-100777"}
-			if err := f.tg.Typing(ctx, dm(5001)); !errors.Is(err, platform.ErrUnsupported) {
+			if err := f.tg.Typing(ctx, dm(5001)); !errors.Is(err, platform.ErrNotOffered) {
 				t.Errorf("Typing: %v", err)
 			}
-			if _, err := f.tg.NewThread(ctx, forum, "t"); !errors.Is(err, platform.ErrUnsupported) {
+			if _, err := f.tg.NewThread(ctx, forum, "t"); !errors.Is(err, platform.ErrNotOffered) {
 				t.Errorf("NewThread: %v", err)
 			}
-			if err := f.tg.SetCommands(ctx, []platform.Command{{Name: "help", Description: "help"}}); !errors.Is(err, platform.ErrUnsupported) {
+			if err := f.tg.SetCommands(ctx, []platform.Command{{Name: "help", Description: "help"}}); !errors.Is(err, platform.ErrNotOffered) {
 				t.Errorf("SetCommands: %v", err)
 			}
 			id, err := f.tg.Send(ctx, forum, "sending still works")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := f.tg.Edit(ctx, forum, id, "changed"); !errors.Is(err, platform.ErrUnsupported) {
+			if err := f.tg.Edit(ctx, forum, id, "changed"); !errors.Is(err, platform.ErrNotOffered) {
 				t.Errorf("Edit: %v", err)
 			}
 		})

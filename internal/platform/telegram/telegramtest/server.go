@@ -42,6 +42,11 @@ type Chat struct {
 	Type    string // Private, Group or Supergroup
 	Title   string
 	IsForum bool
+	// NoTopicRights makes createForumTopic in this forum answer 400 "not
+	// enough rights to create a topic", as Telegram does where the bot is
+	// not an administrator allowed to manage topics; other forums are not
+	// touched.
+	NoTopicRights bool
 }
 
 // User is a message's sender.
@@ -727,6 +732,11 @@ func (s *Server) createForumTopic(w http.ResponseWriter, r *http.Request, p map[
 	if !c.IsForum {
 		s.mu.Unlock()
 		s.reply(w, r, "createForumTopic", p, 400, "Bad Request: the chat is not a forum", 0, nil)
+		return
+	}
+	if c.NoTopicRights {
+		s.mu.Unlock()
+		s.reply(w, r, "createForumTopic", p, 400, "Bad Request: not enough rights to create a topic", 0, nil)
 		return
 	}
 	s.nextThread++
