@@ -27,7 +27,7 @@ const longAnswer = "Alpha bravo charlie delta echo foxtrot golf hotel india juli
 func crashCopy(t *testing.T, r *rig) *rig {
 	t.Helper()
 	home := t.TempDir()
-	db, err := sql.Open("sqlite", filepath.Join(r.home, "state.db"))
+	db, err := sql.Open("sqlite", filepath.Join(r.home, "state.db")+"?_busy_timeout=10000")
 	if err != nil {
 		t.Fatal(err)
 	}

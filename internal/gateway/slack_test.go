@@ -300,8 +300,10 @@ func TestSlackAcksOnlyStoredMessages(t *testing.T) {
 	fake := slacktest.New(t, slackBot, slackApp)
 	r := slackRig(t, fake, "slack:dm:D0OWNER")
 
-	// Another writer holds the database's write lock.
-	db, err := sql.Open("sqlite", filepath.Join(r.home, "state.db"))
+	// Another writer holds the database's write lock. It waits for the
+	// lock as baton's own connections do: the store's background indexer
+	// may be writing when it asks.
+	db, err := sql.Open("sqlite", filepath.Join(r.home, "state.db")+"?_busy_timeout=10000")
 	if err != nil {
 		t.Fatal(err)
 	}
