@@ -104,7 +104,7 @@ type Adapter struct {
 	mu      sync.Mutex
 	botUser string            // the bot's user id (U…), from auth.test
 	refused platform.Refusals // optional methods already logged as refused
-	seen    *seen             // message ids handed over lately (a mention arrives twice)
+	seen    *platform.Seen    // message ids handed over lately (a mention arrives twice)
 	// Where people last spoke to baton (catchup.go); loaded from
 	// Config.Memory once, saved every saveMarksEvery and when Run ends.
 	marks       *platform.Marks[place]
@@ -159,7 +159,7 @@ func New(cfg Config) (*Adapter, error) {
 		slack.OptionHTTPClient(client),
 	)
 	return &Adapter{cfg: cfg, api: api, log: log.With("platform", Name),
-		seen: newSeen(seenLimit), marks: platform.NewMarks[place](maxMarked, newerTS)}, nil
+		seen: platform.NewSeen(platform.SeenLimit), marks: platform.NewMarks[place](maxMarked, newerTS)}, nil
 }
 
 // Name is "slack".
@@ -253,39 +253,4 @@ func (a *Adapter) optional(method, what string, err error) error {
 		return platform.Unsupported(fmt.Errorf("slack: %s: %w", what, err))
 	}
 	return classify(what, err)
-}
-
-// seenLimit bounds the dedupe memory; older ids are forgotten (the
-// gateway's store dedupes by Event.ID as well).
-const seenLimit = 4096
-
-// seen is a bounded set of recently handled ids, safe for concurrent use.
-type seen struct {
-	mu    sync.Mutex
-	set   map[string]struct{}
-	order []string
-	limit int
-}
-
-func newSeen(limit int) *seen { return &seen{set: map[string]struct{}{}, limit: limit} }
-
-func (s *seen) has(k string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.set[k]
-	return ok
-}
-
-func (s *seen) add(k string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.set[k]; ok {
-		return
-	}
-	s.set[k] = struct{}{}
-	s.order = append(s.order, k)
-	if len(s.order) > s.limit {
-		delete(s.set, s.order[0])
-		s.order = s.order[1:]
-	}
 }

@@ -110,7 +110,7 @@ type Adapter struct {
 
 	// Used by Run alone (one at a time): updates and messages handed over
 	// lately, so a repeat is not handed over again.
-	seenUpdate, seenMsg *seen
+	seenUpdate, seenMsg *platform.Seen
 }
 
 var (
@@ -157,7 +157,7 @@ func New(cfg Config) (*Adapter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), seenUpdate: newSeen(seenLimit), seenMsg: newSeen(seenLimit)}
+	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), seenUpdate: platform.NewSeen(platform.SeenLimit), seenMsg: platform.NewSeen(platform.SeenLimit)}
 	api, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.ServerURL),
 		bot.WithHTTPClient(cfg.PollTimeout, client),
