@@ -90,19 +90,12 @@ type Config struct {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("discord.Config{APIURL: %q, GatewayURL: %q, Token: %s}", c.APIURL, c.GatewayURL, redacted(c.Token))
+	return fmt.Sprintf("discord.Config{APIURL: %q, GatewayURL: %q, Token: %s}", c.APIURL, c.GatewayURL, platform.Redacted(c.Token))
 }
 
 // LogValue keeps the token out of structured logs.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("api_url", c.APIURL), slog.String("gateway_url", c.GatewayURL), slog.String("token", redacted(c.Token)))
-}
-
-func redacted(tok string) string {
-	if tok == "" {
-		return "(none)"
-	}
-	return "(set)"
+	return slog.GroupValue(slog.String("api_url", c.APIURL), slog.String("gateway_url", c.GatewayURL), slog.String("token", platform.Redacted(c.Token)))
 }
 
 // Adapter is the Discord platform adapter: platform.Adapter, Threader,

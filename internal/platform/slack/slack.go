@@ -78,20 +78,13 @@ type Config struct {
 
 // String describes c without its tokens.
 func (c Config) String() string {
-	return fmt.Sprintf("slack.Config{APIURL: %q, BotToken: %s, AppToken: %s}", c.APIURL, redacted(c.BotToken), redacted(c.AppToken))
+	return fmt.Sprintf("slack.Config{APIURL: %q, BotToken: %s, AppToken: %s}", c.APIURL, platform.Redacted(c.BotToken), platform.Redacted(c.AppToken))
 }
 
 // LogValue keeps the tokens out of structured logs.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("api_url", c.APIURL),
-		slog.String("bot_token", redacted(c.BotToken)), slog.String("app_token", redacted(c.AppToken)))
-}
-
-func redacted(tok string) string {
-	if tok == "" {
-		return "(none)"
-	}
-	return "(set)"
+		slog.String("bot_token", platform.Redacted(c.BotToken)), slog.String("app_token", platform.Redacted(c.AppToken)))
 }
 
 // Adapter is the Slack platform adapter. It implements platform.Adapter,

@@ -79,19 +79,12 @@ func FromEnv(c Config) Config {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("telegram.Config{ServerURL: %q, Token: %s}", c.ServerURL, redacted(c.Token))
+	return fmt.Sprintf("telegram.Config{ServerURL: %q, Token: %s}", c.ServerURL, platform.Redacted(c.Token))
 }
 
 // LogValue keeps the token out of structured logs.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("server_url", c.ServerURL), slog.String("token", redacted(c.Token)))
-}
-
-func redacted(tok string) string {
-	if tok == "" {
-		return "(none)"
-	}
-	return "(set)"
+	return slog.GroupValue(slog.String("server_url", c.ServerURL), slog.String("token", platform.Redacted(c.Token)))
 }
 
 // Adapter is the Telegram platform adapter. It implements
