@@ -343,7 +343,7 @@ func (c *conn) handle(ctx context.Context, m wireMessage) error {
 		return nil
 	}
 	text := strings.TrimSpace(stripMention(m.Content, botID))
-	if text == "" || c.a.seen.has(m.ID) {
+	if text == "" || c.a.seen.Has(m.ID) {
 		return nil
 	}
 	at, err := c.a.addressOf(ctx, m.ChannelID, m.GuildID)
@@ -364,7 +364,7 @@ func (c *conn) handle(ctx context.Context, m wireMessage) error {
 	if err := c.r.Receive(ctx, ev); err != nil {
 		return fmt.Errorf("discord: store message %s: %w", m.ID, err)
 	}
-	c.a.seen.add(m.ID)
+	c.a.seen.Add(m.ID)
 	c.a.marks.Note(m.ChannelID, m.GuildID, m.ID)
 	return nil
 }

@@ -90,19 +90,12 @@ type Config struct {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("discord.Config{APIURL: %q, GatewayURL: %q, Token: %s}", c.APIURL, c.GatewayURL, redacted(c.Token))
+	return fmt.Sprintf("discord.Config{APIURL: %q, GatewayURL: %q, Token: %s}", c.APIURL, c.GatewayURL, platform.Redacted(c.Token))
 }
 
 // LogValue keeps the token out of structured logs.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("api_url", c.APIURL), slog.String("gateway_url", c.GatewayURL), slog.String("token", redacted(c.Token)))
-}
-
-func redacted(tok string) string {
-	if tok == "" {
-		return "(none)"
-	}
-	return "(set)"
+	return slog.GroupValue(slog.String("api_url", c.APIURL), slog.String("gateway_url", c.GatewayURL), slog.String("token", platform.Redacted(c.Token)))
 }
 
 // Adapter is the Discord platform adapter: platform.Adapter, Threader,
@@ -124,7 +117,7 @@ type Adapter struct {
 	catchUpDue bool
 	// Used by Run alone: messages handed over lately, so a replay after a
 	// resume that overlaps is not handed over twice.
-	seen *seen
+	seen *platform.Seen
 }
 
 // resumeState is a gateway session the next connection resumes; the zero
@@ -187,7 +180,7 @@ func New(cfg Config) (*Adapter, error) {
 		log:      log,
 		channels: map[string]chanInfo{},
 		marks:    platform.NewMarks[string](maxMarked, newer),
-		seen:     newSeen(seenLimit),
+		seen:     platform.NewSeen(platform.SeenLimit),
 	}, nil
 }
 
@@ -216,31 +209,4 @@ func (a *Adapter) BotID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.botID
-}
-
-// seenLimit bounds the dedupe memory; older ids are forgotten (the
-// gateway's store dedupes by Event.ID as well).
-const seenLimit = 4096
-
-// seen is a bounded set of recently handled ids.
-type seen struct {
-	set   map[string]struct{}
-	order []string
-	limit int
-}
-
-func newSeen(limit int) *seen { return &seen{set: map[string]struct{}{}, limit: limit} }
-
-func (s *seen) has(k string) bool { _, ok := s.set[k]; return ok }
-
-func (s *seen) add(k string) {
-	if s.has(k) {
-		return
-	}
-	s.set[k] = struct{}{}
-	s.order = append(s.order, k)
-	if len(s.order) > s.limit {
-		delete(s.set, s.order[0])
-		s.order = s.order[1:]
-	}
 }

@@ -1,6 +1,6 @@
 // Package fakekit is what every fake chat-service server in baton's tests
-// is built on (telegramtest now; Discord, Slack, Matrix, Signal and
-// iMessage next): real HTTP on 127.0.0.1, every call recorded, waiting for
+// is built on (telegramtest, discordtest, slacktest, signaltest,
+// imessagetest and matrixtest's proxy): real HTTP on 127.0.0.1, every call recorded, waiting for
 // a state without sleeps, and the failures a real service shows on demand
 // — an error status for the next calls of a method, methods the server
 // does not have, and the whole service down behind its proxy.
@@ -12,7 +12,9 @@
 //	kit := fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeError}, handler)
 //
 // and the handler reads the parsed parameters with Params and calls
-// Changed whenever its own state changes, so Wait and long polls wake.
+// Changed whenever its own state changes, so Wait and long polls wake. A
+// fake embeds the *Server, so the kit's methods are its own; it overrides
+// one only where its service adds to it (dropping its websockets on Down).
 package fakekit
 
 import (

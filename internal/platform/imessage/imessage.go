@@ -93,13 +93,13 @@ type Adapter struct {
 	handMu sync.Mutex // one message handed over at a time
 
 	mu         sync.Mutex
-	ln         net.Listener // open from New until a Run ends; reopened on addr
-	since      int64        // catch up with messages after this (ms); 0 until first live
-	kept       int64        // the catch-up point last kept in Config.Memory
-	failed     int64        // earliest message Receive refused (ms), 0 for none
-	failedGUID string       // its guid
-	handed     *seen        // guids stored lately, so a catch-up does not repeat them
-	refused    bool         // typing refusal already logged
+	ln         net.Listener   // open from New until a Run ends; reopened on addr
+	since      int64          // catch up with messages after this (ms); 0 until first live
+	kept       int64          // the catch-up point last kept in Config.Memory
+	failed     int64          // earliest message Receive refused (ms), 0 for none
+	failedGUID string         // its guid
+	handed     *platform.Seen // guids stored lately, so a catch-up does not repeat them
+	refused    bool           // typing refusal already logged
 }
 
 var (
@@ -141,7 +141,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("imessage: webhook listener on %s: %w", cfg.Listen, err)
 	}
-	return &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), addr: ln.Addr().String(), ln: ln, handed: newSeen(1000)}, nil
+	return &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), addr: ln.Addr().String(), ln: ln, handed: platform.NewSeen(1000)}, nil
 }
 
 // Name is "imessage".
@@ -324,27 +324,4 @@ func (a *Adapter) call(ctx context.Context, method, path string, body, out any) 
 		return platform.Permanent(err)
 	}
 	return err
-}
-
-// seen remembers the last n keys.
-type seen struct {
-	n    int
-	keys map[string]bool
-	ring []string
-}
-
-func newSeen(n int) *seen { return &seen{n: n, keys: map[string]bool{}} }
-
-func (s *seen) has(k string) bool { return s.keys[k] }
-
-func (s *seen) add(k string) {
-	if s.keys[k] {
-		return
-	}
-	s.keys[k] = true
-	s.ring = append(s.ring, k)
-	if len(s.ring) > s.n {
-		delete(s.keys, s.ring[0])
-		s.ring = s.ring[1:]
-	}
 }

@@ -261,7 +261,7 @@ func (a *Adapter) handOver(ctx context.Context, r platform.Receiver, m message) 
 	defer a.handMu.Unlock()
 	ev, ok := a.decode(m)
 	a.mu.Lock()
-	done := a.handed.has(m.GUID)
+	done := a.handed.Has(m.GUID)
 	a.mu.Unlock()
 	if ok && !done {
 		if err := r.Receive(ctx, ev); err != nil {
@@ -274,7 +274,7 @@ func (a *Adapter) handOver(ctx context.Context, r platform.Receiver, m message) 
 		}
 	}
 	a.mu.Lock()
-	a.handed.add(m.GUID)
+	a.handed.Add(m.GUID)
 	a.since = max(a.since, m.DateCreated)
 	if m.GUID == a.failedGUID {
 		a.failed, a.failedGUID = 0, ""

@@ -2,7 +2,6 @@ package imessage
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
@@ -42,23 +41,11 @@ func Spec() platform.Spec {
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	var sec Section
-	if s.Decode != nil {
-		if err := s.Decode(&sec); err != nil {
-			return nil, err
-		}
+	if err := s.DecodeSection(&sec); err != nil {
+		return nil, err
 	}
-	env := func(k string) string {
-		if s.Env == nil {
-			return ""
-		}
-		return strings.TrimSpace(s.Env(k))
-	}
-	if sec.URL == "" {
-		sec.URL = env(EnvURL)
-	}
-	if sec.Password == "" {
-		sec.Password = env(EnvPassword)
-	}
+	sec.URL = s.SectionOrEnv(sec.URL, EnvURL)
+	sec.Password = s.SectionOrEnv(sec.Password, EnvPassword)
 	if sec.URL == "" && sec.Password == "" && !s.Present {
 		return nil, platform.ErrNotConfigured
 	}

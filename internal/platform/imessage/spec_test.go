@@ -5,24 +5,14 @@ import (
 	"errors"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/imessage"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 )
 
 func TestSpec(t *testing.T) {
 	open := func(section string, env map[string]string) (platform.Adapter, error) {
-		return imessage.Spec().Open(context.Background(), platform.Setup{
-			Decode: func(v any) error {
-				if section == "" {
-					return nil
-				}
-				return yaml.Unmarshal([]byte(section), v)
-			},
-			Present: section != "",
-			Env:     func(k string) string { return env[k] },
-		})
+		return imessage.Spec().Open(context.Background(), platformtest.Setup(t, imessage.Name, section, env))
 	}
 	if _, err := open("", nil); !errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("nothing set: %v", err)

@@ -88,20 +88,13 @@ type Config struct {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("matrix.Config{HomeserverURL: %q, UserID: %q, AccessToken: %s}", c.HomeserverURL, c.UserID, redacted(c.AccessToken))
+	return fmt.Sprintf("matrix.Config{HomeserverURL: %q, UserID: %q, AccessToken: %s}", c.HomeserverURL, c.UserID, platform.Redacted(c.AccessToken))
 }
 
 // LogValue keeps the token out of structured logs.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("homeserver", c.HomeserverURL), slog.String("user_id", c.UserID),
-		slog.String("access_token", redacted(c.AccessToken)))
-}
-
-func redacted(tok string) string {
-	if tok == "" {
-		return "(none)"
-	}
-	return "(set)"
+		slog.String("access_token", platform.Redacted(c.AccessToken)))
 }
 
 // Adapter is the Matrix platform adapter. It implements platform.Adapter,

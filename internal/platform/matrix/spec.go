@@ -58,34 +58,20 @@ func checkAddress(a platform.Address) error {
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	var sec Section
-	if s.Decode != nil {
-		if err := s.Decode(&sec); err != nil {
-			return nil, err
-		}
+	if err := s.DecodeSection(&sec); err != nil {
+		return nil, err
 	}
-	env := func(k string) string {
-		if s.Env == nil {
-			return ""
-		}
-		return strings.TrimSpace(s.Env(k))
-	}
-	pick := func(v, k string) string {
-		if v = strings.TrimSpace(v); v != "" {
-			return v
-		}
-		return env(k)
-	}
-	tok := pick(sec.AccessToken, EnvToken)
+	tok := s.SectionOrEnv(sec.AccessToken, EnvToken)
 	if tok == "" {
 		return nil, platform.ErrNotConfigured
 	}
-	hs := pick(sec.Homeserver, EnvHomeserver)
+	hs := s.SectionOrEnv(sec.Homeserver, EnvHomeserver)
 	if hs == "" {
 		return nil, errors.New("matrix: an access token is set but no homeserver: set matrix.homeserver in config.yaml or " + EnvHomeserver)
 	}
 	return New(Config{
 		HomeserverURL: hs,
-		UserID:        pick(sec.UserID, EnvUserID),
+		UserID:        s.SectionOrEnv(sec.UserID, EnvUserID),
 		AccessToken:   tok,
 		Owners:        s.Owners,
 		Memory:        s.Memory,

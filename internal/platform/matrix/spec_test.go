@@ -5,26 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 )
 
 func TestSpecOpen(t *testing.T) {
 	setup := func(section string, env map[string]string) platform.Setup {
-		return platform.Setup{
-			Decode: func(v any) error {
-				if section == "" {
-					return nil
-				}
-				dec := yaml.NewDecoder(strings.NewReader(section))
-				dec.KnownFields(true)
-				return dec.Decode(v)
-			},
-			Present: section != "",
-			Env:     func(k string) string { return env[k] },
-			Owners:  []string{"@me:example.org"},
-		}
+		s := platformtest.Setup(t, Name, section, env)
+		s.Owners = []string{"@me:example.org"}
+		return s
 	}
 	spec := Spec()
 	if spec.Name != Name || spec.Display != "Matrix" || spec.Trusted {

@@ -2,7 +2,6 @@ package signal
 
 import (
 	"context"
-	"strings"
 
 	"github.com/baton-agent/baton/internal/platform"
 )
@@ -32,24 +31,12 @@ func Spec() platform.Spec {
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	var sec Section
-	if s.Decode != nil {
-		if err := s.Decode(&sec); err != nil {
-			return nil, err
-		}
+	if err := s.DecodeSection(&sec); err != nil {
+		return nil, err
 	}
-	env := func(k string) string {
-		if s.Env == nil {
-			return ""
-		}
-		return strings.TrimSpace(s.Env(k))
-	}
-	if sec.URL == "" {
-		sec.URL = env(EnvURL)
-	}
-	if strings.TrimSpace(sec.Account) == "" {
-		sec.Account = env(EnvAccount)
-	}
-	if strings.TrimSpace(sec.Account) == "" {
+	sec.URL = s.SectionOrEnv(sec.URL, EnvURL)
+	sec.Account = s.SectionOrEnv(sec.Account, EnvAccount)
+	if sec.Account == "" {
 		return nil, platform.ErrNotConfigured
 	}
 	return New(Config{URL: sec.URL, Account: sec.Account, Logger: s.Log})

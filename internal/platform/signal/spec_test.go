@@ -5,24 +5,14 @@ import (
 	"errors"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 	"github.com/baton-agent/baton/internal/platform/signal"
 )
 
 func TestSpec(t *testing.T) {
 	open := func(section string, env map[string]string) (platform.Adapter, error) {
-		return signal.Spec().Open(context.Background(), platform.Setup{
-			Decode: func(v any) error {
-				if section == "" {
-					return nil
-				}
-				return yaml.Unmarshal([]byte(section), v)
-			},
-			Present: section != "",
-			Env:     func(k string) string { return env[k] },
-		})
+		return signal.Spec().Open(context.Background(), platformtest.Setup(t, signal.Name, section, env))
 	}
 	if _, err := open("", nil); !errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("no account: %v", err)

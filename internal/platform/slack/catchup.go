@@ -201,11 +201,11 @@ func (a *Adapter) catchUpPlace(ctx context.Context, r platform.Receiver, key str
 		if err != nil {
 			a.log.Warn("slack: undecodable message in the history skipped", "place", key, "err", err)
 		}
-		if ok && !a.seen.has(ev.ID) {
+		if ok && !a.seen.Has(ev.ID) {
 			if err := r.Receive(ctx, ev); err != nil {
 				return handed, fmt.Errorf("store message %s: %w", ev.ID, err)
 			}
-			a.seen.add(ev.ID)
+			a.seen.Add(ev.ID)
 			a.mark(ctx, ev)
 			handed++
 		}

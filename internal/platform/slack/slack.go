@@ -78,20 +78,13 @@ type Config struct {
 
 // String describes c without its tokens.
 func (c Config) String() string {
-	return fmt.Sprintf("slack.Config{APIURL: %q, BotToken: %s, AppToken: %s}", c.APIURL, redacted(c.BotToken), redacted(c.AppToken))
+	return fmt.Sprintf("slack.Config{APIURL: %q, BotToken: %s, AppToken: %s}", c.APIURL, platform.Redacted(c.BotToken), platform.Redacted(c.AppToken))
 }
 
 // LogValue keeps the tokens out of structured logs.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("api_url", c.APIURL),
-		slog.String("bot_token", redacted(c.BotToken)), slog.String("app_token", redacted(c.AppToken)))
-}
-
-func redacted(tok string) string {
-	if tok == "" {
-		return "(none)"
-	}
-	return "(set)"
+		slog.String("bot_token", platform.Redacted(c.BotToken)), slog.String("app_token", platform.Redacted(c.AppToken)))
 }
 
 // Adapter is the Slack platform adapter. It implements platform.Adapter,
@@ -104,7 +97,7 @@ type Adapter struct {
 	mu      sync.Mutex
 	botUser string            // the bot's user id (U…), from auth.test
 	refused platform.Refusals // optional methods already logged as refused
-	seen    *seen             // message ids handed over lately (a mention arrives twice)
+	seen    *platform.Seen    // message ids handed over lately (a mention arrives twice)
 	// Where people last spoke to baton (catchup.go); loaded from
 	// Config.Memory once, saved every saveMarksEvery and when Run ends.
 	marks       *platform.Marks[place]
@@ -159,7 +152,7 @@ func New(cfg Config) (*Adapter, error) {
 		slack.OptionHTTPClient(client),
 	)
 	return &Adapter{cfg: cfg, api: api, log: log.With("platform", Name),
-		seen: newSeen(seenLimit), marks: platform.NewMarks[place](maxMarked, newerTS)}, nil
+		seen: platform.NewSeen(platform.SeenLimit), marks: platform.NewMarks[place](maxMarked, newerTS)}, nil
 }
 
 // Name is "slack".
@@ -253,39 +246,4 @@ func (a *Adapter) optional(method, what string, err error) error {
 		return platform.Unsupported(fmt.Errorf("slack: %s: %w", what, err))
 	}
 	return classify(what, err)
-}
-
-// seenLimit bounds the dedupe memory; older ids are forgotten (the
-// gateway's store dedupes by Event.ID as well).
-const seenLimit = 4096
-
-// seen is a bounded set of recently handled ids, safe for concurrent use.
-type seen struct {
-	mu    sync.Mutex
-	set   map[string]struct{}
-	order []string
-	limit int
-}
-
-func newSeen(limit int) *seen { return &seen{set: map[string]struct{}{}, limit: limit} }
-
-func (s *seen) has(k string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.set[k]
-	return ok
-}
-
-func (s *seen) add(k string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.set[k]; ok {
-		return
-	}
-	s.set[k] = struct{}{}
-	s.order = append(s.order, k)
-	if len(s.order) > s.limit {
-		delete(s.set, s.order[0])
-		s.order = s.order[1:]
-	}
 }

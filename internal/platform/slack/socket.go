@@ -99,13 +99,13 @@ func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
 			continue // nothing to acknowledge
 		}
 		ev, ok := a.decodeEnvelope(env)
-		if ok && !a.seen.has(ev.ID) {
+		if ok && !a.seen.Has(ev.ID) {
 			if err := r.Receive(ctx, ev); err != nil {
 				// Not stored: no acknowledgement, so Slack delivers the
 				// envelope again once the supervisor reconnects.
 				return fmt.Errorf("slack: store message %s: %w", ev.ID, err)
 			}
-			a.seen.add(ev.ID)
+			a.seen.Add(ev.ID)
 			a.mark(ctx, ev)
 		}
 		if err := a.ack(ctx, conn, env.EnvelopeID); err != nil {

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"strings"
 
 	"github.com/baton-agent/baton/internal/platform"
 )
@@ -27,24 +26,10 @@ func Spec() platform.Spec {
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	var sec Section
-	if s.Decode != nil {
-		if err := s.Decode(&sec); err != nil {
-			return nil, err
-		}
+	if err := s.DecodeSection(&sec); err != nil {
+		return nil, err
 	}
-	env := func(k string) string {
-		if s.Env == nil {
-			return ""
-		}
-		return strings.TrimSpace(s.Env(k))
-	}
-	bot, app := strings.TrimSpace(sec.BotToken), strings.TrimSpace(sec.AppToken)
-	if bot == "" {
-		bot = env(EnvBotToken)
-	}
-	if app == "" {
-		app = env(EnvAppToken)
-	}
+	bot, app := s.SectionOrEnv(sec.BotToken, EnvBotToken), s.SectionOrEnv(sec.AppToken, EnvAppToken)
 	if bot == "" && (app == "" || !s.Present) {
 		return nil, platform.ErrNotConfigured
 	}

@@ -16,10 +16,6 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 )
 
-// seenLimit bounds the dedupe memory of one Run; older ids are forgotten
-// (the gateway's store dedupes by Event.ID as well).
-const seenLimit = 4096
-
 // Run checks the token with getMe, says Live, and long-polls getUpdates,
 // handing each text message to r, until ctx ends. The offset that
 // acknowledges an update to Telegram is only sent after r stored it, so a
@@ -49,7 +45,7 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 				a.log.Warn("telegram: undecodable update skipped", "update_id", id, "err", err)
 			}
 			key := strconv.FormatInt(id, 10)
-			if ok && !a.seenUpdate.has(key) && !a.seenMsg.has(ev.ID) {
+			if ok && !a.seenUpdate.Has(key) && !a.seenMsg.Has(ev.ID) {
 				if err := r.Receive(ctx, ev); err != nil {
 					if ctx.Err() != nil {
 						return nil
@@ -58,9 +54,9 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 					// Telegram hands it out again after the restart.
 					return fmt.Errorf("telegram: store update %d: %w", id, err)
 				}
-				a.seenMsg.add(ev.ID)
+				a.seenMsg.Add(ev.ID)
 			}
-			a.seenUpdate.add(key)
+			a.seenUpdate.Add(key)
 			a.advance(id)
 		}
 	}
@@ -348,27 +344,4 @@ func stripBotName(text, botName string) (out string, forUs bool) {
 		return text, false
 	}
 	return cmd[:at] + text[end:], true
-}
-
-// seen is a bounded set of recently handled ids.
-type seen struct {
-	set   map[string]struct{}
-	order []string
-	limit int
-}
-
-func newSeen(limit int) *seen { return &seen{set: map[string]struct{}{}, limit: limit} }
-
-func (s *seen) has(k string) bool { _, ok := s.set[k]; return ok }
-
-func (s *seen) add(k string) {
-	if s.has(k) {
-		return
-	}
-	s.set[k] = struct{}{}
-	s.order = append(s.order, k)
-	if len(s.order) > s.limit {
-		delete(s.set, s.order[0])
-		s.order = s.order[1:]
-	}
 }

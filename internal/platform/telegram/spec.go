@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"strings"
 
 	"github.com/baton-agent/baton/internal/platform"
 )
@@ -23,15 +22,10 @@ func Spec() platform.Spec {
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	var sec Section
-	if s.Decode != nil {
-		if err := s.Decode(&sec); err != nil {
-			return nil, err
-		}
+	if err := s.DecodeSection(&sec); err != nil {
+		return nil, err
 	}
-	tok := strings.TrimSpace(sec.Token)
-	if tok == "" && s.Env != nil {
-		tok = strings.TrimSpace(s.Env(EnvToken))
-	}
+	tok := s.SectionOrEnv(sec.Token, EnvToken)
 	if tok == "" {
 		return nil, platform.ErrNotConfigured
 	}

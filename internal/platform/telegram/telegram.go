@@ -79,19 +79,12 @@ func FromEnv(c Config) Config {
 
 // String describes c without its token.
 func (c Config) String() string {
-	return fmt.Sprintf("telegram.Config{ServerURL: %q, Token: %s}", c.ServerURL, redacted(c.Token))
+	return fmt.Sprintf("telegram.Config{ServerURL: %q, Token: %s}", c.ServerURL, platform.Redacted(c.Token))
 }
 
 // LogValue keeps the token out of structured logs.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("server_url", c.ServerURL), slog.String("token", redacted(c.Token)))
-}
-
-func redacted(tok string) string {
-	if tok == "" {
-		return "(none)"
-	}
-	return "(set)"
+	return slog.GroupValue(slog.String("server_url", c.ServerURL), slog.String("token", platform.Redacted(c.Token)))
 }
 
 // Adapter is the Telegram platform adapter. It implements
@@ -110,7 +103,7 @@ type Adapter struct {
 
 	// Used by Run alone (one at a time): updates and messages handed over
 	// lately, so a repeat is not handed over again.
-	seenUpdate, seenMsg *seen
+	seenUpdate, seenMsg *platform.Seen
 }
 
 var (
@@ -157,7 +150,7 @@ func New(cfg Config) (*Adapter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), seenUpdate: newSeen(seenLimit), seenMsg: newSeen(seenLimit)}
+	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), seenUpdate: platform.NewSeen(platform.SeenLimit), seenMsg: platform.NewSeen(platform.SeenLimit)}
 	api, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.ServerURL),
 		bot.WithHTTPClient(cfg.PollTimeout, client),

@@ -87,10 +87,8 @@ func Spec() platform.Spec {
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	var sec Section
-	if s.Decode != nil {
-		if err := s.Decode(&sec); err != nil {
-			return nil, err
-		}
+	if err := s.DecodeSection(&sec); err != nil {
+		return nil, err
 	}
 	if !sec.On() {
 		return nil, platform.ErrNotConfigured

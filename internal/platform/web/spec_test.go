@@ -9,29 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 )
 
 // sectionSetup is a Setup whose web section is the YAML given ("" for none).
 func sectionSetup(t *testing.T, section string) platform.Setup {
 	t.Helper()
-	return platform.Setup{
-		Decode: func(v any) error {
-			if section == "" {
-				return nil
-			}
-			dec := yaml.NewDecoder(strings.NewReader(section))
-			dec.KnownFields(true)
-			return dec.Decode(v)
-		},
-		Present:     section != "",
-		Env:         func(string) string { return "" },
-		Home:        t.TempDir(),
-		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Transcripts: staticTranscripts{},
-	}
+	s := platformtest.Setup(t, Name, section, nil)
+	s.Home = t.TempDir()
+	s.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s.Transcripts = staticTranscripts{}
+	return s
 }
 
 func TestSpecOpen(t *testing.T) {

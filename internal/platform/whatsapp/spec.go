@@ -51,10 +51,8 @@ device out; ` + "`baton whatsapp unlink`" + ` forgets a device to link another.`
 
 func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
 	var sec Section
-	if s.Decode != nil {
-		if err := s.Decode(&sec); err != nil {
-			return nil, err
-		}
+	if err := s.DecodeSection(&sec); err != nil {
+		return nil, err
 	}
 	if !sec.Enabled {
 		return nil, platform.ErrNotConfigured

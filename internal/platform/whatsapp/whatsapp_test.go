@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
 	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"github.com/baton-agent/baton/internal/platform/whatsapp/whatsapptest"
 	"github.com/baton-agent/baton/internal/store/sqlite"
@@ -165,26 +166,19 @@ func TestSpec(t *testing.T) {
 	asProgram(t)
 	home := t.TempDir()
 	file := filepath.Join(home, "state.db")
-	open := func(yaml string) (platform.Adapter, error) {
-		return spec.Open(testutil.Context(t, 0), platform.Setup{
-			Home:      home,
-			StoreFile: file,
-			Decode: func(v any) error {
-				sec := v.(*whatsapp.Section)
-				if yaml == "enabled" {
-					sec.Enabled = true
-				}
-				if yaml == "bad home" {
-					sec.Enabled, sec.Home = true, "family"
-				}
-				return nil
-			},
-		})
+	open := func(section string) (platform.Adapter, error) {
+		s := platformtest.Setup(t, whatsapp.Name, section, nil)
+		s.Home, s.StoreFile = home, file
+		return spec.Open(testutil.Context(t, 0), s)
 	}
+	const enabled = "enabled: true\n"
 	if _, err := open(""); !errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("not enabled: %v", err)
 	}
-	if _, err := open("enabled"); err == nil || errors.Is(err, platform.ErrNotConfigured) {
+	if _, err := open("enabled: false\n"); !errors.Is(err, platform.ErrNotConfigured) {
+		t.Errorf("enabled: false: %v", err)
+	}
+	if _, err := open(enabled); err == nil || errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("enabled without baton's store: %v", err)
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
@@ -195,7 +189,7 @@ func TestSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	_, err = open("enabled")
+	_, err = open(enabled)
 	if !errors.Is(err, platform.ErrNotConfigured) || !strings.Contains(err.Error(), "baton whatsapp link") {
 		t.Errorf("enabled, not linked: %v", err)
 	}
@@ -206,17 +200,17 @@ func TestSpec(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, whatsapp.LegacyStoreFile), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := open("enabled"); err == nil || !strings.Contains(err.Error(), whatsapp.LegacyStoreFile) {
+	if _, err := open(enabled); err == nil || !strings.Contains(err.Error(), whatsapp.LegacyStoreFile) {
 		t.Errorf("old device file not named: %v", err)
 	}
-	if _, err := open("bad home"); err == nil || errors.Is(err, platform.ErrNotConfigured) {
+	if _, err := open(enabled + "home: family\n"); err == nil || errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("a home that is no JID: %v", err)
 	}
 
 	// Without baton-whatsapp the rest of the gateway runs, and the
 	// warning says what to install.
 	t.Setenv("BATON_WHATSAPP", filepath.Join(home, "nowhere", whatsapp.ProgramName))
-	_, err = open("enabled")
+	_, err = open(enabled)
 	if !errors.Is(err, platform.ErrNotConfigured) || !errors.Is(err, whatsapp.ErrNoProgram) || !strings.Contains(err.Error(), "go install") {
 		t.Errorf("enabled, no baton-whatsapp: %v", err)
 	}

@@ -165,7 +165,7 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.conns[c] = true
 	interval := s.heartbeat
-	s.changed()
+	s.Changed()
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
@@ -181,7 +181,7 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		if c.session != nil && c.session.conn == c {
 			c.session.conn = nil
 		}
-		s.changed()
+		s.Changed()
 		s.mu.Unlock()
 	}()
 
@@ -201,7 +201,7 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			if c.session != nil && int(d) > c.session.acked {
 				c.session.acked = int(d)
-				s.changed()
+				s.Changed()
 			}
 			s.mu.Unlock()
 			c.send(frameJSON(gateway.OpcodeHeartbeatACK, 0, "", nil))
@@ -253,7 +253,7 @@ func (s *Server) identify(c *wsConn, d gateway.MessageDataIdentify) {
 		}
 		s.sendLocked(ss, "GUILD_CREATE", map[string]any{"id": s.guild, "name": "baton", "unavailable": false, "channels": channels, "threads": threads})
 	}
-	s.changed()
+	s.Changed()
 }
 
 // sendLocked numbers and sends an event for one session only.
@@ -293,5 +293,5 @@ func (s *Server) resume(c *wsConn, d gateway.MessageDataResume) {
 		}
 	}
 	s.sendLocked(ss, "RESUMED", nil)
-	s.changed()
+	s.Changed()
 }

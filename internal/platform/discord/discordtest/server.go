@@ -12,7 +12,6 @@
 package discordtest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -96,10 +95,16 @@ type nonced struct {
 }
 
 // Server is the fake Discord. Its methods are safe for concurrent use.
+// The kit's are its own: Wait (cond is checked after every change),
+// Calls and CallCount, and FailNext, LoseNext and Unsupported by Discord
+// route ("POST /channels/{id}/messages"); a 429 from FailNext is limited
+// to its route (see RateLimitGlobal), a LoseNext is a message posted that
+// the bot never heard of, and Unsupported answers Discord's 404 for an
+// unknown endpoint.
 type Server struct {
+	*fakekit.Server
 	tb    testing.TB
 	token string
-	kit   *fakekit.Server
 	bot   User
 	guild string
 
@@ -140,7 +145,7 @@ func New(tb testing.TB, token string) *Server {
 	}
 	s.bot = User{ID: s.newID(), Username: "baton"}
 	s.guild = s.newID()
-	s.kit = fakekit.New(tb, fakekit.Config{Method: routeOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	s.Server = fakekit.New(tb, fakekit.Config{Method: routeOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
 	s.AddChannel("general")
 	return s
 }
@@ -152,11 +157,11 @@ func (s *Server) newID() string {
 }
 
 // APIURL is the REST base to configure the client with (rest.WithURL).
-func (s *Server) APIURL() string { return s.kit.URL() + "/api/v10" }
+func (s *Server) APIURL() string { return s.URL() + "/api/v10" }
 
 // GatewayURL is the websocket GET /gateway/bot names.
 func (s *Server) GatewayURL() string {
-	return "ws" + strings.TrimPrefix(s.kit.URL(), "http") + "/gateway"
+	return "ws" + strings.TrimPrefix(s.URL(), "http") + "/gateway"
 }
 
 // Token is the bot token the fake accepts.
@@ -209,7 +214,7 @@ func (s *Server) AddDM(user User) string {
 func (s *Server) addLocked(c *Channel) {
 	s.channels[c.ID] = c
 	s.order = append(s.order, c.ID)
-	s.changed()
+	s.Changed()
 }
 
 // Channel returns a channel by id.
@@ -289,22 +294,6 @@ func (s *Server) Connected() int {
 	return n
 }
 
-// Wait blocks until cond holds (it is checked after every change) or ctx
-// ends.
-func (s *Server) Wait(ctx context.Context, cond func() bool) error { return s.kit.Wait(ctx, cond) }
-
-// Calls returns every request received, failures included.
-func (s *Server) Calls() []fakekit.Call { return s.kit.Calls() }
-
-// CallCount is the number of requests of a route.
-func (s *Server) CallCount(route string) int { return s.kit.CallCount(route) }
-
-// FailNext makes the next request of route fail with status; a 429 asks
-// for retryAfter, limited to the route (see RateLimitGlobal).
-func (s *Server) FailNext(route string, status int, retryAfter time.Duration) {
-	s.kit.FailNext(route, status, retryAfter)
-}
-
 // RateLimitGlobal makes the next REST request, whatever its route, answer
 // 429 for the global limit, asking for retryAfter.
 func (s *Server) RateLimitGlobal(retryAfter time.Duration) {
@@ -312,14 +301,6 @@ func (s *Server) RateLimitGlobal(retryAfter time.Duration) {
 	defer s.mu.Unlock()
 	s.globalLimit = retryAfter
 }
-
-// LoseNext makes Discord carry out the next request of route but never
-// answer it (the connection is cut): a message posted that the bot never
-// heard of.
-func (s *Server) LoseNext(route string) { s.kit.LoseNext(route) }
-
-// Unsupported makes routes answer Discord's 404 for an unknown endpoint.
-func (s *Server) Unsupported(routes ...string) { s.kit.Unsupported(routes...) }
 
 // RefuseThreads makes thread creation answer 403 Missing Permissions (code
 // 50013), as for a bot without Create Public Threads in the channel.
@@ -379,20 +360,15 @@ func (s *Server) connsLocked() []*wsConn {
 // Down takes Discord down: gateway connections are cut and every request
 // answers 502 with a proxy's HTML page until Up.
 func (s *Server) Down() {
-	s.kit.Down()
+	s.Server.Down()
 	s.Drop()
 }
-
-// Up brings Discord back.
-func (s *Server) Up() { s.kit.Up() }
 
 // Close stops the server.
 func (s *Server) Close() {
 	s.Drop()
-	s.kit.Close()
+	s.Server.Close()
 }
-
-func (s *Server) changed() { s.kit.Changed() }
 
 // routeOf names a request by its Discord route.
 func routeOf(r *http.Request) string {
@@ -695,7 +671,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route strin
 			}
 		}
 	}
-	s.changed()
+	s.Changed()
 	s.mu.Unlock()
 	fakekit.WriteJSON(w, http.StatusOK, msg)
 	return true
@@ -821,7 +797,7 @@ func (s *Server) Say(channelID string, from User, text string) (string, error) {
 	msg := s.messageJSON(c, id, from, false, text)
 	s.dispatchLocked("MESSAGE_CREATE", msg, c, mentioned)
 	s.history[c.ID] = append(s.history[c.ID], restMessage(msg))
-	s.changed()
+	s.Changed()
 	return id, nil
 }
 
@@ -888,7 +864,7 @@ func (s *Server) ExpireSessions() {
 		}
 		delete(s.sessions, id)
 	}
-	s.changed()
+	s.Changed()
 }
 
 // Acked reports whether the bot's session has acknowledged the message

@@ -65,11 +65,14 @@ type Hook struct {
 }
 
 // Server is the fake BlueBubbles server. Its methods are safe for
-// concurrent use.
+// concurrent use. The kit's are its own: URL, Wait, Calls, CallCount,
+// FailNext by method ("message/text"), Unsupported (answered as a server
+// without the methods does), Down (behind its proxy: 502 for every
+// request, and no webhooks, until Up) and Up.
 type Server struct {
+	*fakekit.Server
 	tb       testing.TB
 	password string
-	kit      *fakekit.Server
 	client   *http.Client
 	posts    chan post // webhooks to POST, in order, by one goroutine
 	stopped  chan struct{}
@@ -89,7 +92,7 @@ type Server struct {
 func New(tb testing.TB, password string) *Server {
 	tb.Helper()
 	s := &Server{tb: tb, password: password, clock: time.Now().UnixMilli(), client: &http.Client{Timeout: 30 * time.Second}}
-	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	s.Server = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
 	s.posts, s.stopped = make(chan post, 1024), make(chan struct{})
 	go s.poster()
 	tb.Cleanup(func() {
@@ -112,9 +115,6 @@ func (s *Server) poster() {
 		s.post(p.url, p.m)
 	}
 }
-
-// URL is the server's base URL.
-func (s *Server) URL() string { return s.kit.URL() }
 
 // SetWebhook sets where new messages are POSTed (BlueBubbles' Settings →
 // API & Webhooks).
@@ -193,7 +193,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			fakekit.WriteJSON(w, http.StatusInternalServerError, envelope(500, "iMessage Private API is not enabled!", nil, "Server Error"))
 			return
 		}
-		s.kit.Changed()
+		s.Changed()
 		fakekit.WriteJSON(w, http.StatusOK, envelope(http.StatusOK, "Success", nil, ""))
 	default:
 		fakekit.WriteJSON(w, http.StatusNotFound, envelope(http.StatusNotFound, "Not Found", nil, "Not Found"))
@@ -220,7 +220,7 @@ func (s *Server) sendText(w http.ResponseWriter, r *http.Request) {
 	m := Message{GUID: s.guid(), Text: req.Message, IsFromMe: true, DateCreated: s.tick(), Chats: []Chat{chatOf(req.ChatGUID)}}
 	s.messages = append(s.messages, m)
 	s.mu.Unlock()
-	s.kit.Changed()
+	s.Changed()
 	fakekit.WriteJSON(w, http.StatusOK, envelope(http.StatusOK, "Message sent!", m, ""))
 }
 
@@ -304,8 +304,8 @@ func (s *Server) ReceiveMessage(m Message) string {
 	s.messages = append(s.messages, m)
 	hook := s.webhook
 	s.mu.Unlock()
-	s.kit.Changed()
-	if hook != "" && !s.kit.IsDown() {
+	s.Changed()
+	if hook != "" && !s.IsDown() {
 		s.posts <- post{hook, m}
 	}
 	return m.GUID
@@ -327,7 +327,7 @@ func (s *Server) post(url string, m Message) {
 	s.mu.Lock()
 	s.hooks = append(s.hooks, h)
 	s.mu.Unlock()
-	s.kit.Changed()
+	s.Changed()
 }
 
 // Sent returns the messages baton sent, in order.
@@ -357,33 +357,8 @@ func (s *Server) Typing() []string {
 	return append([]string(nil), s.typing...)
 }
 
-// Wait blocks until cond holds or ctx ends.
-func (s *Server) Wait(ctx context.Context, cond func() bool) error { return s.kit.Wait(ctx, cond) }
-
-// FailNext makes the next call of method ("message/text") fail with
-// status.
-func (s *Server) FailNext(method string, status int, retryAfter time.Duration) {
-	s.kit.FailNext(method, status, retryAfter)
-}
-
-// CallCount is the number of calls of method.
-func (s *Server) CallCount(method string) int { return s.kit.CallCount(method) }
-
-// Down takes the server down behind its proxy: 502 for every request,
-// and no webhooks, until Up.
-func (s *Server) Down() { s.kit.Down() }
-
-// Up brings the server back.
-func (s *Server) Up() { s.kit.Up() }
-
-// Unsupported makes methods answer as a server without them does.
-func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
-
 // HoldSends makes every message/text call wait until release is called.
-func (s *Server) HoldSends() (release func()) { return s.kit.Hold("message/text") }
+func (s *Server) HoldSends() (release func()) { return s.Hold("message/text") }
 
 // Held is how many sends wait now.
-func (s *Server) Held() int { return s.kit.Held("message/text") }
-
-// Calls returns every request received, in order.
-func (s *Server) Calls() []fakekit.Call { return s.kit.Calls() }
+func (s *Server) Held() int { return s.Server.Held("message/text") }

@@ -12,7 +12,6 @@ package signaltest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,10 +40,14 @@ type Event struct {
 }
 
 // Server is the fake daemon. Its methods are safe for concurrent use.
+// The kit's are its own: URL, Wait, CallCount, FailNext by JSON-RPC
+// method (answered as writeFailure says), Unsupported ("Method not
+// implemented"), Down (the daemon behind its proxy: streams cut, every
+// request answered 502 until Up) and Up.
 type Server struct {
+	*fakekit.Server
 	tb      testing.TB
 	account string
-	kit     *fakekit.Server
 
 	mu       sync.Mutex
 	events   []Event
@@ -62,12 +65,9 @@ type Server struct {
 func New(tb testing.TB, account string) *Server {
 	tb.Helper()
 	s := &Server{tb: tb, account: account, clock: time.Now().UnixMilli(), drops: make(chan struct{}), refusals: map[string]int{}}
-	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	s.Server = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
 	return s
 }
-
-// URL is the daemon's base URL.
-func (s *Server) URL() string { return s.kit.URL() }
 
 // Account is the number the daemon runs as.
 func (s *Server) Account() string { return s.account }
@@ -162,12 +162,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	s.streams++
 	drops := s.drops
 	s.mu.Unlock()
-	s.kit.Changed()
+	s.Changed()
 	defer func() {
 		s.mu.Lock()
 		s.streams--
 		s.mu.Unlock()
-		s.kit.Changed()
+		s.Changed()
 	}()
 
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -176,7 +176,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	flush := func() { _ = http.NewResponseController(w).Flush() }
 	flush()
 	for {
-		wake := s.kit.Changes()
+		wake := s.Changes()
 		s.mu.Lock()
 		pending := append([]Event(nil), s.events[s.taken:]...)
 		s.taken = len(s.events)
@@ -195,7 +195,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		case <-drops:
 			return
 		case <-wake:
-			if s.kit.IsDown() {
+			if s.IsDown() {
 				return
 			}
 		}
@@ -256,7 +256,7 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		ts := s.tick()
 		s.sent = append(s.sent, Sent{Recipients: recipients, GroupID: p.GroupID, Message: p.Message, TextStyle: stringList(p.TextStyle), Timestamp: ts})
 		s.mu.Unlock()
-		s.kit.Changed()
+		s.Changed()
 		answer(map[string]any{"timestamp": ts, "results": []map[string]any{{"type": "SUCCESS"}}})
 	case "sendTyping":
 		var params map[string]any
@@ -264,7 +264,7 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.typing = append(s.typing, params)
 		s.mu.Unlock()
-		s.kit.Changed()
+		s.Changed()
 		answer(map[string]any{})
 	default:
 		fail(-32601, "Method not implemented")
@@ -273,10 +273,10 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 
 // HoldSends makes every send wait until release is called: a slow
 // daemon, for looking at the world while a message is in flight.
-func (s *Server) HoldSends() (release func()) { return s.kit.Hold("send") }
+func (s *Server) HoldSends() (release func()) { return s.Hold("send") }
 
 // Held is how many sends wait now.
-func (s *Server) Held() int { return s.kit.Held("send") }
+func (s *Server) Held() int { return s.Server.Held("send") }
 
 // stringList reads a parameter given as one string or a list.
 func stringList(raw json.RawMessage) []string {
@@ -310,7 +310,7 @@ func (s *Server) Push(params map[string]any) int {
 	id := len(s.events) + 1
 	s.events = append(s.events, Event{ID: id, Data: data})
 	s.mu.Unlock()
-	s.kit.Changed()
+	s.Changed()
 	return id
 }
 
@@ -395,27 +395,5 @@ func (s *Server) DropStreams() {
 	close(s.drops)
 	s.drops = make(chan struct{})
 	s.mu.Unlock()
-	s.kit.Changed()
+	s.Changed()
 }
-
-// Wait blocks until cond holds or ctx ends.
-func (s *Server) Wait(ctx context.Context, cond func() bool) error { return s.kit.Wait(ctx, cond) }
-
-// FailNext makes the next call of a JSON-RPC method fail as status says
-// (see writeFailure).
-func (s *Server) FailNext(method string, status int, retryAfter time.Duration) {
-	s.kit.FailNext(method, status, retryAfter)
-}
-
-// Unsupported makes methods answer "Method not implemented".
-func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
-
-// CallCount is the number of calls of method.
-func (s *Server) CallCount(method string) int { return s.kit.CallCount(method) }
-
-// Down takes the daemon down behind its proxy: streams cut, every request
-// answered 502 until Up.
-func (s *Server) Down() { s.kit.Down() }
-
-// Up brings the daemon back.
-func (s *Server) Up() { s.kit.Up() }

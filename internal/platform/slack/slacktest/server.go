@@ -90,9 +90,14 @@ type socket struct {
 }
 
 // Server is the fake Slack. Its methods are safe for concurrent use.
+// The kit's are its own: URL (the Web API is at URL()+"/api/"), Wait
+// (cond is checked after every change of the fake's state), Calls and
+// CallCount, FailNext with an HTTP status (a 429 carries Retry-After,
+// rounded up to whole seconds), and Unsupported, which answers ok:false
+// unknown_method.
 type Server struct {
+	*fakekit.Server
 	tb       testing.TB
-	kit      *fakekit.Server
 	botToken string
 	appToken string
 
@@ -125,7 +130,7 @@ func New(tb testing.TB, botToken, appToken string) *Server {
 		sockets:   map[int]*socket{},
 		failCodes: map[string][]string{},
 	}
-	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	s.Server = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
 	tb.Cleanup(s.DropSockets) // before the kit closes: sockets are hijacked, the kit no longer sees them
 	return s
 }
@@ -157,26 +162,14 @@ func writeFailure(w http.ResponseWriter, r *http.Request, f fakekit.Failure) {
 	}
 }
 
-// URL is the server's base URL; the Web API is at URL()+"/api/".
-func (s *Server) URL() string { return s.kit.URL() }
-
 // APIURL is the Web API base to configure a client with.
-func (s *Server) APIURL() string { return s.kit.URL() + "/api/" }
+func (s *Server) APIURL() string { return s.URL() + "/api/" }
 
 // Down takes Slack down: open sockets are dropped and every request
 // answers 502 with a proxy's HTML page until Up.
 func (s *Server) Down() {
-	s.kit.Down()
+	s.Server.Down()
 	s.DropSockets()
-}
-
-// Up brings Slack back.
-func (s *Server) Up() { s.kit.Up() }
-
-// FailNext makes the next call of method fail with an HTTP status (a 429
-// carries Retry-After: retryAfter, rounded up to whole seconds).
-func (s *Server) FailNext(method string, status int, retryAfter time.Duration) {
-	s.kit.FailNext(method, status, retryAfter)
 }
 
 // FailNextWith makes the next call of method answer ok:false with an
@@ -195,19 +188,6 @@ func (s *Server) Forbid(sub string) {
 	defer s.mu.Unlock()
 	s.forbidden = append(s.forbidden, sub)
 }
-
-// Unsupported makes methods answer ok:false unknown_method.
-func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
-
-// CallCount is the number of requests received for method.
-func (s *Server) CallCount(method string) int { return s.kit.CallCount(method) }
-
-// Calls returns every request received, in order.
-func (s *Server) Calls() []fakekit.Call { return s.kit.Calls() }
-
-// Wait blocks until cond holds or ctx ends; cond is checked after every
-// change of the fake's state.
-func (s *Server) Wait(ctx context.Context, cond func() bool) error { return s.kit.Wait(ctx, cond) }
 
 // Connects is how many Socket Mode connections were opened so far.
 func (s *Server) Connects() int {
@@ -299,7 +279,7 @@ func (s *Server) queueLocked(typ string, payload map[string]any) string {
 	s.nextEnv++
 	e := &envelope{id: fmt.Sprintf("env-%06d", s.nextEnv), typ: typ, payload: payload, sentOn: map[int]bool{}}
 	s.envelopes = append(s.envelopes, e)
-	s.kit.Changed()
+	s.Changed()
 	return e.id
 }
 
@@ -349,7 +329,7 @@ func (s *Server) Disconnect(reason string) {
 	for _, so := range s.sockets {
 		so.disconnect = reason
 	}
-	s.kit.Changed()
+	s.Changed()
 }
 
 // DropSockets cuts every open socket without a close frame, as a network
@@ -464,7 +444,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		n := s.nextSocket
 		s.mu.Unlock()
 		fakekit.WriteJSON(w, http.StatusOK, map[string]any{
-			"ok": true, "url": "ws" + strings.TrimPrefix(s.kit.URL(), "http") + "/link?ticket=" + strconv.Itoa(n),
+			"ok": true, "url": "ws" + strings.TrimPrefix(s.URL(), "http") + "/link?ticket=" + strconv.Itoa(n),
 		})
 	case "chat.postmessage", "chat.update":
 		s.chat(w, method, params)
@@ -477,7 +457,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		s.statuses = append(s.statuses, Status{Channel: params["channel_id"], ThreadTS: params["thread_ts"], Status: params["status"]})
-		s.kit.Changed()
+		s.Changed()
 		s.mu.Unlock()
 		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 	default:
@@ -644,7 +624,7 @@ func (s *Server) chat(w http.ResponseWriter, method string, p map[string]string)
 		s.queueLocked("events_api", s.callback(ev))
 	}
 	s.posts = append(s.posts, post)
-	s.kit.Changed()
+	s.Changed()
 	msg := map[string]any{"type": "message", "user": BotUserID, "bot_id": BotID, "text": text, "ts": post.TS}
 	if post.ThreadTS != "" {
 		msg["thread_ts"] = post.ThreadTS
@@ -669,12 +649,12 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	id := s.connects
 	so := &socket{id: id, conn: conn, cancel: cancel}
 	s.sockets[id] = so
-	s.kit.Changed()
+	s.Changed()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.sockets, id)
-		s.kit.Changed()
+		s.Changed()
 		s.mu.Unlock()
 		_ = conn.CloseNow()
 	}()
@@ -693,7 +673,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for {
-		wake := s.kit.Changes()
+		wake := s.Changes()
 		s.mu.Lock()
 		var out []map[string]any
 		if so.disconnect != "" {
@@ -749,7 +729,7 @@ func (s *Server) readAcks(ctx context.Context, cancel context.CancelFunc, conn *
 				e.acked = true
 			}
 		}
-		s.kit.Changed()
+		s.Changed()
 		s.mu.Unlock()
 	}
 }

@@ -85,14 +85,22 @@ type Topic struct {
 }
 
 // Server is the fake Bot API. Its methods are safe for concurrent use.
+// The kit's are its own: URL to configure the client with, Close (pending
+// long polls return at once), Down (long polls in flight are cut and
+// every request answers 502 with a proxy's HTML page until Up), DownWith
+// (fakekit.Hangup: connections closed without an answer), Up, CallCount,
+// and Unsupported, which answers 404 "method not supported" as a Bot API
+// server without the methods would.
 type Server struct {
-	tb     testing.TB
-	token  string
-	kit    *fakekit.Server // HTTP, calls, failures on demand, down/up
-	botID  int64
-	botTag string
+	*fakekit.Server // HTTP, calls, failures on demand, down/up
+	tb              testing.TB
+	token           string
+	botID           int64
+	botTag          string
 
-	mu         sync.Mutex // guards the Bot API state below; the kit has its own
+	// mu guards the Bot API state below. The kit has its own lock, taken
+	// only after mu: Changed may be called with mu held.
+	mu         sync.Mutex
 	updates    []json.RawMessage
 	updateIDs  []int64
 	nextUpdate int64
@@ -127,7 +135,7 @@ func New(tb testing.TB, token string) *Server {
 	} else {
 		s.botID = 4242
 	}
-	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	s.Server = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -154,28 +162,11 @@ func writeFailure(w http.ResponseWriter, _ *http.Request, f fakekit.Failure) {
 	writeAnswer(w, f.Status, desc, secs, nil)
 }
 
-// URL is the server URL to configure the client with.
-func (s *Server) URL() string { return s.kit.URL() }
-
 // Token is the bot token the fake accepts.
 func (s *Server) Token() string { return s.token }
 
 // BotUsername is the username getMe reports, without "@".
 func (s *Server) BotUsername() string { return s.botTag }
-
-// Close stops the server; pending long polls return at once.
-func (s *Server) Close() { s.kit.Close() }
-
-// Down takes the Bot API down: long polls in flight are cut and every
-// request answers 502 with a proxy's HTML page until Up.
-func (s *Server) Down() { s.kit.Down() }
-
-// DownWith takes the Bot API down in mode (fakekit.Hangup: connections
-// closed without an answer).
-func (s *Server) DownWith(mode fakekit.DownMode) { s.kit.DownWith(mode) }
-
-// Up brings the Bot API back.
-func (s *Server) Up() { s.kit.Up() }
 
 // AddChat registers a chat, so messages in it carry its type and
 // createForumTopic works in it when it is a forum. Chats not added are
@@ -225,7 +216,7 @@ func (s *Server) PushUpdate(update map[string]any) int64 {
 	}
 	s.updates = append(s.updates, raw)
 	s.updateIDs = append(s.updateIDs, id)
-	s.changed()
+	s.Changed()
 	return id
 }
 
@@ -362,7 +353,7 @@ func (s *Server) Shown() []SentMessage {
 // call cut unanswered while the service was down has Status 0).
 func (s *Server) Calls() []Call {
 	var out []Call
-	for _, c := range s.kit.Calls() {
+	for _, c := range s.Server.Calls() {
 		out = append(out, Call{Method: c.Method, Params: c.Params, Status: c.Status, Start: c.Start, End: c.End, Note: c.Note})
 	}
 	return out
@@ -399,9 +390,6 @@ func (s *Server) WriteLog(w io.Writer) error {
 	return nil
 }
 
-// CallCount is the number of requests received for method.
-func (s *Server) CallCount(method string) int { return s.kit.CallCount(method) }
-
 // Topics returns the forum topics created, in order.
 func (s *Server) Topics() []Topic {
 	s.mu.Lock()
@@ -420,12 +408,8 @@ func (s *Server) Commands() []json.RawMessage {
 // carry parameters.retry_after = retryAfter seconds). Calls queue: three
 // FailNext calls fail the next three requests.
 func (s *Server) FailNext(method string, status, retryAfter int) {
-	s.kit.FailNext(method, status, time.Duration(retryAfter)*time.Second)
+	s.Server.FailNext(method, status, time.Duration(retryAfter)*time.Second)
 }
-
-// Unsupported makes methods answer 404 "method not supported", as a Bot
-// API server without them would.
-func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
 
 // ErrorPage makes methods answer status with an HTML error page instead
 // of the Bot API's JSON, as a web server or proxy in front of a Bot API
@@ -459,13 +443,9 @@ func (s *Server) RejectEntities(n int) {
 	s.rejectHTML += n
 }
 
-// changed wakes every waiter. s.mu may be held: the kit's lock is taken
-// only after it, never before.
-func (s *Server) changed() { s.kit.Changed() }
-
 // wait blocks until cond (checked under s.mu) holds or ctx ends.
 func (s *Server) wait(ctx context.Context, cond func() bool) error {
-	return s.kit.Wait(ctx, func() bool {
+	return s.Wait(ctx, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return cond()
@@ -551,10 +531,10 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 	s.mu.Lock()
 	s.polls++
 	poll := s.polls
-	s.changed()
+	s.Changed()
 	s.mu.Unlock()
 	for {
-		wake := s.kit.Changes() // before looking, so a change is not missed
+		wake := s.Changes() // before looking, so a change is not missed
 		s.mu.Lock()
 		if s.polls != poll {
 			s.mu.Unlock()
@@ -572,7 +552,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			s.updates, s.updateIDs = keptU, keptID
 			if offset > s.confirmed {
 				s.confirmed = offset
-				s.changed()
+				s.Changed()
 			}
 		}
 		idx := make([]int, len(s.updateIDs))
@@ -688,7 +668,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method stri
 		Method: method, ChatID: p["chat_id"], ThreadID: thread, MessageID: id,
 		Text: text, ParseMode: p["parse_mode"], Plain: plain,
 	})
-	s.changed()
+	s.Changed()
 	s.mu.Unlock()
 	msg := map[string]any{
 		"message_id": id, "date": time.Now().Unix(), "text": plain,
@@ -742,7 +722,7 @@ func (s *Server) createForumTopic(w http.ResponseWriter, r *http.Request, p map[
 	s.nextThread++
 	t := Topic{ChatID: p["chat_id"], ThreadID: s.nextThread, Name: name}
 	s.topics = append(s.topics, t)
-	s.changed()
+	s.Changed()
 	s.mu.Unlock()
 	s.reply(w, r, "createForumTopic", p, 200, "", 0, map[string]any{
 		"message_thread_id": t.ThreadID, "name": name, "icon_color": 7322096,
