@@ -308,9 +308,7 @@ func (g *Gateway) resend(addr platform.Address) {
 	}
 	g.resending[key] = true
 	g.mu.Unlock()
-	g.background.Add(1)
-	go func() {
-		defer g.background.Done()
+	started := g.goBackground(func() {
 		defer func() {
 			g.mu.Lock()
 			delete(g.resending, key)
@@ -331,7 +329,12 @@ func (g *Gateway) resend(addr platform.Address) {
 		if err != nil && g.work().Err() == nil {
 			g.log.Warn("resend stopped", "to", key, "err", err)
 		}
-	}()
+	})
+	if !started {
+		g.mu.Lock()
+		delete(g.resending, key)
+		g.mu.Unlock()
+	}
 }
 
 // redeliver sends what waits for at now, in the background: a place its
@@ -371,9 +374,7 @@ func (g *Gateway) redeliverTo(addr platform.Address) {
 	}
 	g.redelivering[key] = false
 	g.mu.Unlock()
-	g.background.Add(1)
-	go func() {
-		defer g.background.Done()
+	started := g.goBackground(func() {
 		for {
 			if err := g.flush(g.work(), addr); err != nil {
 				g.log.Debug("redeliver", "to", key, "err", err)
@@ -388,7 +389,12 @@ func (g *Gateway) redeliverTo(addr platform.Address) {
 			g.redelivering[key] = false
 			g.mu.Unlock()
 		}
-	}()
+	})
+	if !started {
+		g.mu.Lock()
+		delete(g.redelivering, key)
+		g.mu.Unlock()
+	}
 }
 
 // waiting counts the replies stored and not yet sent, per platform.
@@ -425,13 +431,13 @@ func (g *Gateway) sendNow(ctx context.Context, addr platform.Address, text strin
 		send(ctx)
 		return
 	}
-	g.background.Add(1)
-	go func() {
-		defer g.background.Done()
+	if !g.goBackground(func() {
 		ctx, cancel := context.WithTimeout(g.work(), noticeTimeout)
 		defer cancel()
 		send(ctx)
-	}()
+	}) {
+		send(ctx)
+	}
 }
 
 // noticeTimeout bounds the sending of one notice.

@@ -161,10 +161,12 @@ type Gateway struct {
 	outcomeTo       map[string]string           // session → the chat tellOutcome tells of its handoff's end
 	claims          sync.WaitGroup
 	// background holds resends and other work that ends with the work
-	// context.
-	background sync.WaitGroup
-	stopping   atomic.Bool   // no new handoffs once set
-	quit       chan struct{} // closed when stopping begins
+	// context; started only through goBackground, which refuses once Run
+	// waits for it (backgroundDone, under mu).
+	background     sync.WaitGroup
+	backgroundDone bool
+	stopping       atomic.Bool   // no new handoffs once set
+	quit           chan struct{} // closed when stopping begins
 }
 
 // New checks cfg and builds a Gateway; Run starts it.
@@ -323,6 +325,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	stopPlatforms()
 	adapters.Wait()
 	suspend() // background resends end here; what they did not send waits in the store
+	g.mu.Lock()
+	g.backgroundDone = true // a page opened now starts nothing to wait for
+	g.mu.Unlock()
 	g.background.Wait()
 	g.log.Info("gateway stopped")
 	return nil
@@ -348,11 +353,7 @@ func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapte
 			g.redeliver(platform.Address{Platform: name})
 			if c, ok := a.(platform.Commander); ok {
 				menu.Do(func() {
-					g.background.Add(1)
-					go func() {
-						defer g.background.Done()
-						g.publishCommands(ctx, name, c)
-					}()
+					g.goBackground(func() { g.publishCommands(ctx, name, c) })
 				})
 			}
 		case platform.StateDown:
@@ -519,4 +520,21 @@ func (g *Gateway) work() context.Context {
 		return *p
 	}
 	return nil
+}
+
+// goBackground runs fn in the background unless Run has stopped waiting
+// for such work; it reports whether fn was started. Add happens under mu,
+// so it never races Run's Wait.
+func (g *Gateway) goBackground(fn func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.backgroundDone {
+		return false
+	}
+	g.background.Add(1)
+	go func() {
+		defer g.background.Done()
+		fn()
+	}()
+	return true
 }
