@@ -335,9 +335,9 @@ func (h *Handoffs) Describe(ctx context.Context, hf store.Handoff) string {
 	} else if len(title) > 8 {
 		title = "session " + title[:8]
 	}
-	from := hf.FromPlatform
-	if from == "" {
-		from = "a chat"
+	from := "a chat"
+	if hf.FromPlatform != "" {
+		from = placeOf(hf.FromPlatform + ":")
 	}
 	return fmt.Sprintf("%s, handed off from %s %s ago", title, from, time.Since(hf.RequestedAt).Round(time.Second))
 }

@@ -112,7 +112,7 @@ func TestStartupPicksUpWaitingHandoff(t *testing.T) {
 	if w, _ := h.Waiting(ctx); len(w) != 2 {
 		t.Fatalf("declining took a handoff: %d left", len(w))
 	}
-	for _, want := range []string{"1. \"first trip\", handed off from telegram", "2. \"second trip\""} {
+	for _, want := range []string{"1. \"first trip\", handed off from Telegram", "2. \"second trip\""} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("list lacks %q:\n%s", want, out.String())
 		}
