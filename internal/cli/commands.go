@@ -324,7 +324,7 @@ func (r *REPL) handoff(ctx context.Context, platform string, interrupts <-chan o
 		r.out.Printf("%s\n", firstLine(err.Error())) // it says so itself
 		return false
 	case err != nil:
-		r.out.Printf("handoff failed: %s\n", firstLine(err.Error()))
+		r.out.Printf("%s", wrapColumns("handoff failed: "+firstLine(err.Error())+"\n", r.out.width()))
 		return false
 	}
 	return detach
