@@ -122,9 +122,26 @@ func New(tb testing.TB, token string) *Server {
 	} else {
 		s.botID = 4242
 	}
-	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	cfg := fakekit.Config{Method: methodOf, Failure: writeFailure}
+	// With Telegram's own description of the Bot API at hand, the fake
+	// refuses what Telegram would (see BotAPI.check).
+	switch api, err := loadBotAPI(); {
+	case err != nil:
+		tb.Fatal(err)
+	case api != nil:
+		cfg.Spec, cfg.Refuse = specCheck(api), writeRefusal
+	}
+	s.kit = fakekit.New(tb, cfg, http.HandlerFunc(s.serve))
 	return s
 }
+
+// ExpectRefusals says the test sends requests the Bot API refuses on
+// purpose; otherwise each one fails the test when the fake closes.
+func (s *Server) ExpectRefusals() { s.kit.ExpectRefusals() }
+
+// Refusals returns the requests refused for not fitting the Bot API's
+// description, in order.
+func (s *Server) Refusals() []fakekit.Refusal { return s.kit.Refusals() }
 
 // methodOf names a request by its Bot API method: /bot<token>/<method>.
 func methodOf(r *http.Request) string {
