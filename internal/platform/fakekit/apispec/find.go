@@ -14,10 +14,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -92,4 +98,74 @@ func Body(r *http.Request) ([]byte, error) {
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b, err
+}
+
+// Calls reads the Go files of the package in dir (tests left out) and
+// returns what name says of each call in them, sorted and once each: the
+// methods or routes an adapter calls, found in its source, for a test
+// that holds each against the service's description.
+func Calls(tb testing.TB, dir string, name func(call *ast.CallExpr) (string, bool)) []string {
+	tb.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if s, ok := name(call); ok {
+					seen[s] = true
+				}
+			}
+			return true
+		})
+	}
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// StringArg is call's argument i when it is a string literal.
+func StringArg(call *ast.CallExpr, i int) (string, bool) {
+	if i >= len(call.Args) {
+		return "", false
+	}
+	lit, ok := call.Args[i].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return s, err == nil
+}
+
+// Selector is call's function as "x.y.Name" when it is a chain of
+// selectors on an identifier ("a.api.SendMessage", "rest.GetChannel.Compile").
+func Selector(call *ast.CallExpr) string {
+	var parts []string
+	e := call.Fun
+	for {
+		switch x := e.(type) {
+		case *ast.SelectorExpr:
+			parts = append([]string{x.Sel.Name}, parts...)
+			e = x.X
+			continue
+		case *ast.Ident:
+			parts = append([]string{x.Name}, parts...)
+		default:
+			return ""
+		}
+		return strings.Join(parts, ".")
+	}
 }
