@@ -125,7 +125,16 @@ func New(tb testing.TB, botToken, appToken string) *Server {
 		sockets:   map[int]*socket{},
 		failCodes: map[string][]string{},
 	}
-	s.kit = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	cfg := fakekit.Config{Method: methodOf, Failure: writeFailure}
+	// With Slack's own description of the Web API at hand, the fake
+	// refuses what Slack would (see WebAPI.check).
+	switch api, err := loadWebAPI(); {
+	case err != nil:
+		tb.Fatal(err)
+	case api != nil:
+		cfg.Spec, cfg.Refuse = specCheck(api), writeRefusal
+	}
+	s.kit = fakekit.New(tb, cfg, http.HandlerFunc(s.serve))
 	tb.Cleanup(s.DropSockets) // before the kit closes: sockets are hijacked, the kit no longer sees them
 	return s
 }
@@ -195,6 +204,14 @@ func (s *Server) Forbid(sub string) {
 	defer s.mu.Unlock()
 	s.forbidden = append(s.forbidden, sub)
 }
+
+// ExpectRefusals says the test sends requests Slack's Web API refuses on
+// purpose; otherwise each one fails the test when the fake closes.
+func (s *Server) ExpectRefusals() { s.kit.ExpectRefusals() }
+
+// Refusals returns the requests refused for not fitting the Web API's
+// description, in order.
+func (s *Server) Refusals() []fakekit.Refusal { return s.kit.Refusals() }
 
 // Unsupported makes methods answer ok:false unknown_method.
 func (s *Server) Unsupported(methods ...string) { s.kit.Unsupported(methods...) }
