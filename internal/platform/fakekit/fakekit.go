@@ -94,6 +94,7 @@ type Refusal struct {
 	Method  string // as Config.Method named the request
 	Unknown bool   // no such method or route
 	Field   string // the field at fault; "" for the request as a whole
+	Code    string // the service's own word for what is wrong, where it has one
 	Reason  string // what is wrong, in words
 }
 

@@ -140,7 +140,16 @@ func New(tb testing.TB, token string) *Server {
 	}
 	s.bot = User{ID: s.newID(), Username: "baton"}
 	s.guild = s.newID()
-	s.kit = fakekit.New(tb, fakekit.Config{Method: routeOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	cfg := fakekit.Config{Method: routeOf, Failure: writeFailure}
+	// With Discord's own OpenAPI description at hand, the fake refuses
+	// what Discord would (see specCheck).
+	switch api, err := loadOpenAPI(); {
+	case err != nil:
+		tb.Fatal(err)
+	case api != nil:
+		cfg.Spec, cfg.Refuse = specCheck(api), writeRefusal
+	}
+	s.kit = fakekit.New(tb, cfg, http.HandlerFunc(s.serve))
 	s.AddChannel("general")
 	return s
 }
@@ -317,6 +326,14 @@ func (s *Server) RateLimitGlobal(retryAfter time.Duration) {
 // answer it (the connection is cut): a message posted that the bot never
 // heard of.
 func (s *Server) LoseNext(route string) { s.kit.LoseNext(route) }
+
+// ExpectRefusals says the test sends requests Discord's API refuses on
+// purpose; otherwise each one fails the test when the fake closes.
+func (s *Server) ExpectRefusals() { s.kit.ExpectRefusals() }
+
+// Refusals returns the requests refused for not fitting Discord's OpenAPI
+// description, in order.
+func (s *Server) Refusals() []fakekit.Refusal { return s.kit.Refusals() }
 
 // Unsupported makes routes answer Discord's 404 for an unknown endpoint.
 func (s *Server) Unsupported(routes ...string) { s.kit.Unsupported(routes...) }

@@ -157,6 +157,7 @@ func (d *Doc) validate(s map[string]any, v any, at []string) []Problem {
 			continue
 		}
 		var best []Problem
+		var here []string // each kind's one problem, when it is with the value itself
 		matched := false
 		for _, sub := range subs {
 			ps := d.validate(d.Resolve(sub), v, at)
@@ -164,11 +165,18 @@ func (d *Doc) validate(s map[string]any, v any, at []string) []Problem {
 				matched = true
 				break
 			}
+			if len(ps) == 1 && len(ps[0].Path) == len(at) {
+				here = append(here, ps[0].Msg)
+			}
 			if best == nil || len(ps) < len(best) {
 				best = ps
 			}
 		}
-		if !matched {
+		switch {
+		case matched:
+		case len(here) == len(subs):
+			bad(Invalid, "fits none of its kinds: %s", strings.Join(here, "; "))
+		default:
 			out = append(out, best...)
 		}
 	}
