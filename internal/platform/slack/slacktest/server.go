@@ -308,6 +308,9 @@ func (s *Server) callback(ev map[string]any) map[string]any {
 		"token": "verification-token", "team_id": TeamID, "api_app_id": AppID,
 		"event": ev, "type": "event_callback", "event_id": fmt.Sprintf("Ev%06d", s.nextEnv),
 		"event_time": s.clock / 1_000_000,
+		// Required by the Events API's wrapper description, though Slack
+		// deprecated it: the users the event is visible to.
+		"authed_users": []string{BotUserID},
 	}
 }
 

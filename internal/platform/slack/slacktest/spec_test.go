@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/platform/fakekit/apispec"
 )
 
 // answered is every Web API method the fake answers (see serve).
@@ -81,5 +84,39 @@ func TestMalformedRequestsRefusedAsSlackDoes(t *testing.T) {
 	}
 	if r := call("chat.postMessage", url.Values{"channel": {"C1"}, "text": {"hi"}}); r["ok"] != true {
 		t.Errorf("well-formed chat.postMessage: %v", r)
+	}
+}
+
+// The events the fake delivers are wrapped as Slack's Events API
+// describes its wrapper (slack-event-wrapper-schema.json).
+func TestEventsAreWrappedAsTheEventsAPIDescribes(t *testing.T) {
+	data, err := os.ReadFile(apispec.Require(t, apispec.SlackWrapper))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := apispec.NewDoc(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(t, "xoxb-1", "xapp-1")
+	root, _ := s.PushMessage(Message{Channel: "C1", User: "U1", Text: "hi", Mention: true})
+	s.PushMessage(Message{Channel: "C1", User: "U1", Text: "in a thread", ThreadTS: root})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.envelopes) != 3 {
+		t.Fatalf("%d envelopes, want 3", len(s.envelopes))
+	}
+	for _, e := range s.envelopes {
+		raw, err := json.Marshal(e.payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := apispec.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range doc.Validate(doc.Root(), v) {
+			t.Errorf("envelope %s: %s", e.id, p)
+		}
 	}
 }
