@@ -13,6 +13,9 @@
 //
 // and the handler reads the parsed parameters with Params and calls
 // Changed whenever its own state changes, so Wait and long polls wake.
+// A fake whose service publishes a description of its API also gives
+// Config.Spec and Config.Refuse (see package apispec): requests the
+// description refuses are answered as the service does and fail the test.
 package fakekit
 
 import (
