@@ -15,6 +15,9 @@
 // Changed whenever its own state changes, so Wait and long polls wake. A
 // fake embeds the *Server, so the kit's methods are its own; it overrides
 // one only where its service adds to it (dropping its websockets on Down).
+// A fake whose service publishes a description of its API also gives
+// Config.Spec and Config.Refuse (see package apispec): requests the
+// description refuses are answered as the service does and fail the test.
 package fakekit
 
 import (
@@ -77,6 +80,34 @@ type Config struct {
 	// Failure writes an error answer in the service's format. Default:
 	// WriteError.
 	Failure func(w http.ResponseWriter, r *http.Request, f Failure)
+	// Spec checks a request against the service's published description
+	// (see package apispec) before anything else answers it; nil checks
+	// nothing. A Refusal it returns is answered with Refuse, recorded, and
+	// fails the test when the server closes unless ExpectRefusals was
+	// called: the fake refuses what the service would, and the test
+	// learns that its client sent it.
+	Spec func(r *http.Request, method string, params map[string]string) *Refusal
+	// Refuse writes a refusal in the service's format. Default: 400 with
+	// {"error": reason}.
+	Refuse func(w http.ResponseWriter, r *http.Request, ref Refusal)
+}
+
+// Refusal is a request the service's published description does not
+// allow: a method or route it does not have, a required field missing, a
+// field of the wrong type or one it does not describe.
+type Refusal struct {
+	Method  string // as Config.Method named the request
+	Unknown bool   // no such method or route
+	Field   string // the field at fault; "" for the request as a whole
+	Code    string // the service's own word for what is wrong, where it has one
+	Reason  string // what is wrong, in words
+}
+
+func (r Refusal) String() string {
+	if r.Field == "" {
+		return r.Method + ": " + r.Reason
+	}
+	return r.Method + ": " + r.Field + ": " + r.Reason
 }
 
 // Server is a fake service's HTTP server. Its methods are safe for
@@ -98,6 +129,8 @@ type Server struct {
 	holds       map[string]chan struct{} // methods whose requests wait for release
 	held        map[string]int           // requests waiting now, by method
 	lose        map[string]int           // answers to cut, by method (LoseNext)
+	refusals    []Refusal                // requests Config.Spec refused
+	expectRefs  bool                     // ExpectRefusals: refusals are the test's point
 }
 
 // New starts a server on 127.0.0.1 (a free port) in front of h, closed
@@ -109,6 +142,11 @@ func New(tb testing.TB, cfg Config, h http.Handler) *Server {
 	}
 	if cfg.Failure == nil {
 		cfg.Failure = WriteError
+	}
+	if cfg.Refuse == nil {
+		cfg.Refuse = func(w http.ResponseWriter, _ *http.Request, ref Refusal) {
+			WriteJSON(w, http.StatusBadRequest, map[string]any{"error": ref.String()})
+		}
 	}
 	s := &Server{
 		tb: tb, cfg: cfg, handler: h,
@@ -145,9 +183,36 @@ func (s *Server) Close() {
 	}
 	s.closed = true
 	s.changedLocked()
+	refused := s.refusals
+	if s.expectRefs {
+		refused = nil
+	}
 	s.mu.Unlock()
 	s.http.CloseClientConnections()
 	s.http.Close()
+	if len(refused) > 0 {
+		var b strings.Builder
+		for _, r := range refused {
+			b.WriteString("\n\t" + r.String())
+		}
+		s.tb.Errorf("fakekit: %d requests the service's published description refuses:%s", len(refused), b.String())
+	}
+}
+
+// ExpectRefusals says the test sends requests the service's description
+// refuses on purpose: they are answered as the service does and no longer
+// fail the test.
+func (s *Server) ExpectRefusals() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expectRefs = true
+}
+
+// Refusals returns the requests Config.Spec refused, in order.
+func (s *Server) Refusals() []Refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Refusal(nil), s.refusals...)
 }
 
 // Changed wakes everything waiting on the server's state; a fake calls it
@@ -367,11 +432,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	down, mode := s.down, s.downMode
+	s.mu.Unlock()
+	var refusal *Refusal
+	if !down && s.cfg.Spec != nil {
+		refusal = s.cfg.Spec(r, method, params)
+	}
+
+	s.mu.Lock()
 	key := strings.ToLower(method)
 	var fail *Failure
 	lose := false
 	switch {
 	case down:
+	case refusal != nil:
+		refusal.Method = method
+		s.refusals = append(s.refusals, *refusal)
 	case s.unsupported[key]:
 		fail = &Failure{Method: method, Status: http.StatusNotFound, Unsupported: true}
 	case len(s.failures[key]) > 0:
@@ -392,7 +467,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.changedLocked()
 		s.mu.Unlock()
 	}
-	if !down && fail == nil && !s.hold(r, key) {
+	if !down && fail == nil && refusal == nil && !s.hold(r, key) {
 		record()
 		return
 	}
@@ -409,6 +484,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		rec.WriteHeader(http.StatusBadGateway)
 		_, _ = io.WriteString(rec, badGatewayPage)
+	case refusal != nil:
+		note = "refused: " + refusal.String()
+		s.cfg.Refuse(rec, r, *refusal)
 	case fail != nil:
 		s.cfg.Failure(rec, r, *fail)
 	default:

@@ -145,7 +145,16 @@ func New(tb testing.TB, token string) *Server {
 	}
 	s.bot = User{ID: s.newID(), Username: "baton"}
 	s.guild = s.newID()
-	s.Server = fakekit.New(tb, fakekit.Config{Method: routeOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	cfg := fakekit.Config{Method: routeOf, Failure: writeFailure}
+	// With Discord's own OpenAPI description at hand, the fake refuses
+	// what Discord would (see specCheck).
+	switch api, err := loadOpenAPI(); {
+	case err != nil:
+		tb.Fatal(err)
+	case api != nil:
+		cfg.Spec, cfg.Refuse = specCheck(api), writeRefusal
+	}
+	s.Server = fakekit.New(tb, cfg, http.HandlerFunc(s.serve))
 	s.AddChannel("general")
 	return s
 }

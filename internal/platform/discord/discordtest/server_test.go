@@ -175,6 +175,7 @@ func createMessage(t *testing.T, s *Server, channel string, body map[string]any)
 // a message is made. A nonce over 25 characters is refused.
 func TestEnforcedNonceGivesBackTheMessage(t *testing.T) {
 	s := New(t, "tok")
+	s.ExpectRefusals() // the 26-character nonce below
 	home, other := s.Home(), s.AddChannel("other")
 	status, first := createMessage(t, s, home, map[string]any{"content": "hello", "nonce": "n1", "enforce_nonce": true})
 	if status != http.StatusOK || first["nonce"] != "n1" {

@@ -130,7 +130,16 @@ func New(tb testing.TB, botToken, appToken string) *Server {
 		sockets:   map[int]*socket{},
 		failCodes: map[string][]string{},
 	}
-	s.Server = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	cfg := fakekit.Config{Method: methodOf, Failure: writeFailure}
+	// With Slack's own description of the Web API at hand, the fake
+	// refuses what Slack would (see WebAPI.check).
+	switch api, err := loadWebAPI(); {
+	case err != nil:
+		tb.Fatal(err)
+	case api != nil:
+		cfg.Spec, cfg.Refuse = specCheck(api), writeRefusal
+	}
+	s.Server = fakekit.New(tb, cfg, http.HandlerFunc(s.serve))
 	tb.Cleanup(s.DropSockets) // before the kit closes: sockets are hijacked, the kit no longer sees them
 	return s
 }
@@ -271,6 +280,9 @@ func (s *Server) callback(ev map[string]any) map[string]any {
 		"token": "verification-token", "team_id": TeamID, "api_app_id": AppID,
 		"event": ev, "type": "event_callback", "event_id": fmt.Sprintf("Ev%06d", s.nextEnv),
 		"event_time": s.clock / 1_000_000,
+		// Required by the Events API's wrapper description, though Slack
+		// deprecated it: the users the event is visible to.
+		"authed_users": []string{BotUserID},
 	}
 }
 

@@ -135,7 +135,16 @@ func New(tb testing.TB, token string) *Server {
 	} else {
 		s.botID = 4242
 	}
-	s.Server = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
+	cfg := fakekit.Config{Method: methodOf, Failure: writeFailure}
+	// With Telegram's own description of the Bot API at hand, the fake
+	// refuses what Telegram would (see BotAPI.check).
+	switch api, err := loadBotAPI(); {
+	case err != nil:
+		tb.Fatal(err)
+	case api != nil:
+		cfg.Spec, cfg.Refuse = specCheck(api), writeRefusal
+	}
+	s.Server = fakekit.New(tb, cfg, http.HandlerFunc(s.serve))
 	return s
 }
 

@@ -29,6 +29,7 @@ func post(t *testing.T, s *Server, method, ctype, body string) map[string]any {
 
 func TestParsesFormAndJSON(t *testing.T) {
 	s := New(t, "1:tok")
+	s.ExpectRefusals() // noSuchMethod below
 	form := url.Values{"chat_id": {"7"}, "text": {"<b>hi</b> &amp; bye"}, "parse_mode": {"HTML"}}
 	if r := post(t, s, "sendMessage", "application/x-www-form-urlencoded", form.Encode()); r["ok"] != true {
 		t.Fatalf("form: %v", r)

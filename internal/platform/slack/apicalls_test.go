@@ -1,0 +1,50 @@
+package slack
+
+import (
+	"go/ast"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/platform/fakekit/apispec"
+	"github.com/baton-agent/baton/internal/platform/slack/slacktest"
+)
+
+// apiCalls is every slack-go method the adapter calls, with the Web API
+// method it makes.
+var apiCalls = map[string]string{
+	"AuthTestContext":                  "auth.test",
+	"StartSocketModeContext":           "apps.connections.open",
+	"PostMessageContext":               "chat.postMessage",
+	"UpdateMessageContext":             "chat.update",
+	"GetConversationHistoryContext":    "conversations.history",
+	"GetConversationRepliesContext":    "conversations.replies",
+	"SetAssistantThreadsStatusContext": "assistant.threads.setStatus",
+}
+
+func TestEveryMethodCalledIsInTheWebAPI(t *testing.T) {
+	api := slacktest.Spec(t)
+	called := apispec.Calls(t, ".", func(call *ast.CallExpr) (string, bool) {
+		return strings.CutPrefix(apispec.Selector(call), "a.api.")
+	})
+	for _, c := range called {
+		name, listed := apiCalls[c]
+		if !listed {
+			t.Errorf("the adapter calls a.api.%s, not listed in apiCalls with its Web API method", c)
+			continue
+		}
+		m, ok := api.Method(name)
+		switch {
+		case !ok:
+			t.Errorf("the adapter calls %s (a.api.%s), which Slack's Web API does not have", name, c)
+		case m.BeyondSpec != "":
+			t.Logf("%-28s not in the published description: %s (%s)", name, m.BeyondSpec, m.Doc)
+		default:
+			t.Logf("%-28s %s", name, m.Doc)
+		}
+	}
+	for c := range apiCalls {
+		if !strings.Contains(" "+strings.Join(called, " ")+" ", " "+c+" ") {
+			t.Errorf("apiCalls lists a.api.%s, which the adapter no longer calls", c)
+		}
+	}
+}
