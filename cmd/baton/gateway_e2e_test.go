@@ -304,7 +304,7 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 	// with the whole transcript in order.
 	tm = startTerm(t, env, work)
 	tm.expect("Waiting for you here")
-	tm.expect("handed off from web")
+	tm.expect("handed off from the web chat")
 	tm.expect("Press Enter to continue it here")
 	tm.answer("")
 	tm.expect("Continuing")

@@ -127,6 +127,10 @@ func TestOneHolderTerminalTelegramWebTerminal(t *testing.T) {
 	}
 	// The terminal, no longer holding it, runs no turn either; quitting
 	// there leaves the session open in the web chat.
+	// It was told at once; typing waits for that line, since a key typed
+	// while the line is drawn can be taken by the terminal's own reply
+	// to readline's cursor query.
+	tm.expect("This conversation continues in the web chat now.")
 	calls = modelCalls()
 	tm.line("/retry")
 	tm.expect("This conversation is in the web chat now, since")

@@ -85,10 +85,14 @@ func (r *midTurnRig) onlySession(t *testing.T) string {
 // marked as cut off.
 func assertOneAnswerPerTurn(t *testing.T, st store.Store, sessionID string) {
 	t.Helper()
-	msgs, err := st.Transcript(t.Context(), sessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A place shows an answer as it streams, before it is stored whole:
+	// wait for the last turn's answer to be in the store.
+	var msgs []store.Message
+	testutil.Eventually(t, hangGuard, func() bool {
+		var err error
+		msgs, err = st.Transcript(t.Context(), sessionID)
+		return err == nil && len(msgs) > 0 && msgs[len(msgs)-1].Role == store.RoleAssistant
+	}, "the last turn's answer to be stored")
 	var lines []string
 	answers := -1
 	for _, m := range msgs {
