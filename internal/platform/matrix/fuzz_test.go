@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/baton-agent/baton/internal/platform/safehtml/safehtmltest"
 )
 
 // Rendering any markdown to Matrix HTML never panics, keeps valid text
@@ -60,6 +62,21 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		if ev.At.Platform != Name || ev.At.Chat != room || strings.TrimSpace(ev.Text) == "" {
 			t.Fatalf("event %s handed over at %+v with text %q", raw, ev.At, ev.Text)
+		}
+	})
+}
+
+// Whatever the agent writes renders to what Matrix allows in a formatted
+// body only.
+func FuzzRenderHTMLAllowed(f *testing.F) {
+	for _, s := range safehtmltest.Hostile() {
+		f.Add(s)
+	}
+	f.Add("# Head\n\n- a\n- b\n\n| a | b |\n|:-|-:|\n| 1 | 2 |\n\n![i](https://x.y/p.png \"t\")")
+	f.Fuzz(func(t *testing.T, md string) {
+		out, _ := renderHTML(md)
+		if why := matrixAllowed.Unsafe(out); why != "" {
+			t.Fatalf("%q rendered with %s", md, why)
 		}
 	})
 }

@@ -3,6 +3,10 @@ package matrix
 import (
 	"strings"
 	"testing"
+
+	xhtml "golang.org/x/net/html"
+
+	"github.com/baton-agent/baton/internal/platform/safehtml/safehtmltest"
 )
 
 func TestRenderHTML(t *testing.T) {
@@ -48,5 +52,43 @@ func TestStripReplyFallback(t *testing.T) {
 	}
 	if !strings.HasPrefix(stripReplyFallback("x > y"), "x") {
 		t.Error("a body not starting with a quote changed")
+	}
+}
+
+// matrixAllowed is what Matrix's spec lets a formatted body hold
+// (m.room.message, org.matrix.custom.html); clients drop the rest.
+var matrixAllowed = safehtmltest.AllowList{
+	Elements: map[string][]string{
+		"font": {"data-mx-bg-color", "data-mx-color", "color"}, "del": nil,
+		"h1": nil, "h2": nil, "h3": nil, "h4": nil, "h5": nil, "h6": nil,
+		"blockquote": nil, "p": nil, "a": {"target", "href"}, "ul": nil, "ol": {"start"},
+		"sup": nil, "sub": nil, "li": nil, "b": nil, "i": nil, "u": nil, "strong": nil, "em": nil,
+		"s": nil, "code": {"class"}, "hr": nil, "br": nil, "div": {"data-mx-maths"},
+		"table": nil, "thead": nil, "tbody": nil, "tr": nil, "th": nil, "td": nil, "caption": nil,
+		"pre": nil, "span": {"data-mx-bg-color", "data-mx-color", "data-mx-spoiler", "data-mx-maths"},
+		"img": {"width", "height", "alt", "title", "src"}, "details": nil, "summary": nil,
+	},
+	Schemes: []string{"http", "https", "ftp", "mailto", "magnet"},
+	Check: func(n *xhtml.Node) string {
+		switch n.Data {
+		case "img":
+			if src := safehtmltest.Attr(n, "src"); !strings.HasPrefix(src, "mxc://") {
+				return "img src=" + src
+			}
+		case "code":
+			if c := safehtmltest.Attr(n, "class"); c != "" && !strings.HasPrefix(c, "language-") {
+				return "code class=" + c
+			}
+		}
+		return ""
+	},
+}
+
+func TestRenderHTMLIsSafe(t *testing.T) {
+	for _, md := range append(safehtmltest.Hostile(), "![pic](https://example.org/p.png \"t\")", "[t](https://example.org \"title\")", "| a | b |\n|:--|--:|\n| 1 | 2 |") {
+		out, _ := renderHTML(md)
+		if why := matrixAllowed.Unsafe(out); why != "" {
+			t.Errorf("%q rendered with %s:\n%s", md, why, out)
+		}
 	}
 }

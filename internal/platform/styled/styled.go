@@ -1,8 +1,12 @@
-// Package styled turns a markdown reply into what chat services without
-// markdown take: plain text, with the styled ranges either reported as
-// spans (Signal's text styles) or wrapped in the service's own markers
-// (WhatsApp's *bold*). Headings become bold lines, list items bullets,
-// links "label (url)"; raw HTML is shown as written.
+// Package styled is the one markdown walker every chat service's
+// renderer uses. A Dialect says how a service writes what markdown
+// means — its escaping, a mark around each style, a code block, a link, a
+// list item, a quote — and the walker does the rest the same way for all:
+// headings become bold lines, list items bullets (or their numbers),
+// rules a dash line, raw HTML is shown as written (escaped as the
+// service needs). Render is the dialect of services without markup:
+// plain text with the styled ranges reported as spans (Signal's text
+// styles) or wrapped in the service's own markers (WhatsApp's *bold*).
 package styled
 
 import (
@@ -11,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -48,12 +54,12 @@ var chatParser = sync.OnceValue(func() parser.Parser {
 })
 
 // Parse parses a markdown reply in the chat dialect (CommonMark with
-// strikethrough), for a service's own renderer to walk.
+// strikethrough).
 func Parse(src []byte) ast.Node { return chatParser().Parse(text.NewReader(src)) }
 
 // Text is a rendered reply.
 type Text struct {
-	Plain string // the text with any markers the Marks asked for
+	Plain string // the text with any markers the dialect wrote
 	Spans []Span // ranges of Plain, in document order of their starts
 }
 
@@ -61,17 +67,91 @@ type Text struct {
 // entry gets no markers (and is still reported as a span).
 type Marks map[Style][2]string
 
+// LinkKind is what in the markdown a link came from.
+type LinkKind int
+
+// The kinds of link.
+const (
+	LinkText  LinkKind = iota // [label](dest)
+	LinkImage                 // ![alt](dest)
+	LinkAuto                  // <dest>
+)
+
+// Dialect is how one service writes a reply. Every func may be nil, for
+// the plain-text default.
+type Dialect struct {
+	// Marks are written around each style, headings being Bold. A Block
+	// without CodeBlock gets Marks[Block].
+	Marks Marks
+	// Escape writes text as the service shows it literally (code, raw
+	// HTML). Default: as it is.
+	Escape func(w util.BufWriter, v []byte)
+	// Text writes markdown text: backslash escapes and entity
+	// references resolved, then escaped. Default: resolved, then Escape.
+	Text func(w util.BufWriter, v []byte)
+	// CodeBlock is what opens and closes a code block in lang (empty for
+	// none or an indented block).
+	CodeBlock func(lang []byte) (open, close string)
+	// Item is the bullet of a list item: num and marker are the
+	// number and the marker as written ('.' or ')') in an ordered list.
+	// Default: "3. ", or "• " unordered.
+	Item func(ordered bool, num int, marker byte) string
+	// Indent is written once per level of list nesting before an item.
+	Indent string
+	// Quote is how a blockquote is written.
+	Quote Quote
+	// Link writes a link around its label, which is already written
+	// (rendered, escaped) as label: before and after go around it, and
+	// without keepLabel the label is replaced by before+after. dest is
+	// the address as written (an email autolink's with mailto:).
+	// Default: the label alone.
+	Link func(kind LinkKind, dest []byte, label string) (before, after string, keepLabel bool)
+	// BareImageShowsURL labels an image without words by its address.
+	BareImageShowsURL bool
+	// TrimSpace trims every Unicode space around the reply, not just
+	// spaces and newlines.
+	TrimSpace bool
+}
+
+// Quote is how a blockquote is written: Open, its blocks separated by
+// Sep, Close; with LinePrefix, every line of the quote's blocks starts
+// with it.
+type Quote struct {
+	Open, Sep, Close, LinePrefix string
+}
+
+// Plain is the dialect of services without markup: text, with marks
+// around styled ranges, links "label (url)".
+func Plain(marks Marks) *Dialect {
+	return &Dialect{
+		Marks:  marks,
+		Indent: "  ",
+		Quote:  Quote{Open: "> ", Sep: "\n> "},
+		Link: func(kind LinkKind, dest []byte, label string) (string, string, bool) {
+			if kind == LinkAuto || len(dest) == 0 || label == string(dest) {
+				return "", "", true
+			}
+			return "", " (" + string(dest) + ")", true
+		},
+	}
+}
+
 // Render renders md, writing marks around styled ranges.
-func Render(md string, marks Marks) Text {
+func Render(md string, marks Marks) Text { return Plain(marks).Render(md) }
+
+// Render renders md in the dialect.
+func (d *Dialect) Render(md string) Text {
 	src := []byte(md)
-	doc := Parse(src)
-	r := &renderer{src: src, marks: marks}
-	r.blocks(doc, "\n\n", 0)
-	plain := r.b.String()
-	trimmed := strings.TrimRight(plain, " \n")
-	lead := len(trimmed) - len(strings.TrimLeft(trimmed, " \n"))
-	out := Text{Plain: trimmed[lead:]}
-	for _, s := range r.spans {
+	w := &walker{src: src, d: d}
+	w.blocks(Parse(src), "\n\n", 0)
+	isSpace := func(r rune) bool { return r == ' ' || r == '\n' }
+	if d.TrimSpace {
+		isSpace = unicode.IsSpace
+	}
+	trimmed := bytes.TrimRightFunc(w.out, isSpace)
+	lead := len(trimmed) - len(bytes.TrimLeftFunc(trimmed, isSpace))
+	out := Text{Plain: string(trimmed[lead:])}
+	for _, s := range w.spans {
 		s.Start = min(max(s.Start-lead, 0), len(out.Plain))
 		s.End = min(max(s.End-lead, 0), len(out.Plain))
 		if s.End > s.Start {
@@ -96,116 +176,204 @@ func UTF16(s string, off int) int {
 	return n
 }
 
-type renderer struct {
+// walker renders one reply; it is the util.BufWriter a dialect writes to.
+type walker struct {
 	src   []byte
-	marks Marks
-	b     strings.Builder
+	d     *Dialect
+	out   []byte
 	spans []Span
 }
 
-// styled writes body between the style's marks and records its span.
-func (r *renderer) styled(st Style, body func()) {
-	m := r.marks[st]
-	r.b.WriteString(m[0])
-	start := r.b.Len()
+func (w *walker) Write(p []byte) (int, error)       { w.out = append(w.out, p...); return len(p), nil }
+func (w *walker) WriteString(s string) (int, error) { w.out = append(w.out, s...); return len(s), nil }
+func (w *walker) WriteByte(c byte) error            { w.out = append(w.out, c); return nil }
+func (w *walker) WriteRune(r rune) (int, error) {
+	n := len(w.out)
+	w.out = utf8.AppendRune(w.out, r)
+	return len(w.out) - n, nil
+}
+func (w *walker) Available() int { return 1 << 20 } // never full: it grows
+func (w *walker) Buffered() int  { return 0 }
+func (w *walker) Flush() error   { return nil }
+
+// styled writes body between open and close and records its span.
+func (w *walker) styled(st Style, open, close string, body func()) {
+	w.out = append(w.out, open...)
+	start := len(w.out)
 	body()
-	r.spans = append(r.spans, Span{Start: start, End: r.b.Len(), Style: st})
-	r.b.WriteString(m[1])
+	w.spans = append(w.spans, Span{Start: start, End: len(w.out), Style: st})
+	w.out = append(w.out, close...)
 }
 
-func (r *renderer) blocks(n ast.Node, sep string, depth int) {
-	first := true
-	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		if !first {
-			r.b.WriteString(sep)
-		}
-		first = false
-		r.block(c, depth)
+func (w *walker) mark(st Style, body func()) {
+	m := w.d.Marks[st]
+	w.styled(st, m[0], m[1], body)
+}
+
+func (w *walker) escape(v []byte) {
+	if w.d.Escape != nil {
+		w.d.Escape(w, v)
+	} else {
+		w.out = append(w.out, v...)
 	}
 }
 
-func (r *renderer) block(n ast.Node, depth int) {
+// text writes markdown text with backslash escapes and entity references
+// resolved.
+func (w *walker) text(v []byte) {
+	if w.d.Text != nil {
+		w.d.Text(w, v)
+		return
+	}
+	w.escape(util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v))))
+}
+
+// blocks renders the block children of n separated by sep; depth is the
+// list nesting level, for indenting nested items.
+func (w *walker) blocks(n ast.Node, sep string, depth int) {
+	first := true
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if !first {
+			w.out = append(w.out, sep...)
+		}
+		first = false
+		w.block(c, depth)
+	}
+}
+
+func (w *walker) block(n ast.Node, depth int) {
 	switch n := n.(type) {
 	case *ast.Paragraph, *ast.TextBlock:
-		r.inlines(n)
+		w.inlines(n)
 	case *ast.Heading:
-		r.styled(Bold, func() { r.inlines(n) })
+		w.mark(Bold, func() { w.inlines(n) })
 	case *ast.ThematicBreak:
-		r.b.WriteString("———")
-	case *ast.FencedCodeBlock, *ast.CodeBlock:
-		r.styled(Block, func() { r.lines(n) })
+		w.out = append(w.out, "———"...)
+	case *ast.FencedCodeBlock:
+		w.codeBlock(n, n.Language(w.src))
+	case *ast.CodeBlock:
+		w.codeBlock(n, nil)
 	case *ast.HTMLBlock:
-		r.lines(n)
+		w.lines(n)
 		if n.HasClosure() {
-			r.b.WriteString("\n")
-			r.b.Write(n.ClosureLine.Value(r.src))
+			w.out = append(w.out, '\n')
+			w.escape(n.ClosureLine.Value(w.src))
 		}
 	case *ast.Blockquote:
-		r.b.WriteString("> ")
-		r.blocks(n, "\n> ", depth)
+		w.quote(n, depth)
 	case *ast.List:
 		num := n.Start
 		first := true
 		for item := n.FirstChild(); item != nil; item = item.NextSibling() {
 			if !first {
-				r.b.WriteString("\n")
+				w.out = append(w.out, '\n')
 			}
 			first = false
-			r.b.WriteString(strings.Repeat("  ", depth))
+			w.out = append(w.out, strings.Repeat(w.d.Indent, depth)...)
+			w.out = append(w.out, w.item(n.IsOrdered(), num, n.Marker)...)
 			if n.IsOrdered() {
-				r.b.WriteString(strconv.Itoa(num) + string(n.Marker) + " ")
 				num++
-			} else {
-				r.b.WriteString("• ")
 			}
-			r.blocks(item, "\n", depth+1)
+			w.blocks(item, "\n", depth+1)
 		}
 	default:
+		// Unknown blocks (extensions) still show their text.
 		if n.HasChildren() {
-			r.blocks(n, "\n", depth)
+			w.blocks(n, "\n", depth)
 		} else {
-			r.lines(n)
+			w.lines(n)
 		}
 	}
 }
 
-func (r *renderer) lines(n ast.Node) {
+func (w *walker) item(ordered bool, num int, marker byte) string {
+	if w.d.Item != nil {
+		return w.d.Item(ordered, num, marker)
+	}
+	if ordered {
+		return strconv.Itoa(num) + string(marker) + " "
+	}
+	return "• "
+}
+
+func (w *walker) codeBlock(n ast.Node, lang []byte) {
+	open, close := w.d.Marks[Block][0], w.d.Marks[Block][1]
+	if w.d.CodeBlock != nil {
+		open, close = w.d.CodeBlock(lang)
+	}
+	w.styled(Block, open, close, func() { w.lines(n) })
+}
+
+// quote writes a blockquote; with a line prefix its blocks are rendered
+// apart first, to start each of their lines with it.
+func (w *walker) quote(n ast.Node, depth int) {
+	q := w.d.Quote
+	w.out = append(w.out, q.Open...)
+	if q.LinePrefix == "" {
+		w.blocks(n, q.Sep, depth)
+		w.out = append(w.out, q.Close...)
+		return
+	}
+	inner := &walker{src: w.src, d: w.d}
+	inner.blocks(n, q.Sep, depth)
+	body := bytes.TrimRight(inner.out, "\n")
+	base := len(w.out)
+	// at is where offset p of body lands, each line having gained a prefix.
+	at := func(p int) int {
+		p = min(p, len(body))
+		return base + p + len(q.LinePrefix)*(1+bytes.Count(body[:p], []byte{'\n'}))
+	}
+	for i, line := range bytes.Split(body, []byte{'\n'}) {
+		if i > 0 {
+			w.out = append(w.out, '\n')
+		}
+		w.out = append(w.out, q.LinePrefix...)
+		w.out = append(w.out, line...)
+	}
+	for _, s := range inner.spans {
+		w.spans = append(w.spans, Span{Start: at(s.Start), End: at(s.End), Style: s.Style})
+	}
+	w.out = append(w.out, q.Close...)
+}
+
+// lines writes a block's raw lines, escaped, without the final newline.
+func (w *walker) lines(n ast.Node) {
 	var buf bytes.Buffer
 	l := n.Lines()
 	for i := 0; i < l.Len(); i++ {
 		seg := l.At(i)
-		buf.Write(seg.Value(r.src))
+		buf.Write(seg.Value(w.src))
 	}
-	r.b.Write(bytes.TrimRight(buf.Bytes(), "\n"))
+	w.escape(bytes.TrimRight(buf.Bytes(), "\n"))
 }
 
-func (r *renderer) inlines(n ast.Node) {
+func (w *walker) inlines(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		r.inline(c)
+		w.inline(c)
 	}
 }
 
-func (r *renderer) inline(n ast.Node) {
+func (w *walker) inline(n ast.Node) {
 	switch n := n.(type) {
 	case *ast.Text:
-		r.text(n.Segment.Value(r.src))
+		w.text(n.Segment.Value(w.src))
 		if n.HardLineBreak() || n.SoftLineBreak() {
-			r.b.WriteString("\n")
+			w.out = append(w.out, '\n')
 		}
 	case *ast.String:
 		if n.IsCode() || n.IsRaw() {
-			r.b.Write(n.Value)
+			w.escape(n.Value)
 		} else {
-			r.text(n.Value)
+			w.text(n.Value)
 		}
 	case *ast.CodeSpan:
-		r.styled(Monospace, func() {
+		w.mark(Monospace, func() {
 			for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 				switch t := c.(type) {
 				case *ast.Text:
-					r.b.Write(t.Segment.Value(r.src))
+					w.escape(t.Segment.Value(w.src))
 				case *ast.String:
-					r.b.Write(t.Value)
+					w.escape(t.Value)
 				}
 			}
 		})
@@ -214,40 +382,59 @@ func (r *renderer) inline(n ast.Node) {
 		if n.Level >= 2 {
 			st = Bold
 		}
-		r.styled(st, func() { r.inlines(n) })
+		w.mark(st, func() { w.inlines(n) })
 	case *extast.Strikethrough:
-		r.styled(Strike, func() { r.inlines(n) })
+		w.mark(Strike, func() { w.inlines(n) })
 	case *ast.Link:
-		r.link(string(n.Destination), func() { r.inlines(n) })
+		w.link(LinkText, n.Destination, func() { w.inlines(n) })
 	case *ast.Image:
-		r.link(string(n.Destination), func() { r.inlines(n) })
+		w.link(LinkImage, n.Destination, func() {
+			if !n.HasChildren() && w.d.BareImageShowsURL {
+				w.escape(n.Destination)
+			} else {
+				w.inlines(n)
+			}
+		})
 	case *ast.AutoLink:
-		r.b.Write(n.Label(r.src))
+		url := n.URL(w.src)
+		if n.AutoLinkType == ast.AutoLinkEmail && !bytes.HasPrefix(bytes.ToLower(url), []byte("mailto:")) {
+			url = append([]byte("mailto:"), url...)
+		}
+		w.link(LinkAuto, url, func() { w.escape(n.Label(w.src)) })
 	case *ast.RawHTML:
 		segs := n.Segments
 		for i := 0; i < segs.Len(); i++ {
 			seg := segs.At(i)
-			r.b.Write(seg.Value(r.src))
+			w.escape(seg.Value(w.src))
 		}
 	default:
 		if n.HasChildren() {
-			r.inlines(n)
+			w.inlines(n)
 		}
 	}
 }
 
-// link writes "label (url)", or the label alone when it already is the
-// URL.
-func (r *renderer) link(dest string, label func()) {
-	start := r.b.Len()
+// link writes the label, then lets the dialect write the link around it
+// (or in its place).
+func (w *walker) link(kind LinkKind, dest []byte, label func()) {
+	start, spans := len(w.out), len(w.spans)
 	label()
-	if dest != "" && r.b.String()[start:] != dest {
-		r.b.WriteString(" (" + dest + ")")
+	if w.d.Link == nil {
+		return
 	}
-}
-
-// text writes markdown text with backslash escapes and entity references
-// resolved.
-func (r *renderer) text(v []byte) {
-	r.b.Write(util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v))))
+	before, after, keep := w.d.Link(kind, dest, string(w.out[start:]))
+	if !keep {
+		w.out, w.spans = w.out[:start], w.spans[:spans]
+		w.out = append(w.out, before...)
+		w.out = append(w.out, after...)
+		return
+	}
+	if before != "" {
+		w.out = append(w.out[:start], append([]byte(before), w.out[start:]...)...)
+		for i := spans; i < len(w.spans); i++ {
+			w.spans[i].Start += len(before)
+			w.spans[i].End += len(before)
+		}
+	}
+	w.out = append(w.out, after...)
 }
