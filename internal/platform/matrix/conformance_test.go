@@ -63,7 +63,7 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober"},
 		}
 	})
 }

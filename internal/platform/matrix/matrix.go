@@ -124,6 +124,7 @@ var (
 	_ platform.Editor    = (*Adapter)(nil)
 	_ platform.EditPacer = (*Adapter)(nil)
 	_ platform.Limiter   = (*Adapter)(nil)
+	_ platform.Prober    = (*Adapter)(nil)
 )
 
 // latestLimit bounds the threads whose newest event is remembered.

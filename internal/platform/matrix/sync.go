@@ -102,6 +102,17 @@ func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
 }
 
 // identify asks the homeserver whose the token is.
+// Probe asks whoami whether the homeserver answers again: the supervisor
+// of a platform that is down restarts it as soon as it does.
+func (a *Adapter) Probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := a.cli.Whoami(ctx); err != nil {
+		return fmt.Errorf("matrix: probe: %w", failure("whoami", err, false))
+	}
+	return nil
+}
+
 func (a *Adapter) identify(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()

@@ -82,6 +82,7 @@ func capabilities() map[string]func(platform.Adapter) bool {
 		"Limiter":   is[platform.Limiter],
 		"Streamer":  is[platform.Streamer],
 		"Commander": is[platform.Commander],
+		"Prober":    is[platform.Prober],
 	}
 }
 
@@ -99,6 +100,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("UnsupportedClassified", func(t *testing.T) { testUnsupported(t, newHarness(t)) })
 	t.Run("DownAtStart", func(t *testing.T) { testDownAtStart(t, newHarness(t)) })
 	t.Run("DownMidRun", func(t *testing.T) { testDownMidRun(t, newHarness(t)) })
+	t.Run("ProbeFollowsTheService", func(t *testing.T) { testProbe(t, newHarness(t)) })
 	t.Run("MessageLength", func(t *testing.T) { testLimiter(t, newHarness(t)) })
 	t.Run("RepeatedDeliveryShownOnce", func(t *testing.T) { testRepeatedDelivery(t, newHarness(t)) })
 }
@@ -484,6 +486,26 @@ func testDownAtStart(t *testing.T, h Harness) {
 	h.Up()
 	r.state(t, platform.StateLive, 1)
 	r.event(t, say(t, h, h.Home, "back again"))
+}
+
+// testProbe: a Prober's probe fails while its service is down and
+// answers once it is back, so the supervisor restarts it then.
+func testProbe(t *testing.T, h Harness) {
+	p, ok := h.Adapter.(platform.Prober)
+	if !ok {
+		t.Skip("not a platform.Prober: restarts wait out their backoff")
+	}
+	if h.Down == nil || h.Up == nil {
+		t.Skip("no remote service to take down: " + h.NoService)
+	}
+	h.Down()
+	if err := p.Probe(testutil.Context(t, 0)); err == nil {
+		t.Error("the probe answered while the service was down")
+	}
+	h.Up()
+	if err := p.Probe(testutil.Context(t, 0)); err != nil {
+		t.Errorf("the probe failed once the service was back: %v", err)
+	}
 }
 
 func testDownMidRun(t *testing.T, h Harness) {

@@ -168,6 +168,18 @@ func (a *Adapter) identify(ctx context.Context) error {
 	return nil
 }
 
+// Probe asks auth.test whether Slack answers again: the supervisor of a
+// platform that is down restarts it as soon as it does, instead of
+// waiting out its backoff.
+func (a *Adapter) Probe(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := a.api.AuthTestContext(cctx); err != nil {
+		return classify("auth.test (probe)", err)
+	}
+	return nil
+}
+
 // connect asks for a Socket Mode URL (apps.connections.open, app token)
 // and dials it.
 func (a *Adapter) connect(ctx context.Context) (*websocket.Conn, error) {

@@ -84,7 +84,7 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Commander"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Commander", "Prober"},
 		}
 	})
 }
