@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,9 +78,25 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober"},
 		}
 	})
 }
 
 var _ = http.StatusOK
+
+// A probe that finds no session starts left fails, so a down Discord is
+// not restarted into an identify it would refuse; once they reset, it
+// answers.
+func TestProbeWaitsForSessionStarts(t *testing.T) {
+	fake := discordtest.New(t, token)
+	a := newAdapter(t, fake, token)
+	fake.SessionStartsUsed(true)
+	if err := a.Probe(t.Context()); err == nil || !strings.Contains(err.Error(), "no session starts left") {
+		t.Errorf("probe with no session starts left: %v", err)
+	}
+	fake.SessionStartsUsed(false)
+	if err := a.Probe(t.Context()); err != nil {
+		t.Errorf("probe once they reset: %v", err)
+	}
+}

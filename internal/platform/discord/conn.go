@@ -92,6 +92,30 @@ func (a *Adapter) gatewayURL(ctx context.Context) (string, error) {
 	return gb.URL, nil
 }
 
+// Probe asks GET /gateway/bot whether Discord answers again, and whether
+// a new session may be started: Discord allows a bot about 1,000
+// identifies a day, so a probe that finds none left fails until they
+// reset, and the supervisor's restarts wait out their backoff instead of
+// spending the last ones.
+func (a *Adapter) Probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	var gb struct {
+		Limit *struct {
+			Remaining  int   `json:"remaining"`
+			ResetAfter int64 `json:"reset_after"`
+		} `json:"session_start_limit"`
+	}
+	if err := a.rest.Do(rest.GetGatewayBot.Compile(nil), nil, &gb, rest.WithCtx(ctx)); err != nil {
+		return fmt.Errorf("discord: probe: %w", classify("GET /gateway/bot", err))
+	}
+	if gb.Limit != nil && gb.Limit.Remaining <= 0 {
+		return fmt.Errorf("discord: no session starts left today; they reset in %s",
+			(time.Duration(gb.Limit.ResetAfter) * time.Millisecond).Round(time.Second))
+	}
+	return nil
+}
+
 // withQuery adds the version and encoding the gateway is spoken in (no
 // compression, so no compress parameter).
 func withQuery(u string) string {

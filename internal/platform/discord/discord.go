@@ -142,6 +142,7 @@ var (
 	_ platform.Editor    = (*Adapter)(nil)
 	_ platform.EditPacer = (*Adapter)(nil)
 	_ platform.Limiter   = (*Adapter)(nil)
+	_ platform.Prober    = (*Adapter)(nil)
 )
 
 // New makes an adapter; it does not contact Discord (Run does).

@@ -124,6 +124,7 @@ type Server struct {
 	refuseThreads bool
 	refuseIntent  bool
 	globalLimit   time.Duration
+	startsUsed    bool // GET /gateway/bot says no session starts are left
 	dropAfter     map[string]int
 }
 
@@ -303,6 +304,15 @@ func (s *Server) Connected() int {
 	return n
 }
 
+// SessionStartsUsed makes GET /gateway/bot say the bot has no session
+// starts (identifies) left until they reset, as Discord does after about
+// 1,000 in a day.
+func (s *Server) SessionStartsUsed(used bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startsUsed = used
+}
+
 // RateLimitGlobal makes the next REST request, whatever its route, answer
 // 429 for the global limit, asking for retryAfter.
 func (s *Server) RateLimitGlobal(retryAfter time.Duration) {
@@ -462,9 +472,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	ok := false
 	switch route {
 	case RouteGetGatewayBot:
+		s.mu.Lock()
+		remaining := 999
+		if s.startsUsed {
+			remaining = 0
+		}
+		s.mu.Unlock()
 		fakekit.WriteJSON(w, http.StatusOK, map[string]any{
 			"url": s.GatewayURL(), "shards": 1,
-			"session_start_limit": map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1},
+			"session_start_limit": map[string]any{"total": 1000, "remaining": remaining, "reset_after": 14400000, "max_concurrency": 1},
 		})
 		ok = true
 	case RouteGetCurrentUser:
