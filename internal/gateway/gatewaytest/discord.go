@@ -1,0 +1,92 @@
+package gatewaytest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/discord"
+	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
+)
+
+// Discord is the REST and gateway fake with a guild channel as the home: a
+// handoff opens a thread in it.
+func Discord() Harness { return discordHarness{} }
+
+const discordToken = "MTIz.gateway.test"
+
+var (
+	discordOwner    = discordtest.User{ID: "4242", Username: "owner"}
+	discordStranger = discordtest.User{ID: "6666", Username: "eve"}
+)
+
+type discordHarness struct{}
+
+func (discordHarness) Caps() Caps { return Caps{Threads: true, Groups: true} }
+
+func (discordHarness) Start(t testing.TB) Service {
+	t.Helper()
+	fake := discordtest.New(t, discordToken)
+	a, err := discord.New(discord.Config{Token: discordToken, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &discordService{fake: fake, adapter: a}
+}
+
+type discordService struct {
+	fake    *discordtest.Server
+	adapter platform.Adapter
+}
+
+func (s *discordService) Setup() Setup {
+	return Setup{
+		Platform: "discord", Display: "Discord",
+		Adapters:      []platform.Adapter{s.adapter},
+		Owners:        []string{discordOwner.ID},
+		Home:          platform.Address{Platform: "discord", Kind: platform.Group, Chat: s.fake.Home()},
+		RefusalReason: "Create Public Threads",
+	}
+}
+
+// Say writes in the thread's own channel: on Discord a thread is a channel.
+func (s *discordService) Say(t testing.TB, at platform.Address, who Person, text string) {
+	t.Helper()
+	from := discordOwner
+	if who == Stranger {
+		from = discordStranger
+	}
+	channel := at.Chat
+	if at.Thread != "" {
+		channel = at.Thread
+	}
+	if _, err := s.fake.Say(channel, from, text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *discordService) Shown() []Shown {
+	parent := map[string]string{}
+	for _, th := range s.fake.Threads() {
+		parent[th.ID] = th.ParentID
+	}
+	var out []Shown
+	for _, p := range s.fake.Shown() {
+		at := platform.Address{Platform: "discord", Chat: p.ChannelID}
+		if home, ok := parent[p.ChannelID]; ok {
+			at.Chat, at.Thread = home, p.ChannelID
+		}
+		out = append(out, Shown{At: at, Text: p.Content})
+	}
+	return out
+}
+
+func (s *discordService) Command(line string) string { return line }
+
+// Mention tries to ping everyone as well: the bot must not echo it.
+func (s *discordService) Mention(text string) string { return "@everyone " + text }
+
+// RefuseThreads takes the Create Public Threads permission away.
+func (s *discordService) RefuseThreads() { s.fake.RefuseThreads(true) }
+
+func (s *discordService) ThreadTries() int { return s.fake.CallCount(discordtest.RouteStartThread) }

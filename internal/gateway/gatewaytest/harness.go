@@ -1,0 +1,98 @@
+// Package gatewaytest is the gateway's scenario suite: the end-to-end
+// behaviours every chat platform shares (a handoff there and back, a
+// refused thread, a stranger), written once and run against each
+// platform's loopback fake through a Harness. A new platform adds a
+// Harness, not a test file.
+package gatewaytest
+
+import (
+	"testing"
+
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// Harness is one platform as the suite drives it.
+type Harness interface {
+	// Caps says which scenarios the platform can take part in.
+	Caps() Caps
+	// Start starts the service's fake (stopped when t ends) before the
+	// gateway starts.
+	Start(t testing.TB) Service
+}
+
+// Caps are what a platform offers that some scenarios need.
+type Caps struct {
+	// Threads: a handoff opens a thread under the home chat.
+	Threads bool
+	// Groups: the home chat is shared with other people, who may write
+	// there.
+	Groups bool
+}
+
+// Setup is what the gateway needs to run a platform's adapter.
+type Setup struct {
+	Platform string // the adapter's name: "telegram"
+	Display  string // as people read it: "Telegram"
+	Adapters []platform.Adapter
+	Owners   []string         // the owner's ids on the platform
+	Home     platform.Address // where handoffs land
+	// RefusalReason is what the notice of a refused thread must say to
+	// tell the person what to fix; "" when the service gives no reason.
+	RefusalReason string
+}
+
+// Person is who writes in a chat.
+type Person int
+
+const (
+	Owner    Person = iota // the owner's own account on the platform
+	Stranger               // someone the gateway does not know
+)
+
+// Shown is one message of the bot as people see it now (after edits).
+type Shown struct {
+	At   platform.Address // Chat and Thread are set; Kind may not be
+	Text string           // plain text, as read
+}
+
+// Service is one running fake of a platform's service.
+type Service interface {
+	Setup() Setup
+	// Say writes text as who at a chat or thread, and returns once the
+	// service has handed it to the bot.
+	Say(t testing.TB, at platform.Address, who Person, text string)
+	// Shown is everything the bot shows, in the order it was posted.
+	Shown() []Shown
+	// Command is line (a slash command) as a person types it to the bot
+	// in a group.
+	Command(line string) string
+	// Mention is text addressed to the bot by name in a group.
+	Mention(text string) string
+	// RefuseThreads makes the service refuse every new thread from now on.
+	RefuseThreads()
+}
+
+// ThreadCounter is a Service that can tell how many times the bot asked
+// for a new thread.
+type ThreadCounter interface {
+	ThreadTries() int
+}
+
+// Gateway is a running gateway for the suite: the store, the fake model
+// and the control socket's client.
+type Gateway interface {
+	Store() store.Store
+	Model() *llmtest.Server
+	Control() *control.Client
+	// TerminalSession is a session as the terminal leaves it, titled
+	// "Trip planning #…": four messages about a train to Lisbon.
+	TerminalSession(t testing.TB) store.Session
+}
+
+// Start runs a gateway with the web chat and the platform set up, and
+// returns once the platform is live. The gateway's own tests provide it:
+// they hold the rig.
+type Start func(t testing.TB, s Setup) Gateway

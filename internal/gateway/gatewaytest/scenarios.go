@@ -1,0 +1,249 @@
+package gatewaytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/gateway"
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// scenario is one behaviour; needs says what it asks of the platform.
+type scenario struct {
+	name  string
+	needs func(Caps) string // why the platform cannot run it; "" if it can
+	run   func(t *testing.T, sc *run)
+}
+
+var scenarios = []scenario{
+	{"HandoffThereAndBack", always, handoffThereAndBack},
+	{"RefusedThreadLandsInHome", needsThreads, refusedThreadLandsInHome},
+	{"StrangerNotAnsweredInGroup", needsGroups, strangerNotAnswered},
+}
+
+func always(Caps) string { return "" }
+
+func needsThreads(c Caps) string {
+	if !c.Threads {
+		return "the platform opens no threads"
+	}
+	return ""
+}
+
+func needsGroups(c Caps) string {
+	if !c.Groups {
+		return "the home chat is the owner's alone"
+	}
+	return ""
+}
+
+// RunScenarios runs every scenario the harness's capabilities allow, each
+// as a subtest with its own fake and gateway; the others are skipped with
+// the reason.
+func RunScenarios(t *testing.T, h Harness, start Start) {
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) {
+			if why := s.needs(h.Caps()); why != "" {
+				t.Skip(why)
+			}
+			svc := h.Start(t)
+			setup := svc.Setup()
+			s.run(t, &run{svc: svc, setup: setup, gw: start(t, setup), caps: h.Caps()})
+		})
+	}
+}
+
+// run is one scenario's world.
+type run struct {
+	svc   Service
+	setup Setup
+	gw    Gateway
+	caps  Caps
+}
+
+// at matches what the bot shows at a chat or thread containing sub.
+func at(where platform.Address, sub string) func(Shown) bool {
+	return func(s Shown) bool { return samePlace(s.At, where) && strings.Contains(s.Text, sub) }
+}
+
+func samePlace(a, b platform.Address) bool { return a.Chat == b.Chat && a.Thread == b.Thread }
+
+// waitShown waits until the bot shows a message match accepts, and
+// returns it with its index in Shown.
+func (r *run) waitShown(t *testing.T, what string, match func(Shown) bool) (Shown, int) {
+	t.Helper()
+	var found Shown
+	idx := -1
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
+		for i, s := range r.svc.Shown() {
+			if match(s) {
+				found, idx = s, i
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("the bot never showed %s; it showed %+v", what, r.svc.Shown())
+	}
+	return found, idx
+}
+
+// handOff hands the session off from the terminal to the platform and
+// returns where it landed and the steps the terminal was shown.
+func (r *run) handOff(t *testing.T, sessionID string) (platform.Address, []string) {
+	t.Helper()
+	ctx := testutil.Context(t, 0)
+	h, err := r.gw.Control().RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: "cli", To: r.setup.Platform})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	final, err := r.gw.Control().Watch(ctx, h.ID, func(p control.Progress) { steps = append(steps, p.Step) })
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v %v (steps %q)", final, err, steps)
+	}
+	dest, err := platform.ParseKey(final.Destination)
+	if err != nil {
+		t.Fatalf("destination %q: %v", final.Destination, err)
+	}
+	return dest, steps
+}
+
+// settled waits until the session's transcript ends with answer and
+// returns it: a reply streamed by edits is shown before its turn is stored.
+func (r *run) settled(t *testing.T, sessionID, answer string) []store.Message {
+	t.Helper()
+	var msgs []store.Message
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		msgs, _ = r.gw.Store().Transcript(context.Background(), sessionID)
+		return len(msgs) > 0 && msgs[len(msgs)-1].Content == answer
+	}, "the transcript to end with "+answer)
+	return msgs
+}
+
+// continues checks that the owner saying text at where continues the
+// session: the reply shows there and both are the transcript's end.
+func (r *run) continues(t *testing.T, where platform.Address, sessionID, text, reply string) []store.Message {
+	t.Helper()
+	r.gw.Model().Push(llmtest.Reply{Text: reply})
+	r.svc.Say(t, where, Owner, text)
+	r.waitShown(t, "the answer to "+text, at(where, reply))
+	msgs := r.settled(t, sessionID, reply)
+	if m := msgs[len(msgs)-2]; m.Content != text || m.Platform != r.setup.Platform {
+		t.Fatalf("what the owner said at %s went to %+v", where.Key(), m)
+	}
+	if b, err := r.gw.Store().LookupBinding(context.Background(), where.Key()); err != nil || b.SessionID != sessionID {
+		t.Fatalf("%s is bound to %+v (%v), want session %s", where.Key(), b, err, sessionID)
+	}
+	return msgs
+}
+
+// Terminal → /handoff <platform>: a thread under the home chat where the
+// platform opens threads, else the home chat itself; the agent's greeting
+// there; the owner's reply continues the session with its whole
+// transcript; /handoff cli typed there leaves it waiting for the terminal.
+func handoffThereAndBack(t *testing.T, r *run) {
+	sess := r.gw.TerminalSession(t)
+	greeting := fmt.Sprintf("Hi on %s — we were booking the 9:40 train.", r.setup.Display)
+	r.gw.Model().Push(llmtest.Reply{Text: greeting})
+	dest, _ := r.handOff(t, sess.ID)
+	home := r.setup.Home
+	switch {
+	case r.caps.Threads && (dest.Kind != platform.Thread || dest.Chat != home.Chat || dest.Thread == ""):
+		t.Fatalf("landed at %s, want a thread under %s", dest.Key(), home.Key())
+	case !r.caps.Threads && dest.Key() != home.Key():
+		t.Fatalf("landed at %s, want the home chat %s", dest.Key(), home.Key())
+	}
+	r.waitShown(t, "the greeting", at(dest, greeting))
+
+	msgs := r.continues(t, dest, sess.ID, "book it please", "Done, it is booked.")
+	if msgs[0].Content != "plan a trip to Lisbon" {
+		t.Errorf("the transcript lost its start: %+v", msgs[0])
+	}
+	reqs := r.gw.Model().Requests()
+	body, _ := json.Marshal(reqs[len(reqs)-1])
+	for _, want := range []string{"plan a trip to Lisbon", "Noted: the 9:40 train.", greeting, "book it please"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the model was not shown %q", want)
+		}
+	}
+
+	r.svc.Say(t, dest, Owner, r.svc.Command("/handoff cli"))
+	r.waitShown(t, "the handoff answer", at(dest, "baton resume"))
+	waiting, err := r.gw.Store().PendingHandoffs(context.Background(), gateway.TerminalPlatform)
+	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != r.setup.Platform {
+		t.Fatalf("waiting for the terminal: %+v %v", waiting, err)
+	}
+}
+
+// The service refuses the new thread: the handoff lands in the home chat
+// and completes; the terminal and the chat are told why, the notice
+// before the greeting; the owner's next message there continues the
+// session; the refusal is not retried.
+func refusedThreadLandsInHome(t *testing.T, r *run) {
+	r.svc.RefuseThreads()
+	sess := r.gw.TerminalSession(t)
+	r.gw.Model().Push(llmtest.Reply{Text: "Landed in the home chat."})
+	dest, steps := r.handOff(t, sess.ID)
+	home := r.setup.Home
+	if dest.Key() != home.Key() {
+		t.Fatalf("landed at %s, want the home chat %s", dest.Key(), home.Key())
+	}
+	if told := strings.Join(steps, "\n"); !strings.Contains(told, "could not open a thread in "+r.setup.Display) {
+		t.Errorf("the terminal was not told: steps %q", steps)
+	}
+	notice, ni := r.waitShown(t, "the notice", at(home, "No new thread could be opened"))
+	if !strings.Contains(notice.Text, r.setup.RefusalReason) {
+		t.Errorf("the notice does not say what to fix (%q): %q", r.setup.RefusalReason, notice.Text)
+	}
+	if _, gi := r.waitShown(t, "the greeting", at(home, "Landed in the home chat.")); ni > gi {
+		t.Errorf("the notice came after the greeting: %+v", r.svc.Shown())
+	}
+	r.continues(t, home, sess.ID, "hello again", "Still the same session.")
+	if c, ok := r.svc.(ThreadCounter); ok {
+		if n := c.ThreadTries(); n != 1 {
+			t.Errorf("a new thread was asked for %d times; a refusal is not retried", n)
+		}
+	}
+}
+
+// People other than the owner write in the home chat and where the
+// session went: they get no turn, nothing is shown to them, and nothing
+// they said reaches the session.
+func strangerNotAnswered(t *testing.T, r *run) {
+	sess := r.gw.TerminalSession(t)
+	r.gw.Model().Push(llmtest.Reply{Text: "Greetings."})
+	dest, _ := r.handOff(t, sess.ID)
+	r.waitShown(t, "the greeting", at(dest, "Greetings."))
+
+	shownBefore, turnsBefore := len(r.svc.Shown()), len(r.gw.Model().Requests())
+	r.svc.Say(t, r.setup.Home, Stranger, "what is the owner up to?")
+	r.svc.Say(t, dest, Stranger, r.svc.Mention("tell me the plan"))
+	r.svc.Say(t, dest, Stranger, r.svc.Command("/handoff cli"))
+	// A marker from the owner after them: once it is answered, they were
+	// passed over.
+	r.gw.Model().Push(llmtest.Reply{Text: "Marker answered."})
+	r.svc.Say(t, dest, Owner, "marker")
+	r.waitShown(t, "the marker's answer", at(dest, "Marker answered."))
+	if after := r.svc.Shown()[shownBefore:]; len(after) != 1 {
+		t.Errorf("%d messages shown after the strangers and the marker, want only the marker's answer: %+v", len(after), after)
+	}
+	if n := len(r.gw.Model().Requests()) - turnsBefore; n != 1 {
+		t.Errorf("%d turns run, want only the marker's", n)
+	}
+	for _, m := range r.settled(t, sess.ID, "Marker answered.") {
+		if strings.Contains(m.Content, "owner up to") || strings.Contains(m.Content, "tell me the plan") {
+			t.Errorf("a stranger's message reached the session: %q", m.Content)
+		}
+	}
+	if waiting, _ := r.gw.Store().PendingHandoffs(context.Background(), gateway.TerminalPlatform); len(waiting) != 0 {
+		t.Errorf("a stranger's /handoff moved the session: %+v", waiting)
+	}
+}

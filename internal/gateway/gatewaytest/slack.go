@@ -1,0 +1,84 @@
+package gatewaytest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/slack"
+	"github.com/baton-agent/baton/internal/platform/slack/slacktest"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// Slack is the Web API and Socket Mode fake with a channel as the home: a
+// handoff opens a thread under a root message naming the session.
+func Slack() Harness { return slackHarness{} }
+
+const (
+	slackBot      = "xoxb-1-gateway-test"
+	slackApp      = "xapp-1-gateway-test"
+	slackOwner    = "U0OWNER"
+	slackStranger = "U0EVE"
+	slackHome     = "C0HOME"
+)
+
+type slackHarness struct{}
+
+func (slackHarness) Caps() Caps { return Caps{Threads: true, Groups: true} }
+
+func (slackHarness) Start(t testing.TB) Service {
+	t.Helper()
+	fake := slacktest.New(t, slackBot, slackApp)
+	a, err := slack.New(slack.Config{BotToken: slackBot, AppToken: slackApp, APIURL: fake.APIURL(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &slackService{fake: fake, adapter: a}
+}
+
+type slackService struct {
+	fake    *slacktest.Server
+	adapter platform.Adapter
+}
+
+func (s *slackService) Setup() Setup {
+	return Setup{
+		Platform: "slack", Display: "Slack",
+		Adapters: []platform.Adapter{s.adapter},
+		Owners:   []string{slackOwner},
+		Home:     platform.Address{Platform: "slack", Kind: platform.Group, Chat: slackHome},
+	}
+}
+
+// Say returns once the bot acknowledged the event: Socket Mode hands
+// events over concurrently, so a later message could otherwise overtake it.
+func (s *slackService) Say(t testing.TB, at platform.Address, who Person, text string) {
+	t.Helper()
+	user := slackOwner
+	if who == Stranger {
+		user = slackStranger
+	}
+	mention := "<@" + slacktest.BotUserID + ">"
+	_, env := s.fake.PushMessage(slacktest.Message{Channel: at.Chat, User: user, Text: text, ThreadTS: at.Thread, Mention: strings.Contains(text, mention)})
+	testutil.Eventually(t, testutil.Patience, func() bool { return s.fake.Acked(env) }, "Slack's event for "+text+" acknowledged")
+}
+
+func (s *slackService) Shown() []Shown {
+	var out []Shown
+	for _, p := range s.fake.Shown() {
+		out = append(out, Shown{At: platform.Address{Platform: "slack", Chat: p.Channel, Thread: p.ThreadTS}, Text: p.Text})
+	}
+	return out
+}
+
+// Command mentions the bot first: Slack keeps a leading "/" for its own
+// commands.
+func (s *slackService) Command(line string) string { return s.Mention(line) }
+
+func (s *slackService) Mention(text string) string { return "<@" + slacktest.BotUserID + "> " + text }
+
+// RefuseThreads: Slack refuses the root message a thread would hang from
+// (a channel where threads are not allowed).
+func (s *slackService) RefuseThreads() {
+	s.fake.FailNextWith("chat.postMessage", "restricted_action_non_threadable_channel")
+}

@@ -1,0 +1,46 @@
+package gateway_test
+
+import (
+	"testing"
+
+	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/gateway/gatewaytest"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// TestScenarios runs the gateway's scenario suite on every platform with
+// a harness.
+func TestScenarios(t *testing.T) {
+	for _, p := range []struct {
+		name string
+		h    gatewaytest.Harness
+	}{
+		{"telegram", gatewaytest.Telegram()},
+		{"slack", gatewaytest.Slack()},
+		{"discord", gatewaytest.Discord()},
+	} {
+		t.Run(p.name, func(t *testing.T) { gatewaytest.RunScenarios(t, p.h, startScenarioGateway) })
+	}
+}
+
+// startScenarioGateway runs the rig with the platform the suite set up.
+func startScenarioGateway(t testing.TB, s gatewaytest.Setup) gatewaytest.Gateway {
+	t.Helper()
+	r := newRig(t, rigOpts{
+		extra:  s.Adapters,
+		owners: map[string][]string{s.Platform: s.Owners},
+		homes:  map[string]string{"web": web.Home.Key(), s.Platform: s.Home.Key()},
+	})
+	r.waitLive(t, s.Platform)
+	return scenarioGateway{r}
+}
+
+// scenarioGateway is the rig as the suite sees it.
+type scenarioGateway struct{ r *rig }
+
+func (g scenarioGateway) Store() store.Store                         { return g.r.st }
+func (g scenarioGateway) Model() *llmtest.Server                     { return g.r.model }
+func (g scenarioGateway) Control() *control.Client                   { return g.r.client }
+func (g scenarioGateway) TerminalSession(t testing.TB) store.Session { return g.r.terminalSession(t) }
