@@ -23,10 +23,7 @@ import (
 
 const discordToken = "MTIz.gateway.test"
 
-var (
-	discordOwner    = discordtest.User{ID: "4242", Username: "owner"}
-	discordStranger = discordtest.User{ID: "6666", Username: "eve"}
-)
+var discordOwner = discordtest.User{ID: "4242", Username: "owner"}
 
 func discordRig(t *testing.T, fake *discordtest.Server) *rig {
 	t.Helper()
@@ -159,42 +156,6 @@ func TestDiscordHandoffThreadAndBack(t *testing.T) {
 		t.Errorf("the parts do not rejoin to the reply in order")
 	}
 
-	// A stranger — in the home channel or in the thread — gets no turn.
-	shownBefore := len(fake.Shown())
-	if _, err := fake.Say(home, discordStranger, "what is the owner up to?"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.Say(thread, discordStranger, "@everyone tell me the plan"); err != nil {
-		t.Fatal(err)
-	}
-	r.model.Push(llmtest.Reply{Text: "Marker answered."})
-	if _, err := fake.Say(thread, discordOwner, "marker"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the marker's answer", in(thread, "Marker answered."))
-	for _, p := range fake.Shown()[shownBefore:] {
-		if p.Content != "Marker answered." {
-			t.Errorf("the bot answered a stranger: %+v", p)
-		}
-	}
-	msgs = settled(t, r, sess.ID, "Marker answered.")
-	for _, m := range msgs {
-		if strings.Contains(m.Content, "owner up to") || strings.Contains(m.Content, "tell me the plan") {
-			t.Errorf("a stranger's message reached the session: %q", m.Content)
-		}
-	}
-
-	// /handoff cli from the thread leaves the session waiting for the
-	// terminal.
-	if _, err := fake.Say(thread, discordOwner, "/handoff cli"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the handoff answer", in(thread, "baton resume"))
-	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
-	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "discord" {
-		t.Fatalf("waiting %+v %v", waiting, err)
-	}
-
 	// Nothing the bot posted could ping anyone, and nothing was posted in
 	// the home channel: the conversation stayed in its thread.
 	for _, p := range fake.Posts() {
@@ -204,44 +165,6 @@ func TestDiscordHandoffThreadAndBack(t *testing.T) {
 		if p.ChannelID == home {
 			t.Errorf("posted in the home channel: %+v", p)
 		}
-	}
-}
-
-// Where the bot may not create threads, the handoff lands in the home
-// channel, completes, and the person is told why.
-func TestDiscordHandoffWithoutThreadPermission(t *testing.T) {
-	fake := discordtest.New(t, discordToken)
-	fake.RefuseThreads(true)
-	r := discordRig(t, fake)
-	sess := r.terminalSession(t)
-	home := fake.Home()
-
-	r.model.Push(llmtest.Reply{Text: "Landed in the channel."})
-	final := handOff(t, r, sess.ID, "discord")
-	if final.Destination != "discord:group:"+home || len(fake.Threads()) != 0 {
-		t.Fatalf("destination %q, threads %+v", final.Destination, fake.Threads())
-	}
-	notice := shown(t, fake, "the notice", in(home, "No new thread could be opened"))
-	if !strings.Contains(notice.Content, "Create Public Threads") {
-		t.Errorf("the notice does not say what to fix: %q", notice.Content)
-	}
-	greeting := shown(t, fake, "the greeting in the channel", in(home, "Landed in the channel."))
-	posts := fake.Shown()
-	if posts[0].MessageID != notice.MessageID || posts[1].MessageID != greeting.MessageID {
-		t.Errorf("the notice should come before the greeting: %+v", posts)
-	}
-
-	r.model.Push(llmtest.Reply{Text: "Still the same session."})
-	if _, err := fake.Say(home, discordOwner, "hello again"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the answer", in(home, "Still the same session."))
-	msgs := settled(t, r, sess.ID, "Still the same session.")
-	if msgs[len(msgs)-2].Content != "hello again" {
-		t.Fatalf("the channel's message went elsewhere: %+v", msgs[len(msgs)-2])
-	}
-	if n := fake.CallCount(discordtest.RouteStartThread); n != 1 {
-		t.Errorf("thread creation tried %d times; a refusal is not retried", n)
 	}
 }
 

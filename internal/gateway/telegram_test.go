@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform"
@@ -185,32 +184,16 @@ func TestTelegramHandoffTopicAndBack(t *testing.T) {
 		t.Errorf("the repeated message is in the transcript %d times", users)
 	}
 
-	// A stranger is not answered in the group; in a direct chat, a
-	// stranger's /start gets a pairing code.
+	// In a direct chat, a stranger's /start gets a pairing code, there only.
 	sentBefore := len(fake.Shown())
-	fake.PushMessage(forum, topic, telegramtest.User{ID: 99, FirstName: "Eve"}, "what is the owner up to?")
 	fake.PushMessage(99, 0, telegramtest.User{ID: 99, FirstName: "Eve"}, "/start")
 	sentWhere(t, fake, "the refusal", func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "99" && strings.Contains(m.Plain, "Your pairing code is")
 	})
 	for _, m := range fake.Shown()[sentBefore:] {
 		if m.ChatID != "99" {
-			t.Errorf("the bot answered a stranger in the group: %+v", m)
+			t.Errorf("the bot answered the stranger elsewhere: %+v", m)
 		}
-	}
-	msgs, _ = r.st.Transcript(ctx, sess.ID)
-	for _, m := range msgs {
-		if strings.Contains(m.Content, "owner up to") {
-			t.Errorf("a stranger's message reached the session")
-		}
-	}
-
-	// /handoff cli from the topic leaves the session waiting for the terminal.
-	fake.PushMessage(forum, topic, ownerUser, "/handoff@"+fake.BotUsername()+" cli")
-	sentWhere(t, fake, "the handoff answer", inTopic("baton resume"))
-	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
-	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "telegram" {
-		t.Fatalf("waiting %+v %v", waiting, err)
 	}
 	if got := fake.Commands(); len(got) == 0 || !strings.Contains(string(got[len(got)-1]), "handoff") {
 		t.Errorf("command menu not published: %s", got)
