@@ -20,6 +20,10 @@ func TestScenarios(t *testing.T) {
 		{"telegram", gatewaytest.Telegram()},
 		{"slack", gatewaytest.Slack()},
 		{"discord", gatewaytest.Discord()},
+		{"signal", gatewaytest.Signal()},
+		{"imessage", gatewaytest.IMessage()},
+		{"whatsapp", gatewaytest.WhatsApp()},
+		{"matrix", gatewaytest.Matrix(&homeserver)},
 	} {
 		t.Run(p.name, func(t *testing.T) { gatewaytest.RunScenarios(t, p.h, startScenarioGateway) })
 	}
@@ -28,10 +32,15 @@ func TestScenarios(t *testing.T) {
 // startScenarioGateway runs the rig with the platform the suite set up.
 func startScenarioGateway(t testing.TB, s gatewaytest.Setup) gatewaytest.Gateway {
 	t.Helper()
+	var personal []string
+	if s.Personal {
+		personal = []string{s.Platform}
+	}
 	r := newRig(t, rigOpts{
-		extra:  s.Adapters,
-		owners: map[string][]string{s.Platform: s.Owners},
-		homes:  map[string]string{"web": web.Home.Key(), s.Platform: s.Home.Key()},
+		personal: personal,
+		extra:    s.Adapters,
+		owners:   map[string][]string{s.Platform: s.Owners},
+		homes:    map[string]string{"web": web.Home.Key(), s.Platform: s.Home.Key()},
 	})
 	r.waitLive(t, s.Platform)
 	return scenarioGateway{r}

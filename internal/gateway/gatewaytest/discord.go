@@ -7,6 +7,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/discord"
 	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // Discord is the REST and gateway fake with a guild channel as the home: a
@@ -22,7 +23,7 @@ var (
 
 type discordHarness struct{}
 
-func (discordHarness) Caps() Caps { return Caps{Threads: true, Groups: true} }
+func (discordHarness) Caps() Caps { return Caps{Threads: true, Drops: true} }
 
 func (discordHarness) Start(t testing.TB) Service {
 	t.Helper()
@@ -90,3 +91,17 @@ func (s *discordService) Mention(text string) string { return "@everyone " + tex
 func (s *discordService) RefuseThreads() { s.fake.RefuseThreads(true) }
 
 func (s *discordService) ThreadTries() int { return s.fake.CallCount(discordtest.RouteStartThread) }
+
+// DropDuringHandoff drops the gateway connection right after the thread
+// is created; the adapter resumes its session rather than identifying
+// afresh.
+func (s *discordService) DropDuringHandoff(t testing.TB) func(testing.TB) {
+	s.fake.DropAfterNext(discordtest.RouteStartThread)
+	return func(t testing.TB) {
+		t.Helper()
+		testutil.Eventually(t, testutil.Patience, func() bool { return s.fake.Resumes() >= 1 && s.fake.Connected() == 1 }, "the connection resumed")
+		if n := s.fake.Identifies(); n != 1 {
+			t.Errorf("identified %d times; a dropped connection resumes its session", n)
+		}
+	}
+}

@@ -27,9 +27,8 @@ type Harness interface {
 type Caps struct {
 	// Threads: a handoff opens a thread under the home chat.
 	Threads bool
-	// Groups: the home chat is shared with other people, who may write
-	// there.
-	Groups bool
+	// Drops: the Service is a Dropper.
+	Drops bool
 }
 
 // Setup is what the gateway needs to run a platform's adapter.
@@ -42,6 +41,9 @@ type Setup struct {
 	// RefusalReason is what the notice of a refused thread must say to
 	// tell the person what to fix; "" when the service gives no reason.
 	RefusalReason string
+	// Personal: baton runs on the owner's own account (the gateway is
+	// told so); the home is the owner's chat with themselves.
+	Personal bool
 }
 
 // Person is who writes in a chat.
@@ -62,7 +64,9 @@ type Shown struct {
 type Service interface {
 	Setup() Setup
 	// Say writes text as who at a chat or thread, and returns once the
-	// service has handed it to the bot.
+	// service has handed it to the bot. On a personal account a stranger
+	// cannot write in the owner's own chat: their words come from their
+	// own chat with the owner.
 	Say(t testing.TB, at platform.Address, who Person, text string)
 	// Shown is everything the bot shows, in the order it was posted.
 	Shown() []Shown
@@ -71,8 +75,25 @@ type Service interface {
 	Command(line string) string
 	// Mention is text addressed to the bot by name in a group.
 	Mention(text string) string
-	// RefuseThreads makes the service refuse every new thread from now on.
+	// RefuseThreads makes the service refuse the next new thread; on a
+	// platform without threads it does nothing.
 	RefuseThreads()
+}
+
+// PersonalAccount is a Service on the owner's own account, where the owner
+// also writes to other people.
+type PersonalAccount interface {
+	// OwnerWritesElsewhere is the owner writing text to a friend.
+	OwnerWritesElsewhere(t testing.TB, text string)
+}
+
+// Dropper is a Service whose connection can be dropped in the middle of a
+// handoff.
+type Dropper interface {
+	// DropDuringHandoff is called before a handoff is requested; the
+	// function it returns, called once it was, waits for the moment,
+	// drops the connection and waits until the adapter is back.
+	DropDuringHandoff(t testing.TB) (drop func(t testing.TB))
 }
 
 // ThreadCounter is a Service that can tell how many times the bot asked

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
@@ -25,7 +26,10 @@ type scenario struct {
 var scenarios = []scenario{
 	{"HandoffThereAndBack", always, handoffThereAndBack},
 	{"RefusedThreadLandsInHome", needsThreads, refusedThreadLandsInHome},
-	{"StrangerNotAnsweredInGroup", needsGroups, strangerNotAnswered},
+	{"StrangerNotAnswered", always, strangerNotAnswered},
+	{"HomeHeldByAnotherSession", always, homeHeldByAnotherSession},
+	{"ConnectionDroppedMidHandoff", needsDropper, connectionDroppedMidHandoff},
+	{"LongReplySplitInOrder", always, longReplySplitInOrder},
 }
 
 func always(Caps) string { return "" }
@@ -37,9 +41,9 @@ func needsThreads(c Caps) string {
 	return ""
 }
 
-func needsGroups(c Caps) string {
-	if !c.Groups {
-		return "the home chat is the owner's alone"
+func needsDropper(c Caps) string {
+	if !c.Drops {
+		return "the harness cannot drop the connection mid-handoff"
 	}
 	return ""
 }
@@ -99,11 +103,22 @@ func (r *run) waitShown(t *testing.T, what string, match func(Shown) bool) (Show
 // returns where it landed and the steps the terminal was shown.
 func (r *run) handOff(t *testing.T, sessionID string) (platform.Address, []string) {
 	t.Helper()
-	ctx := testutil.Context(t, 0)
-	h, err := r.gw.Control().RequestHandoff(ctx, control.HandoffRequest{SessionID: sessionID, From: "cli", To: r.setup.Platform})
+	return r.watch(t, r.request(t, sessionID))
+}
+
+func (r *run) request(t *testing.T, sessionID string) control.Handoff {
+	t.Helper()
+	h, err := r.gw.Control().RequestHandoff(testutil.Context(t, 0), control.HandoffRequest{SessionID: sessionID, From: "cli", To: r.setup.Platform})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// watch waits for the handoff to complete.
+func (r *run) watch(t *testing.T, h control.Handoff) (platform.Address, []string) {
+	t.Helper()
+	ctx := testutil.Context(t, 0)
 	var steps []string
 	final, err := r.gw.Control().Watch(ctx, h.ID, func(p control.Progress) { steps = append(steps, p.Step) })
 	if err != nil || final.State != "completed" {
@@ -196,7 +211,7 @@ func refusedThreadLandsInHome(t *testing.T, r *run) {
 	if dest.Key() != home.Key() {
 		t.Fatalf("landed at %s, want the home chat %s", dest.Key(), home.Key())
 	}
-	if told := strings.Join(steps, "\n"); !strings.Contains(told, "could not open a thread in "+r.setup.Display) {
+	if told := strings.Join(steps, "\n"); !strings.Contains(told, "could not open a thread in "+r.setup.Display) || !strings.Contains(told, r.setup.RefusalReason) {
 		t.Errorf("the terminal was not told: steps %q", steps)
 	}
 	notice, ni := r.waitShown(t, "the notice", at(home, "No new thread could be opened"))
@@ -216,7 +231,8 @@ func refusedThreadLandsInHome(t *testing.T, r *run) {
 
 // People other than the owner write in the home chat and where the
 // session went: they get no turn, nothing is shown to them, and nothing
-// they said reaches the session.
+// they said reaches the session. On the owner's own account, what the
+// owner writes to a friend is not baton's either.
 func strangerNotAnswered(t *testing.T, r *run) {
 	sess := r.gw.TerminalSession(t)
 	r.gw.Model().Push(llmtest.Reply{Text: "Greetings."})
@@ -227,6 +243,9 @@ func strangerNotAnswered(t *testing.T, r *run) {
 	r.svc.Say(t, r.setup.Home, Stranger, "what is the owner up to?")
 	r.svc.Say(t, dest, Stranger, r.svc.Mention("tell me the plan"))
 	r.svc.Say(t, dest, Stranger, r.svc.Command("/handoff cli"))
+	if p, ok := r.svc.(PersonalAccount); ok {
+		p.OwnerWritesElsewhere(t, "see you at eight")
+	}
 	// A marker from the owner after them: once it is answered, they were
 	// passed over.
 	r.gw.Model().Push(llmtest.Reply{Text: "Marker answered."})
@@ -239,11 +258,181 @@ func strangerNotAnswered(t *testing.T, r *run) {
 		t.Errorf("%d turns run, want only the marker's", n)
 	}
 	for _, m := range r.settled(t, sess.ID, "Marker answered.") {
-		if strings.Contains(m.Content, "owner up to") || strings.Contains(m.Content, "tell me the plan") {
+		if strings.Contains(m.Content, "owner up to") || strings.Contains(m.Content, "tell me the plan") || strings.Contains(m.Content, "see you at eight") {
 			t.Errorf("a stranger's message reached the session: %q", m.Content)
+		}
+	}
+	for _, req := range r.gw.Model().Requests() {
+		if b, _ := json.Marshal(req); strings.Contains(string(b), "owner up to") || strings.Contains(string(b), "tell me the plan") {
+			t.Errorf("the model was asked about a stranger's message")
+		}
+	}
+	if dest.Key() != r.setup.Home.Key() {
+		if b, err := r.gw.Store().LookupBinding(context.Background(), r.setup.Home.Key()); err == nil {
+			t.Errorf("the stranger's message in the home chat started a session: %+v", b)
 		}
 	}
 	if waiting, _ := r.gw.Store().PendingHandoffs(context.Background(), gateway.TerminalPlatform); len(waiting) != 0 {
 		t.Errorf("a stranger's /handoff moved the session: %+v", waiting)
+	}
+}
+
+// The home chat holds a session of its own when a handoff lands there
+// (the platform opens no thread, or refuses it): that session is kept,
+// and the first message, just before the greeting, names the session now
+// active and how to go back; /resume brings it back without disturbing
+// the handed-off session's way to the terminal.
+func homeHeldByAnotherSession(t *testing.T, r *run) {
+	ctx := context.Background()
+	home := r.setup.Home
+	r.gw.Model().Push(llmtest.Reply{Text: "Morning chat answer."})
+	r.svc.Say(t, home, Owner, "good morning")
+	r.waitShown(t, "the morning answer", at(home, "Morning chat answer."))
+	b, err := r.gw.Store().LookupBinding(ctx, home.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := b.SessionID
+
+	r.svc.RefuseThreads()
+	sess := r.gw.TerminalSession(t)
+	r.gw.Model().Push(llmtest.Reply{Text: "Handed off."})
+	if dest, _ := r.handOff(t, sess.ID); dest.Key() != home.Key() {
+		t.Fatalf("landed at %s, want the home chat %s", dest.Key(), home.Key())
+	}
+	notice, ni := r.waitShown(t, "the notice", at(home, "/resume "+old[:8]))
+	if !strings.Contains(notice.Text, "Trip planning") {
+		t.Errorf("the notice does not name the session now active: %q", notice.Text)
+	}
+	if _, gi := r.waitShown(t, "the greeting", at(home, "Handed off.")); gi != ni+1 {
+		t.Errorf("the notice does not come just before the greeting: %+v", r.svc.Shown())
+	}
+	if s, err := r.gw.Store().GetSession(ctx, old); err != nil || !s.Open() {
+		t.Fatalf("the home chat's session was ended or lost: %+v %v", s, err)
+	}
+	r.continues(t, home, sess.ID, "book it please", "Done, it is booked.")
+
+	r.svc.Say(t, home, Owner, r.svc.Command("/handoff cli"))
+	r.waitShown(t, "the handoff answer", at(home, "baton resume"))
+	r.svc.Say(t, home, Owner, r.svc.Command("/resume "+old[:8]))
+	r.waitShown(t, "the resume answer", at(home, "now continues session "+old[:8]))
+	if b, _ := r.gw.Store().LookupBinding(ctx, home.Key()); b.SessionID != old {
+		t.Fatalf("/resume did not rebind the home chat: %s", b.SessionID)
+	}
+	if h, _ := r.gw.Store().HandoffState(ctx, sess.ID); h.State != store.HandoffPending || h.Platform != gateway.TerminalPlatform {
+		t.Errorf("resuming the old session here disturbed the handoff to the terminal: %+v", h)
+	}
+}
+
+// The connection drops in the middle of a handoff: the adapter comes
+// back, the handoff completes, the greeting is shown once, and what the
+// owner says next continues the session, once.
+func connectionDroppedMidHandoff(t *testing.T, r *run) {
+	sess := r.gw.TerminalSession(t)
+	drop := r.svc.(Dropper).DropDuringHandoff(t)
+	// A slow greeting: the drop may come while the model writes it.
+	const greeting = "Greetings from a shaky connection."
+	r.gw.Model().Push(llmtest.Reply{Text: greeting, Delay: 20 * time.Millisecond})
+	h := r.request(t, sess.ID)
+	drop(t)
+	dest, _ := r.watch(t, h)
+	r.waitShown(t, "the greeting", at(dest, greeting))
+	r.waitLive(t)
+
+	r.continues(t, dest, sess.ID, "are you still there?", "Answer after the reconnect.")
+	r.waitAllSent(t)
+	for _, s := range r.svc.Shown() {
+		if samePlace(s.At, dest) && !strings.Contains(s.Text, greeting) && !strings.Contains(s.Text, "Answer after the reconnect.") {
+			t.Errorf("shown besides the greeting and the answer: %q", s.Text)
+		}
+	}
+	for _, said := range []string{greeting, "Answer after the reconnect."} {
+		if n := r.count(at(dest, said)); n != 1 {
+			t.Errorf("%q was shown %d times, want once", said, n)
+		}
+	}
+	asked := 0
+	for _, m := range r.settled(t, sess.ID, "Answer after the reconnect.") {
+		if m.Content == "are you still there?" {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Errorf("the owner's message is in the transcript %d times, want once", asked)
+	}
+}
+
+func (r *run) count(match func(Shown) bool) int {
+	n := 0
+	for _, s := range r.svc.Shown() {
+		if match(s) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLive waits until the gateway reports the platform live.
+func (r *run) waitLive(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		s, err := r.gw.Control().Status(context.Background())
+		if err != nil {
+			return false
+		}
+		p, _ := s.Platform(r.setup.Platform)
+		return p.Live
+	}, r.setup.Display+" live again")
+}
+
+// waitAllSent waits until nothing is left to send.
+func (r *run) waitAllSent(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		pending, err := r.gw.Store().PendingDeliveries(context.Background(), "", 0)
+		return err == nil && len(pending) == 0
+	}, "every delivery sent")
+}
+
+// A reply longer than the service takes in one message arrives split, in
+// order, every part within the service's limit and where the session is.
+func longReplySplitInOrder(t *testing.T, r *run) {
+	var limit platform.Limiter
+	for _, a := range r.setup.Adapters {
+		if l, ok := a.(platform.Limiter); ok {
+			limit = l
+		}
+	}
+	if limit == nil {
+		t.Skip("the service takes messages of any length")
+	}
+	sess := r.gw.TerminalSession(t)
+	r.gw.Model().Push(llmtest.Reply{Text: "Ready for the story."})
+	dest, _ := r.handOff(t, sess.ID)
+	r.waitShown(t, "the greeting", at(dest, "Ready for the story."))
+
+	var long strings.Builder
+	for i := 0; limit.MessageLen(long.String()) < 2*limit.MaxMessageLen()+limit.MaxMessageLen()/2; i++ {
+		fmt.Fprintf(&long, "Paragraph %d: the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n", i)
+	}
+	story := strings.TrimSpace(long.String())
+	before := len(r.svc.Shown())
+	r.gw.Model().Push(llmtest.Reply{Text: story})
+	r.svc.Say(t, dest, Owner, "tell me a long story")
+	r.waitShown(t, "the story's end", at(dest, fmt.Sprintf("Paragraph %d:", strings.Count(story, "Paragraph ")-1)))
+	r.waitAllSent(t)
+	parts := r.svc.Shown()[before:]
+	if len(parts) < 3 {
+		t.Fatalf("a reply of %d (limit %d) came in %d parts", limit.MessageLen(story), limit.MaxMessageLen(), len(parts))
+	}
+	var joined []string
+	for _, p := range parts {
+		if n := limit.MessageLen(p.Text); n > limit.MaxMessageLen() || !samePlace(p.At, dest) {
+			t.Errorf("a part of %d (limit %d) at %s", n, limit.MaxMessageLen(), p.At.Key())
+		}
+		joined = append(joined, p.Text)
+	}
+	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(story), " ") {
+		t.Errorf("the parts do not rejoin to the reply in order")
 	}
 }

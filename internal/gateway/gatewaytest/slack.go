@@ -24,7 +24,7 @@ const (
 
 type slackHarness struct{}
 
-func (slackHarness) Caps() Caps { return Caps{Threads: true, Groups: true} }
+func (slackHarness) Caps() Caps { return Caps{Threads: true, Drops: true} }
 
 func (slackHarness) Start(t testing.TB) Service {
 	t.Helper()
@@ -81,4 +81,16 @@ func (s *slackService) Mention(text string) string { return "<@" + slacktest.Bot
 // (a channel where threads are not allowed).
 func (s *slackService) RefuseThreads() {
 	s.fake.FailNextWith("chat.postMessage", "restricted_action_non_threadable_channel")
+}
+
+// DropDuringHandoff drops the Socket Mode connection once the thread's
+// root is posted, and fails the first try to post the greeting with it.
+func (s *slackService) DropDuringHandoff(t testing.TB) func(testing.TB) {
+	return func(t testing.TB) {
+		t.Helper()
+		testutil.Eventually(t, testutil.Patience, func() bool { return len(s.fake.Posts()) >= 1 }, "the thread's root posted")
+		s.fake.FailNext("chat.postMessage", 502, 0)
+		s.fake.DropSockets()
+		testutil.Eventually(t, testutil.Patience, func() bool { return s.fake.Connects() >= 2 && s.fake.OpenSockets() == 1 }, "a new connection")
+	}
 }

@@ -29,7 +29,7 @@ var (
 
 type telegramHarness struct{}
 
-func (telegramHarness) Caps() Caps { return Caps{Threads: true, Groups: true} }
+func (telegramHarness) Caps() Caps { return Caps{Threads: true} }
 
 func (telegramHarness) Start(t testing.TB) Service {
 	t.Helper()
