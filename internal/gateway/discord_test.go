@@ -5,19 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/discord"
 	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
 	"github.com/baton-agent/baton/internal/platform/web"
-	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -135,64 +132,6 @@ func TestDiscordHandoffThreadAndBack(t *testing.T) {
 		if p.ChannelID == home {
 			t.Errorf("posted in the home channel: %+v", p)
 		}
-	}
-}
-
-// The gateway was stopped longer than Discord keeps its session: the
-// next start identifies afresh, so what the owner wrote meanwhile in the
-// home channel, where they had spoken to baton, is fetched (where the last
-// run left off is in the store, as the platform's memory), answered once
-// each, in order; what was answered before the stop is not answered again.
-func TestDiscordCatchesUpAfterTheGatewayWasStopped(t *testing.T) {
-	fake := discordtest.New(t, discordToken)
-	home := fake.Home()
-	opts := func(again *rig) rigOpts {
-		return rigOpts{
-			with: func(st store.Store) []platform.Adapter {
-				dc, err := discord.New(discord.Config{Token: discordToken, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second,
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: gateway.PlatformMemory{Store: st, Platform: "discord"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return []platform.Adapter{dc}
-			},
-			owners: map[string][]string{"discord": {discordOwner.ID}},
-			homes:  map[string]string{"web": web.Home.Key(), "discord": "discord:group:" + home},
-			again:  again,
-		}
-	}
-	r := newRig(t, opts(nil))
-	r.waitLive(t, "discord")
-	if _, err := fake.Say(home, discordOwner, "before the stop"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the answer before the stop", in(home, "echo: before the stop"))
-	waitAllSent(t, r.st)
-	r.stop()
-	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 0 }, "the gateway's connection to close")
-
-	for _, text := range []string{"while baton is stopped", "and once more"} {
-		if _, err := fake.Say(home, discordOwner, text); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fake.ExpireSessions()
-
-	r2 := newRig(t, opts(r))
-	r2.waitLive(t, "discord")
-	shown(t, fake, "the answer to the last message written while stopped", in(home, "echo: and once more"))
-	waitAllSent(t, r2.st)
-	var answers []string
-	for _, p := range fake.Shown() {
-		if p.ChannelID == home && strings.HasPrefix(p.Content, "echo: ") {
-			answers = append(answers, p.Content)
-		}
-	}
-	if want := []string{"echo: before the stop", "echo: while baton is stopped", "echo: and once more"}; !slices.Equal(answers, want) {
-		t.Errorf("answers %q, want %q", answers, want)
-	}
-	if n := fake.Identifies(); n != 2 {
-		t.Errorf("%d IDENTIFYs, want 2: the expired session is not resumed", n)
 	}
 }
 

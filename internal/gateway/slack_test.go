@@ -7,19 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/slack"
 	"github.com/baton-agent/baton/internal/platform/slack/slacktest"
 	"github.com/baton-agent/baton/internal/platform/web"
-	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -202,55 +199,5 @@ func TestSlackAcksOnlyStoredMessages(t *testing.T) {
 	}
 	if c := countMatching(fake.Shown(), func(p slacktest.Post) bool { return strings.Contains(p.Text, "Stored at last.") }); c != 1 {
 		t.Errorf("answered %d times, want 1", c)
-	}
-}
-
-// The gateway was stopped longer than Slack retries its events: when it
-// starts again, what the owner wrote meanwhile in the DM where they had
-// spoken to baton is read from Slack's history (where the last run left
-// off is in the store, as the platform's memory), answered once each,
-// in order; what was answered before the stop is not answered again.
-func TestSlackCatchesUpAfterTheGatewayWasStopped(t *testing.T) {
-	fake := slacktest.New(t, slackBot, slackApp)
-	opts := func(again *rig) rigOpts {
-		return rigOpts{
-			with: func(st store.Store) []platform.Adapter {
-				a, err := slack.New(slack.Config{BotToken: slackBot, AppToken: slackApp, APIURL: fake.APIURL(),
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: gateway.PlatformMemory{Store: st, Platform: "slack"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return []platform.Adapter{a}
-			},
-			owners: map[string][]string{"slack": {slackOwner}},
-			homes:  map[string]string{"web": web.Home.Key(), "slack": "slack:dm:D0OWNER"},
-			again:  again,
-		}
-	}
-	r := newRig(t, opts(nil))
-	r.waitLive(t, "slack")
-	fake.PushMessage(slacktest.Message{Channel: "D0OWNER", User: slackOwner, Text: "before the stop"})
-	shownWhere(t, fake, "the answer before the stop", func(p slacktest.Post) bool { return strings.Contains(p.Text, "echo: before the stop") })
-	waitAllSent(t, r.st)
-	r.stop()
-	testutil.Eventually(t, testutil.Patience, func() bool { return fake.OpenSockets() == 0 }, "the gateway's socket to close")
-
-	for _, text := range []string{"while baton is stopped", "and once more"} {
-		fake.PushMessage(slacktest.Message{Channel: "D0OWNER", User: slackOwner, Text: text})
-	}
-	fake.ExpireUnacked()
-
-	r2 := newRig(t, opts(r))
-	r2.waitLive(t, "slack")
-	shownWhere(t, fake, "the answer to the last message written while stopped", func(p slacktest.Post) bool { return strings.Contains(p.Text, "echo: and once more") })
-	waitAllSent(t, r2.st)
-	var answers []string
-	for _, p := range fake.Shown() {
-		if p.Channel == "D0OWNER" && strings.HasPrefix(p.Text, "echo: ") {
-			answers = append(answers, p.Text)
-		}
-	}
-	if want := []string{"echo: before the stop", "echo: while baton is stopped", "echo: and once more"}; !slices.Equal(answers, want) {
-		t.Errorf("answers %q, want %q", answers, want)
 	}
 }

@@ -23,27 +23,31 @@ var (
 
 type discordHarness struct{}
 
-func (discordHarness) Caps() Caps { return Caps{Threads: true, Drops: true} }
+func (discordHarness) Caps() Caps { return Caps{Threads: true, Drops: true, CatchesUp: true} }
 
 func (discordHarness) Start(t testing.TB) Service {
 	t.Helper()
 	fake := discordtest.New(t, discordToken)
-	a, err := discord.New(discord.Config{Token: discordToken, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &discordService{fake: fake, adapter: a}
+	return &discordService{fake: fake, t: t}
 }
 
 type discordService struct {
-	fake    *discordtest.Server
-	adapter platform.Adapter
+	fake *discordtest.Server
+	t    testing.TB
+}
+
+func (s *discordService) adapters(mem platform.Memory) []platform.Adapter {
+	a, err := discord.New(discord.Config{Token: discordToken, APIURL: s.fake.APIURL(), RequestTimeout: 5 * time.Second, Memory: mem, Logger: quiet()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return []platform.Adapter{a}
 }
 
 func (s *discordService) Setup() Setup {
 	return Setup{
 		Platform: "discord", Display: "Discord",
-		Adapters:      []platform.Adapter{s.adapter},
+		Adapters:      s.adapters,
 		Owners:        []string{discordOwner.ID},
 		Home:          platform.Address{Platform: "discord", Kind: platform.Group, Chat: s.fake.Home()},
 		RefusalReason: "Create Public Threads",
@@ -102,6 +106,20 @@ func (s *discordService) DropDuringHandoff(t testing.TB) func(testing.TB) {
 		testutil.Eventually(t, testutil.Patience, func() bool { return s.fake.Resumes() >= 1 && s.fake.Connected() == 1 }, "the connection resumed")
 		if n := s.fake.Identifies(); n != 1 {
 			t.Errorf("identified %d times; a dropped connection resumes its session", n)
+		}
+	}
+}
+
+func (s *discordService) Closed() bool { return s.fake.Connected() == 0 }
+
+// Forget expires the gateway session: the next start identifies afresh
+// instead of resuming, so nothing is replayed.
+func (s *discordService) Forget(testing.TB) func(testing.TB) {
+	s.fake.ExpireSessions()
+	return func(t testing.TB) {
+		t.Helper()
+		if n := s.fake.Identifies(); n != 2 {
+			t.Errorf("%d IDENTIFYs, want 2: the expired session is not resumed", n)
 		}
 	}
 }

@@ -29,13 +29,17 @@ type Caps struct {
 	Threads bool
 	// Drops: the Service is a Dropper.
 	Drops bool
+	// CatchesUp: the Service is a CatchUp.
+	CatchesUp bool
 }
 
 // Setup is what the gateway needs to run a platform's adapter.
 type Setup struct {
 	Platform string // the adapter's name: "telegram"
 	Display  string // as people read it: "Telegram"
-	Adapters []platform.Adapter
+	// Adapters builds the adapters afresh for each run of the gateway;
+	// mem is where the platform keeps what must outlive a run.
+	Adapters func(mem platform.Memory) []platform.Adapter
 	Owners   []string         // the owner's ids on the platform
 	Home     platform.Address // where handoffs land
 	// RefusalReason is what the notice of a refused thread must say to
@@ -64,7 +68,7 @@ type Shown struct {
 type Service interface {
 	Setup() Setup
 	// Say writes text as who at a chat or thread, and returns once the
-	// service has handed it to the bot. On a personal account a stranger
+	// service has handed it to the bot (at once while no gateway runs). On a personal account a stranger
 	// cannot write in the owner's own chat: their words come from their
 	// own chat with the owner.
 	Say(t testing.TB, at platform.Address, who Person, text string)
@@ -102,6 +106,18 @@ type ThreadCounter interface {
 	ThreadTries() int
 }
 
+// CatchUp is a Service that keeps what the owner wrote while the gateway
+// was stopped only in its history, for the adapter to fetch.
+type CatchUp interface {
+	// Closed reports whether the stopped gateway's connection is gone.
+	Closed() bool
+	// Forget drops what the service would otherwise hand over again
+	// (events never acknowledged, a session to resume). The function it
+	// returns checks, once the gateway runs again, how the adapter came
+	// back.
+	Forget(t testing.TB) (after func(t testing.TB))
+}
+
 // Gateway is a running gateway for the suite: the store, the fake model
 // and the control socket's client.
 type Gateway interface {
@@ -111,6 +127,11 @@ type Gateway interface {
 	// TerminalSession is a session as the terminal leaves it, titled
 	// "Trip planning #…": four messages about a train to Lisbon.
 	TerminalSession(t testing.TB) store.Session
+	// Stop stops the gateway and waits until it has.
+	Stop()
+	// Again runs a new gateway on the stopped one's home and store, and
+	// returns once the platform is live.
+	Again(t testing.TB) Gateway
 }
 
 // Start runs a gateway with the web chat and the platform set up, and

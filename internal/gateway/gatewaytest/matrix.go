@@ -27,27 +27,30 @@ func (h matrixHarness) Start(t testing.TB) Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := matrixtest.NewProxy(t, hs)
-	a, err := matrix.New(matrix.Config{
-		HomeserverURL: proxy.URL(), UserID: w.Bot.ID, AccessToken: w.Bot.Token,
-		Owners: []string{w.Owner.ID}, SyncTimeout: 2 * time.Second, Logger: quiet(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &matrixService{world: w, proxy: proxy, adapter: a}
+	return &matrixService{world: w, proxy: matrixtest.NewProxy(t, hs), t: t}
 }
 
 type matrixService struct {
-	world   *matrixtest.World
-	proxy   *matrixtest.Proxy
-	adapter platform.Adapter
+	world *matrixtest.World
+	proxy *matrixtest.Proxy
+	t     testing.TB
+}
+
+func (s *matrixService) adapters(mem platform.Memory) []platform.Adapter {
+	a, err := matrix.New(matrix.Config{
+		HomeserverURL: s.proxy.URL(), UserID: s.world.Bot.ID, AccessToken: s.world.Bot.Token,
+		Owners: []string{s.world.Owner.ID}, SyncTimeout: 2 * time.Second, Memory: mem, Logger: quiet(),
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return []platform.Adapter{a}
 }
 
 func (s *matrixService) Setup() Setup {
 	return Setup{
 		Platform: matrix.Name, Display: "Matrix",
-		Adapters:      []platform.Adapter{s.adapter},
+		Adapters:      s.adapters,
 		Owners:        []string{s.world.Owner.ID},
 		Home:          platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: s.world.Room},
 		RefusalReason: "M_FORBIDDEN",

@@ -33,22 +33,26 @@ func (signalHarness) Caps() Caps { return Caps{Drops: true} }
 func (signalHarness) Start(t testing.TB) Service {
 	t.Helper()
 	fake := signaltest.New(t, signalAccount)
-	a, err := signal.New(signal.Config{URL: fake.URL(), Account: signalAccount, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &signalService{fake: fake, adapter: a}
+	return &signalService{fake: fake, t: t}
 }
 
 type signalService struct {
-	fake    *signaltest.Server
-	adapter platform.Adapter
+	fake *signaltest.Server
+	t    testing.TB
+}
+
+func (s *signalService) adapters(platform.Memory) []platform.Adapter {
+	a, err := signal.New(signal.Config{URL: s.fake.URL(), Account: signalAccount, Logger: quiet()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return []platform.Adapter{a}
 }
 
 func (s *signalService) Setup() Setup {
 	return Setup{
 		Platform: "signal", Display: "Signal", Personal: true,
-		Adapters: []platform.Adapter{s.adapter},
+		Adapters: s.adapters,
 		Owners:   []string{signalAccount},
 		Home:     platform.Address{Platform: "signal", Kind: platform.DM, Chat: signalAccount},
 	}
@@ -118,25 +122,30 @@ func (imessageHarness) Caps() Caps { return Caps{Drops: true} }
 func (imessageHarness) Start(t testing.TB) Service {
 	t.Helper()
 	fake := imessagetest.New(t, imessagePassword)
-	a, err := imessage.New(imessage.Config{URL: fake.URL(), Password: imessagePassword, Listen: "127.0.0.1:0",
-		WebhookSecret: "hook-secret", CheckEvery: 20 * time.Millisecond, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	fake.SetWebhook(a.WebhookURL())
-	return &imessageService{fake: fake, adapter: a}
+	return &imessageService{fake: fake, t: t}
 }
 
 type imessageService struct {
-	fake    *imessagetest.Server
-	adapter platform.Adapter
+	fake *imessagetest.Server
+	t    testing.TB
+}
+
+// adapters points the server's webhook at the new adapter.
+func (s *imessageService) adapters(mem platform.Memory) []platform.Adapter {
+	a, err := imessage.New(imessage.Config{URL: s.fake.URL(), Password: imessagePassword, Listen: "127.0.0.1:0",
+		WebhookSecret: "hook-secret", CheckEvery: 20 * time.Millisecond, Memory: mem, Logger: quiet()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { a.Close() })
+	s.fake.SetWebhook(a.WebhookURL())
+	return []platform.Adapter{a}
 }
 
 func (s *imessageService) Setup() Setup {
 	return Setup{
 		Platform: "imessage", Display: "iMessage", Personal: true,
-		Adapters: []platform.Adapter{s.adapter},
+		Adapters: s.adapters,
 		Owners:   []string{imessageOwner},
 		Home:     platform.Address{Platform: "imessage", Kind: platform.DM, Chat: imessagetest.DM(imessageOwner)},
 	}
@@ -208,22 +217,26 @@ func (whatsappHarness) Caps() Caps { return Caps{Drops: true} }
 func (whatsappHarness) Start(t testing.TB) Service {
 	t.Helper()
 	fake := whatsapptest.New(whatsappSelf)
-	a, err := whatsapp.New(whatsapp.Config{Client: fake, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &whatsappService{fake: fake, adapter: a}
+	return &whatsappService{fake: fake, t: t}
 }
 
 type whatsappService struct {
-	fake    *whatsapptest.Fake
-	adapter platform.Adapter
+	fake *whatsapptest.Fake
+	t    testing.TB
+}
+
+func (s *whatsappService) adapters(platform.Memory) []platform.Adapter {
+	a, err := whatsapp.New(whatsapp.Config{Client: s.fake, Logger: quiet()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return []platform.Adapter{a}
 }
 
 func (s *whatsappService) Setup() Setup {
 	return Setup{
 		Platform: "whatsapp", Display: "WhatsApp", Personal: true,
-		Adapters: []platform.Adapter{s.adapter},
+		Adapters: s.adapters,
 		Owners:   []string{whatsappSelf},
 		Home:     whatsapp.HomeAddress(whatsappSelf),
 	}

@@ -30,6 +30,14 @@ var scenarios = []scenario{
 	{"HomeHeldByAnotherSession", always, homeHeldByAnotherSession},
 	{"ConnectionDroppedMidHandoff", needsDropper, connectionDroppedMidHandoff},
 	{"LongReplySplitInOrder", always, longReplySplitInOrder},
+	{"CatchUpAfterTheGatewayWasStopped", needsCatchUp, catchUpAfterStop},
+}
+
+func needsCatchUp(c Caps) string {
+	if !c.CatchesUp {
+		return "the service hands over what it kept when the gateway is back, or the harness cannot make it forget"
+	}
+	return ""
 }
 
 func always(Caps) string { return "" }
@@ -58,18 +66,25 @@ func RunScenarios(t *testing.T, h Harness, start Start) {
 				t.Skip(why)
 			}
 			svc := h.Start(t)
-			setup := svc.Setup()
-			s.run(t, &run{svc: svc, setup: setup, gw: start(t, setup), caps: h.Caps()})
+			r := &run{svc: svc, setup: svc.Setup(), caps: h.Caps()}
+			build := r.setup.Adapters
+			r.setup.Adapters = func(mem platform.Memory) []platform.Adapter {
+				r.adapters = build(mem)
+				return r.adapters
+			}
+			r.gw = start(t, r.setup)
+			s.run(t, r)
 		})
 	}
 }
 
 // run is one scenario's world.
 type run struct {
-	svc   Service
-	setup Setup
-	gw    Gateway
-	caps  Caps
+	svc      Service
+	setup    Setup
+	gw       Gateway
+	caps     Caps
+	adapters []platform.Adapter // the running gateway's
 }
 
 // at matches what the bot shows at a chat or thread containing sub.
@@ -398,7 +413,7 @@ func (r *run) waitAllSent(t *testing.T) {
 // order, every part within the service's limit and where the session is.
 func longReplySplitInOrder(t *testing.T, r *run) {
 	var limit platform.Limiter
-	for _, a := range r.setup.Adapters {
+	for _, a := range r.adapters {
 		if l, ok := a.(platform.Limiter); ok {
 			limit = l
 		}
@@ -434,5 +449,51 @@ func longReplySplitInOrder(t *testing.T, r *run) {
 	}
 	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(story), " ") {
 		t.Errorf("the parts do not rejoin to the reply in order")
+	}
+}
+
+// The gateway was stopped longer than the service keeps its events: when
+// it starts again, what the owner wrote meanwhile in the home chat, where
+// they had spoken to baton, is fetched from the service's history (where
+// the last run left off is the platform's memory in the store), answered
+// once each, in order; what was answered before the stop is not answered
+// again, and the transcript holds each message once.
+func catchUpAfterStop(t *testing.T, r *run) {
+	c := r.svc.(CatchUp)
+	home := r.setup.Home
+	r.svc.Say(t, home, Owner, "before the stop")
+	r.waitShown(t, "the answer before the stop", at(home, "echo: before the stop"))
+	r.waitAllSent(t)
+	r.gw.Stop()
+	testutil.Eventually(t, testutil.Patience, c.Closed, "the stopped gateway's connection to close")
+
+	for _, text := range []string{"while baton is stopped", "and once more"} {
+		r.svc.Say(t, home, Owner, text)
+	}
+	after := c.Forget(t)
+	r.gw = r.gw.Again(t)
+	r.waitShown(t, "the answer to the last message written while stopped", at(home, "echo: and once more"))
+	r.waitAllSent(t)
+	after(t)
+	var answers []string
+	for _, s := range r.svc.Shown() {
+		if samePlace(s.At, home) && strings.HasPrefix(s.Text, "echo: ") {
+			answers = append(answers, s.Text)
+		}
+	}
+	want := []string{"echo: before the stop", "echo: while baton is stopped", "echo: and once more"}
+	if strings.Join(answers, "|") != strings.Join(want, "|") {
+		t.Errorf("answers %q, want %q", answers, want)
+	}
+	b, err := r.gw.Store().LookupBinding(context.Background(), home.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, m := range r.settled(t, b.SessionID, "echo: and once more") {
+		said = append(said, m.Content)
+	}
+	if got, want := strings.Join(said, "|"), "before the stop|echo: before the stop|while baton is stopped|echo: while baton is stopped|and once more|echo: and once more"; got != want {
+		t.Errorf("transcript %q, want %q", got, want)
 	}
 }

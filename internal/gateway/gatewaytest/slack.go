@@ -24,34 +24,39 @@ const (
 
 type slackHarness struct{}
 
-func (slackHarness) Caps() Caps { return Caps{Threads: true, Drops: true} }
+func (slackHarness) Caps() Caps { return Caps{Threads: true, Drops: true, CatchesUp: true} }
 
 func (slackHarness) Start(t testing.TB) Service {
 	t.Helper()
 	fake := slacktest.New(t, slackBot, slackApp)
-	a, err := slack.New(slack.Config{BotToken: slackBot, AppToken: slackApp, APIURL: fake.APIURL(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &slackService{fake: fake, adapter: a}
+	return &slackService{fake: fake, t: t}
 }
 
 type slackService struct {
-	fake    *slacktest.Server
-	adapter platform.Adapter
+	fake *slacktest.Server
+	t    testing.TB
+}
+
+func (s *slackService) adapters(mem platform.Memory) []platform.Adapter {
+	a, err := slack.New(slack.Config{BotToken: slackBot, AppToken: slackApp, APIURL: s.fake.APIURL(), Memory: mem, Logger: quiet()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return []platform.Adapter{a}
 }
 
 func (s *slackService) Setup() Setup {
 	return Setup{
 		Platform: "slack", Display: "Slack",
-		Adapters: []platform.Adapter{s.adapter},
+		Adapters: s.adapters,
 		Owners:   []string{slackOwner},
 		Home:     platform.Address{Platform: "slack", Kind: platform.Group, Chat: slackHome},
 	}
 }
 
-// Say returns once the bot acknowledged the event: Socket Mode hands
-// events over concurrently, so a later message could otherwise overtake it.
+// Say returns once the bot acknowledged the event (Socket Mode hands
+// events over concurrently, so a later message could otherwise overtake
+// it), or at once while no gateway is connected.
 func (s *slackService) Say(t testing.TB, at platform.Address, who Person, text string) {
 	t.Helper()
 	user := slackOwner
@@ -60,6 +65,9 @@ func (s *slackService) Say(t testing.TB, at platform.Address, who Person, text s
 	}
 	mention := "<@" + slacktest.BotUserID + ">"
 	_, env := s.fake.PushMessage(slacktest.Message{Channel: at.Chat, User: user, Text: text, ThreadTS: at.Thread, Mention: strings.Contains(text, mention)})
+	if s.fake.OpenSockets() == 0 {
+		return
+	}
 	testutil.Eventually(t, testutil.Patience, func() bool { return s.fake.Acked(env) }, "Slack's event for "+text+" acknowledged")
 }
 
@@ -93,4 +101,12 @@ func (s *slackService) DropDuringHandoff(t testing.TB) func(testing.TB) {
 		s.fake.DropSockets()
 		testutil.Eventually(t, testutil.Patience, func() bool { return s.fake.Connects() >= 2 && s.fake.OpenSockets() == 1 }, "a new connection")
 	}
+}
+
+func (s *slackService) Closed() bool { return s.fake.OpenSockets() == 0 }
+
+// Forget lets the events never acknowledged expire: Slack stops retrying.
+func (s *slackService) Forget(testing.TB) func(testing.TB) {
+	s.fake.ExpireUnacked()
+	return func(testing.TB) {}
 }

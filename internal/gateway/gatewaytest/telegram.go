@@ -35,22 +35,26 @@ func (telegramHarness) Start(t testing.TB) Service {
 	t.Helper()
 	fake := telegramtest.New(t, telegramToken)
 	fake.AddChat(telegramtest.Chat{ID: telegramForum, Type: "supergroup", Title: "baton", IsForum: true})
-	a, err := telegram.New(telegram.Config{Token: telegramToken, ServerURL: fake.URL(), PollTimeout: time.Second, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &telegramService{fake: fake, adapter: a}
+	return &telegramService{fake: fake, t: t}
 }
 
 type telegramService struct {
-	fake    *telegramtest.Server
-	adapter platform.Adapter
+	fake *telegramtest.Server
+	t    testing.TB
+}
+
+func (s *telegramService) adapters(platform.Memory) []platform.Adapter {
+	a, err := telegram.New(telegram.Config{Token: telegramToken, ServerURL: s.fake.URL(), PollTimeout: time.Second, Logger: quiet()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return []platform.Adapter{a}
 }
 
 func (s *telegramService) Setup() Setup {
 	return Setup{
 		Platform: "telegram", Display: "Telegram",
-		Adapters: []platform.Adapter{s.adapter},
+		Adapters: s.adapters,
 		Owners:   []string{strconv.FormatInt(telegramOwner.ID, 10)},
 		Home:     platform.Address{Platform: "telegram", Kind: platform.Group, Chat: strconv.Itoa(telegramForum)},
 	}
