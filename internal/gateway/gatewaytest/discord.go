@@ -123,3 +123,13 @@ func (s *discordService) Forget(testing.TB) func(testing.TB) {
 		}
 	}
 }
+
+func (s *discordService) Edits() int {
+	n := 0
+	for _, p := range s.fake.Posts() {
+		if p.Route == discordtest.RouteEditMessage {
+			n++
+		}
+	}
+	return n
+}

@@ -106,6 +106,12 @@ type ThreadCounter interface {
 	ThreadTries() int
 }
 
+// EditCounter is a Service that streams a reply by editing one message,
+// and can tell how many edits it received.
+type EditCounter interface {
+	Edits() int
+}
+
 // CatchUp is a Service that keeps what the owner wrote while the gateway
 // was stopped only in its history, for the adapter to fetch.
 type CatchUp interface {

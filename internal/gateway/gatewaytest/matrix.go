@@ -98,3 +98,5 @@ func (s *matrixService) Mention(text string) string { return text }
 // RefuseThreads: the homeserver refuses the thread's root, the first
 // event the handoff sends.
 func (s *matrixService) RefuseThreads() { s.proxy.FailNext("send", 403, 0) }
+
+func (s *matrixService) Edits() int { return s.proxy.CallCount("edit") }

@@ -31,6 +31,7 @@ var scenarios = []scenario{
 	{"ConnectionDroppedMidHandoff", needsDropper, connectionDroppedMidHandoff},
 	{"LongReplySplitInOrder", always, longReplySplitInOrder},
 	{"CatchUpAfterTheGatewayWasStopped", needsCatchUp, catchUpAfterStop},
+	{"ContinueOfferEndsTheFirstAnswer", always, continueOfferEndsTheFirstAnswer},
 }
 
 func needsCatchUp(c Caps) string {
@@ -495,5 +496,33 @@ func catchUpAfterStop(t *testing.T, r *run) {
 	}
 	if got, want := strings.Join(said, "|"), "before the stop|echo: before the stop|while baton is stopped|echo: while baton is stopped|and once more|echo: and once more"; got != want {
 		t.Errorf("transcript %q, want %q", got, want)
+	}
+}
+
+// The first answer in the home chat, which holds no session while the
+// terminal holds one, ends with the offer to continue that session, in the
+// same message; where the service streams by edits, the answer grew by
+// them and the last edit brought the offer; nothing is posted after it.
+func continueOfferEndsTheFirstAnswer(t *testing.T, r *run) {
+	r.gw.TerminalSession(t)
+	home := r.setup.Home
+	const answer = "Hello there, one word at a time."
+	r.gw.Model().Push(llmtest.Reply{Text: answer, Delay: 150 * time.Millisecond})
+	r.svc.Say(t, home, Owner, "hi")
+	r.waitShown(t, "the offer", func(s Shown) bool {
+		return samePlace(s.At, home) && strings.HasSuffix(s.Text, " — /continue to pick it up here.")
+	})
+	r.waitAllSent(t)
+	var shown []string
+	for _, s := range r.svc.Shown() {
+		if samePlace(s.At, home) {
+			shown = append(shown, s.Text)
+		}
+	}
+	if len(shown) != 1 || !strings.HasPrefix(shown[0], answer+"\n\nYou were working on «Trip planning") {
+		t.Errorf("the bot showed %q; want one message, the answer ending with the offer", shown)
+	}
+	if e, ok := r.svc.(EditCounter); ok && e.Edits() == 0 {
+		t.Errorf("the answer did not grow by edits")
 	}
 }
