@@ -1,8 +1,8 @@
 // Package gatewaytest is the gateway's scenario suite: the end-to-end
-// behaviours every chat platform shares (a handoff there and back, a
-// refused thread, a stranger), written once and run against each
-// platform's loopback fake through a Harness. A new platform adds a
-// Harness, not a test file.
+// behaviours the chat platforms share (a handoff there and back, a refused
+// thread, a stranger, a dropped connection, a catch-up after a stop…),
+// written once and run against each platform's loopback fake through a
+// Harness. A new platform adds a Harness, not a test file.
 package gatewaytest
 
 import (
@@ -68,9 +68,9 @@ type Shown struct {
 type Service interface {
 	Setup() Setup
 	// Say writes text as who at a chat or thread, and returns once the
-	// service has handed it to the bot (at once while no gateway runs). On a personal account a stranger
-	// cannot write in the owner's own chat: their words come from their
-	// own chat with the owner.
+	// service has handed it to the bot (at once while no gateway runs).
+	// On a personal account a stranger cannot write in the owner's own
+	// chat: their words come from their own chat with the owner.
 	Say(t testing.TB, at platform.Address, who Person, text string)
 	// Shown is everything the bot shows, in the order it was posted.
 	Shown() []Shown

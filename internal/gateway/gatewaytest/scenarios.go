@@ -34,13 +34,6 @@ var scenarios = []scenario{
 	{"ContinueOfferEndsTheFirstAnswer", always, continueOfferEndsTheFirstAnswer},
 }
 
-func needsCatchUp(c Caps) string {
-	if !c.CatchesUp {
-		return "the service hands over what it kept when the gateway is back, or the harness cannot make it forget"
-	}
-	return ""
-}
-
 func always(Caps) string { return "" }
 
 func needsThreads(c Caps) string {
@@ -53,6 +46,13 @@ func needsThreads(c Caps) string {
 func needsDropper(c Caps) string {
 	if !c.Drops {
 		return "the harness cannot drop the connection mid-handoff"
+	}
+	return ""
+}
+
+func needsCatchUp(c Caps) string {
+	if !c.CatchesUp {
+		return "the harness cannot make the service forget what it would hand over again after a stop"
 	}
 	return ""
 }
