@@ -133,3 +133,12 @@ func (s *discordService) Edits() int {
 	}
 	return n
 }
+
+func (s *discordService) ThreadName(at platform.Address) string {
+	for _, th := range s.fake.Threads() {
+		if th.ID == at.Thread {
+			return th.Name
+		}
+	}
+	return ""
+}

@@ -106,6 +106,12 @@ type ThreadCounter interface {
 	ThreadTries() int
 }
 
+// ThreadNamer is a Service that can tell how a thread is titled where
+// people see it (a topic's or thread's name, a root message's text).
+type ThreadNamer interface {
+	ThreadName(at platform.Address) string
+}
+
 // EditCounter is a Service that streams a reply by editing one message,
 // and can tell how many edits it received.
 type EditCounter interface {

@@ -100,3 +100,14 @@ func (s *matrixService) Mention(text string) string { return text }
 func (s *matrixService) RefuseThreads() { s.proxy.FailNext("send", 403, 0) }
 
 func (s *matrixService) Edits() int { return s.proxy.CallCount("edit") }
+
+// ThreadName is the body of the thread's root event.
+func (s *matrixService) ThreadName(at platform.Address) string {
+	msgs, _ := s.world.Owner.Messages(context.Background(), s.world.Room)
+	for _, m := range msgs {
+		if m.EventID == at.Thread {
+			return m.Body
+		}
+	}
+	return ""
+}

@@ -193,6 +193,15 @@ func handoffThereAndBack(t *testing.T, r *run) {
 		t.Fatalf("landed at %s, want the home chat %s", dest.Key(), home.Key())
 	}
 	r.waitShown(t, "the greeting", at(dest, greeting))
+	if n, ok := r.svc.(ThreadNamer); ok && r.caps.Threads {
+		titled, err := r.gw.Store().GetSession(context.Background(), sess.ID)
+		if err != nil || titled.Title == "" {
+			t.Fatalf("the session's title: %+v %v", titled, err)
+		}
+		if name := n.ThreadName(dest); !strings.Contains(name, titled.Title) {
+			t.Errorf("the thread is titled %q, want the session's title %q", name, titled.Title)
+		}
+	}
 
 	msgs := r.continues(t, dest, sess.ID, "book it please", "Done, it is booked.")
 	if msgs[0].Content != "plan a trip to Lisbon" {

@@ -110,3 +110,13 @@ func (s *slackService) Forget(testing.TB) func(testing.TB) {
 	s.fake.ExpireUnacked()
 	return func(testing.TB) {}
 }
+
+// ThreadName is the text of the thread's root message.
+func (s *slackService) ThreadName(at platform.Address) string {
+	for _, p := range s.fake.Posts() {
+		if p.Channel == at.Chat && p.TS == at.Thread {
+			return p.Text
+		}
+	}
+	return ""
+}

@@ -106,3 +106,12 @@ func (s *telegramService) RefuseThreads() { s.fake.Unsupported("createForumTopic
 func (s *telegramService) ThreadTries() int { return s.fake.CallCount("createForumTopic") }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func (s *telegramService) ThreadName(at platform.Address) string {
+	for _, tp := range s.fake.Topics() {
+		if tp.ChatID == at.Chat && strconv.Itoa(tp.ThreadID) == at.Thread {
+			return tp.Name
+		}
+	}
+	return ""
+}
