@@ -221,6 +221,19 @@ func handoffThereAndBack(t *testing.T, r *run) {
 	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != r.setup.Platform {
 		t.Fatalf("waiting for the terminal: %+v %v", waiting, err)
 	}
+	// The conversation stayed in its thread: in the home chat at most the
+	// message the thread hangs from.
+	if dest.Key() != home.Key() {
+		var atHome []string
+		for _, s := range r.svc.Shown() {
+			if samePlace(s.At, home) {
+				atHome = append(atHome, s.Text)
+			}
+		}
+		if len(atHome) > 1 || (len(atHome) == 1 && !strings.Contains(atHome[0], "Trip planning")) {
+			t.Errorf("shown in the home chat besides the thread's root: %q", atHome)
+		}
+	}
 }
 
 // The service refuses the new thread: the handoff lands in the home chat
