@@ -5,28 +5,22 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/discord"
 	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
 	"github.com/baton-agent/baton/internal/platform/web"
-	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
 const discordToken = "MTIz.gateway.test"
 
-var (
-	discordOwner    = discordtest.User{ID: "4242", Username: "owner"}
-	discordStranger = discordtest.User{ID: "6666", Username: "eve"}
-)
+var discordOwner = discordtest.User{ID: "4242", Username: "owner"}
 
 func discordRig(t *testing.T, fake *discordtest.Server) *rig {
 	t.Helper()
@@ -129,72 +123,6 @@ func TestDiscordHandoffThreadAndBack(t *testing.T) {
 		}
 	}
 
-	// A 5,000-character reply arrives split, in order, each part within
-	// Discord's 2000.
-	var long strings.Builder
-	for i := 0; long.Len() < 5000; i++ {
-		long.WriteString("Paragraph " + itoa(int64(i)) + ": the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n")
-	}
-	longText := strings.TrimSpace(long.String())
-	before := len(fake.Shown())
-	r.model.Push(llmtest.Reply{Text: longText})
-	if _, err := fake.Say(thread, discordOwner, "tell me a long story"); err != nil {
-		t.Fatal(err)
-	}
-	last := "Paragraph " + itoa(int64(strings.Count(longText, "Paragraph ")-1)) + ":"
-	shown(t, fake, "the story's end", in(thread, last))
-	waitAllSent(t, r.st)
-	parts := fake.Shown()[before:]
-	if len(parts) < 3 {
-		t.Fatalf("a %d-character reply came in %d parts", len(longText), len(parts))
-	}
-	var joined []string
-	for _, p := range parts {
-		if n := platform.UTF16Len(p.Content); n > discord.MaxMessageLen || p.ChannelID != thread {
-			t.Errorf("a part of %d units in channel %s", n, p.ChannelID)
-		}
-		joined = append(joined, p.Content)
-	}
-	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(longText), " ") {
-		t.Errorf("the parts do not rejoin to the reply in order")
-	}
-
-	// A stranger — in the home channel or in the thread — gets no turn.
-	shownBefore := len(fake.Shown())
-	if _, err := fake.Say(home, discordStranger, "what is the owner up to?"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.Say(thread, discordStranger, "@everyone tell me the plan"); err != nil {
-		t.Fatal(err)
-	}
-	r.model.Push(llmtest.Reply{Text: "Marker answered."})
-	if _, err := fake.Say(thread, discordOwner, "marker"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the marker's answer", in(thread, "Marker answered."))
-	for _, p := range fake.Shown()[shownBefore:] {
-		if p.Content != "Marker answered." {
-			t.Errorf("the bot answered a stranger: %+v", p)
-		}
-	}
-	msgs = settled(t, r, sess.ID, "Marker answered.")
-	for _, m := range msgs {
-		if strings.Contains(m.Content, "owner up to") || strings.Contains(m.Content, "tell me the plan") {
-			t.Errorf("a stranger's message reached the session: %q", m.Content)
-		}
-	}
-
-	// /handoff cli from the thread leaves the session waiting for the
-	// terminal.
-	if _, err := fake.Say(thread, discordOwner, "/handoff cli"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the handoff answer", in(thread, "baton resume"))
-	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
-	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "discord" {
-		t.Fatalf("waiting %+v %v", waiting, err)
-	}
-
 	// Nothing the bot posted could ping anyone, and nothing was posted in
 	// the home channel: the conversation stayed in its thread.
 	for _, p := range fake.Posts() {
@@ -204,187 +132,5 @@ func TestDiscordHandoffThreadAndBack(t *testing.T) {
 		if p.ChannelID == home {
 			t.Errorf("posted in the home channel: %+v", p)
 		}
-	}
-}
-
-// Where the bot may not create threads, the handoff lands in the home
-// channel, completes, and the person is told why.
-func TestDiscordHandoffWithoutThreadPermission(t *testing.T) {
-	fake := discordtest.New(t, discordToken)
-	fake.RefuseThreads(true)
-	r := discordRig(t, fake)
-	sess := r.terminalSession(t)
-	home := fake.Home()
-
-	r.model.Push(llmtest.Reply{Text: "Landed in the channel."})
-	final := handOff(t, r, sess.ID, "discord")
-	if final.Destination != "discord:group:"+home || len(fake.Threads()) != 0 {
-		t.Fatalf("destination %q, threads %+v", final.Destination, fake.Threads())
-	}
-	notice := shown(t, fake, "the notice", in(home, "No new thread could be opened"))
-	if !strings.Contains(notice.Content, "Create Public Threads") {
-		t.Errorf("the notice does not say what to fix: %q", notice.Content)
-	}
-	greeting := shown(t, fake, "the greeting in the channel", in(home, "Landed in the channel."))
-	posts := fake.Shown()
-	if posts[0].MessageID != notice.MessageID || posts[1].MessageID != greeting.MessageID {
-		t.Errorf("the notice should come before the greeting: %+v", posts)
-	}
-
-	r.model.Push(llmtest.Reply{Text: "Still the same session."})
-	if _, err := fake.Say(home, discordOwner, "hello again"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the answer", in(home, "Still the same session."))
-	msgs := settled(t, r, sess.ID, "Still the same session.")
-	if msgs[len(msgs)-2].Content != "hello again" {
-		t.Fatalf("the channel's message went elsewhere: %+v", msgs[len(msgs)-2])
-	}
-	if n := fake.CallCount(discordtest.RouteStartThread); n != 1 {
-		t.Errorf("thread creation tried %d times; a refusal is not retried", n)
-	}
-}
-
-// The gateway connection drops right after the thread is created, in the
-// middle of the handoff: the adapter resumes, the greeting is posted once,
-// and what the person says in the thread continues the session, once.
-func TestDiscordConnectionDroppedMidHandoff(t *testing.T) {
-	fake := discordtest.New(t, discordToken)
-	r := discordRig(t, fake)
-	sess := r.terminalSession(t)
-	ctx := context.Background()
-
-	fake.DropAfterNext(discordtest.RouteStartThread)
-	r.model.Push(llmtest.Reply{Text: "Greetings after the drop."})
-	final := handOff(t, r, sess.ID, "discord")
-	thread := fake.Threads()[0].ID
-	shown(t, fake, "the greeting", in(thread, "Greetings after the drop."))
-	if err := fake.Wait(testutil.Context(t, 0), func() bool { return fake.Resumes() >= 1 && fake.Connected() == 1 }); err != nil {
-		t.Fatalf("the connection was not resumed: resumes %d, connected %d", fake.Resumes(), fake.Connected())
-	}
-	if n := fake.Identifies(); n != 1 {
-		t.Errorf("identified %d times; a dropped connection resumes its session", n)
-	}
-
-	r.model.Push(llmtest.Reply{Text: "Answer after the reconnect."})
-	if _, err := fake.Say(thread, discordOwner, "are you still there?"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the answer", in(thread, "Answer after the reconnect."))
-	waitAllSent(t, r.st)
-	if n := countMatching(fake.Shown(), in(thread, "Greetings after the drop.")); n != 1 {
-		t.Errorf("the greeting was posted %d times", n)
-	}
-	if n := countMatching(fake.Shown(), in(thread, "Answer after the reconnect.")); n != 1 {
-		t.Errorf("the answer was posted %d times", n)
-	}
-	msgs := settled(t, r, sess.ID, "Answer after the reconnect.")
-	asked := 0
-	for _, m := range msgs {
-		if m.Content == "are you still there?" {
-			asked++
-		}
-	}
-	if asked != 1 {
-		t.Errorf("the person's message is in the transcript %d times", asked)
-	}
-	if b, err := r.st.LookupBinding(ctx, final.Destination); err != nil || b.SessionID != sess.ID {
-		t.Errorf("binding %+v %v", b, err)
-	}
-}
-
-// The gateway was stopped longer than Discord keeps its session: the
-// next start identifies afresh, so what the owner wrote meanwhile in the
-// home channel, where they had spoken to baton, is fetched (where the last
-// run left off is in the store, as the platform's memory), answered once
-// each, in order; what was answered before the stop is not answered again.
-func TestDiscordCatchesUpAfterTheGatewayWasStopped(t *testing.T) {
-	fake := discordtest.New(t, discordToken)
-	home := fake.Home()
-	opts := func(again *rig) rigOpts {
-		return rigOpts{
-			with: func(st store.Store) []platform.Adapter {
-				dc, err := discord.New(discord.Config{Token: discordToken, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second,
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: gateway.PlatformMemory{Store: st, Platform: "discord"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return []platform.Adapter{dc}
-			},
-			owners: map[string][]string{"discord": {discordOwner.ID}},
-			homes:  map[string]string{"web": web.Home.Key(), "discord": "discord:group:" + home},
-			again:  again,
-		}
-	}
-	r := newRig(t, opts(nil))
-	r.waitLive(t, "discord")
-	if _, err := fake.Say(home, discordOwner, "before the stop"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the answer before the stop", in(home, "echo: before the stop"))
-	waitAllSent(t, r.st)
-	r.stop()
-	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 0 }, "the gateway's connection to close")
-
-	for _, text := range []string{"while baton is stopped", "and once more"} {
-		if _, err := fake.Say(home, discordOwner, text); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fake.ExpireSessions()
-
-	r2 := newRig(t, opts(r))
-	r2.waitLive(t, "discord")
-	shown(t, fake, "the answer to the last message written while stopped", in(home, "echo: and once more"))
-	waitAllSent(t, r2.st)
-	var answers []string
-	for _, p := range fake.Shown() {
-		if p.ChannelID == home && strings.HasPrefix(p.Content, "echo: ") {
-			answers = append(answers, p.Content)
-		}
-	}
-	if want := []string{"echo: before the stop", "echo: while baton is stopped", "echo: and once more"}; !slices.Equal(answers, want) {
-		t.Errorf("answers %q, want %q", answers, want)
-	}
-	if n := fake.Identifies(); n != 2 {
-		t.Errorf("%d IDENTIFYs, want 2: the expired session is not resumed", n)
-	}
-}
-
-// The first answer in a channel that holds no session, grown by edits,
-// ends with the continue-offer in the same message: the last edit brings
-// it, and nothing is posted after it.
-func TestDiscordContinueOfferEndsTheStreamedAnswer(t *testing.T) {
-	fake := discordtest.New(t, discordToken)
-	r := discordRig(t, fake)
-	r.terminalSession(t)
-	home := fake.Home()
-
-	const answer = "Hello on Discord, one word at a time."
-	r.model.Push(llmtest.Reply{Text: answer, Delay: 150 * time.Millisecond})
-	if _, err := fake.Say(home, discordOwner, "hi"); err != nil {
-		t.Fatal(err)
-	}
-	shown(t, fake, "the offer", func(p discordtest.Post) bool {
-		return p.ChannelID == home && strings.HasSuffix(p.Content, " — /continue to pick it up here.")
-	})
-	if !testutil.Poll(testutil.Context(t, 0), func() bool { return waitedOut(r) }) {
-		t.Fatal("the outbox never emptied")
-	}
-	offer := shown(t, fake, "the answer", in(home, answer))
-	var posts []string
-	edits := 0
-	for _, p := range fake.Posts() {
-		if p.ChannelID != home {
-			continue
-		}
-		if p.Route == discordtest.RouteEditMessage {
-			edits++
-		} else {
-			posts = append(posts, p.Content)
-		}
-	}
-	if len(posts) != 1 || edits == 0 || !strings.HasPrefix(offer.Content, answer+"\n\nYou were working on «Trip planning") {
-		t.Errorf("the bot posted %q and edited %d times, showing %q; want one message grown by edits into the answer and the offer", posts, edits, offer.Content)
 	}
 }

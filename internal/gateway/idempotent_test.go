@@ -2,13 +2,41 @@ package gateway_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"github.com/baton-agent/baton/internal/platform/whatsapp/whatsapptest"
 	"github.com/baton-agent/baton/internal/testutil"
 )
+
+const waSelf = "4915550000@s.whatsapp.net" // the owner's account: baton is one of its linked devices
+
+// waHome is the owner's chat with themselves.
+var waHome = whatsapp.HomeAddress(waSelf)
+
+// whatsappRig runs the gateway with the WhatsApp adapter on the in-memory
+// fake (no fake WhatsApp server is practical: see whatsapptest).
+func whatsappRig(t *testing.T, fake *whatsapptest.Fake) *rig {
+	t.Helper()
+	a, err := whatsapp.New(whatsapp.Config{Client: fake, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		personal: []string{"whatsapp"},
+		extra:    []platform.Adapter{a},
+		owners:   map[string][]string{"whatsapp": {waSelf}},
+		homes:    map[string]string{"web": web.Home.Key(), "whatsapp": waHome.Key()},
+	})
+	r.waitLive(t, "whatsapp")
+	return r
+}
 
 // WhatsApp took a reply but its acknowledgement never came: the gateway
 // sends the stored delivery again, under the same message id, so the
@@ -20,7 +48,7 @@ func TestLostAcknowledgementShowsReplyOnce(t *testing.T) {
 	r.model.Push(llmtest.Reply{Text: "Answered once."})
 	fake.PushSelf("are you there?")
 
-	answer := waToSelf("Answered once.")
+	answer := func(m whatsapptest.Sent) bool { return m.Chat == waSelf && strings.Contains(m.Text, "Answered once.") }
 	var tries []whatsapptest.Sent
 	if err := fake.Wait(testutil.Context(t, 0), func() bool {
 		tries = tries[:0]

@@ -7,20 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/slack"
 	"github.com/baton-agent/baton/internal/platform/slack/slacktest"
 	"github.com/baton-agent/baton/internal/platform/web"
-	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -130,164 +126,12 @@ func TestSlackHandoffThreadAndBack(t *testing.T) {
 		t.Errorf("no typing status under the thread: %+v", st)
 	}
 
-	// A long reply arrives split, in order, every part in the thread.
-	var long strings.Builder
-	for i := 0; long.Len() < 10000; i++ {
-		long.WriteString("Paragraph " + itoa(int64(i)) + ": the quick brown fox jumps over the lazy dog, again and again, 🦊 and 🐶 too.\n\n")
-	}
-	longText := strings.TrimSpace(long.String())
-	before := len(fake.Shown())
-	r.model.Push(llmtest.Reply{Text: longText})
-	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "tell me a long story", ThreadTS: root})
-	shownWhere(t, fake, "the story's end", inThread("Paragraph "+itoa(int64(strings.Count(longText, "Paragraph ")-1))+":"))
-	waitAllSent(t, r.st)
-	parts := fake.Shown()[before:]
-	if len(parts) < 3 {
-		t.Fatalf("a %d-character reply came in %d parts", len(longText), len(parts))
-	}
-	var joined []string
-	for _, p := range parts {
-		if n := utf8.RuneCountInString(p.Text); n > slack.MaxMessageLen {
-			t.Errorf("a part is %d characters", n)
-		}
-		joined = append(joined, p.Text)
-	}
-	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.Join(strings.Fields(longText), " ") {
-		t.Errorf("the parts do not rejoin to the reply in order")
-	}
-
-	// Strangers get no turn: not in the home channel, not in the thread.
-	shownBefore, turnsBefore := len(fake.Shown()), len(r.model.Requests())
-	_, e1 := fake.PushMessage(slacktest.Message{Channel: slackHome, User: "U0EVE", Text: "what is the owner up to?"})
-	_, e2 := fake.PushMessage(slacktest.Message{Channel: slackHome, User: "U0EVE", Text: "<@" + slacktest.BotUserID + "> owner up to what?", ThreadTS: root, Mention: true})
-	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Acked(e1) && fake.Acked(e2) }, "the strangers' messages to be handled")
-	// A marker from the owner after them: once answered, they were passed.
-	r.model.Push(llmtest.Reply{Text: "Marker answered."})
-	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "marker", ThreadTS: root})
-	shownWhere(t, fake, "the marker's answer", inThread("Marker answered."))
-	if got := len(fake.Shown()) - shownBefore; got != 1 {
-		t.Errorf("%d messages posted after the strangers and the marker, want only the marker's answer: %+v", got, fake.Shown()[shownBefore:])
-	}
-	if got := len(r.model.Requests()) - turnsBefore; got != 1 {
-		t.Errorf("%d turns run, want only the marker's", got)
-	}
-	msgs = settled(t, r, sess.ID, "Marker answered.")
-	for _, m := range msgs {
-		if strings.Contains(m.Content, "owner up to") {
-			t.Errorf("a stranger's message reached the session: %q", m.Content)
-		}
-	}
-
-	// /handoff cli typed in the thread (Slack keeps a leading "/" for its
-	// own commands, so the bot is mentioned first) leaves the session
-	// waiting for the terminal.
-	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "<@" + slacktest.BotUserID + "> /handoff cli", ThreadTS: root})
-	shownWhere(t, fake, "the handoff answer in the thread", inThread("baton resume"))
-	waiting, err := r.st.PendingHandoffs(ctx, gateway.TerminalPlatform)
-	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != "slack" {
-		t.Fatalf("waiting %+v %v", waiting, err)
-	}
-
 	// Nothing leaked into the channel: every post but the root is in the thread.
 	for _, p := range fake.Posts()[1:] {
 		if p.ThreadTS != root || p.Broadcast {
 			t.Errorf("a post left the thread: %+v", p)
 		}
 	}
-}
-
-// A root message Slack refuses: the handoff lands in the home channel,
-// completes, and the person is told why, in the terminal and in Slack.
-func TestSlackRootRefusedFallsBackToHome(t *testing.T) {
-	fake := slacktest.New(t, slackBot, slackApp)
-	r := slackRig(t, fake, "slack:group:"+slackHome)
-	sess := r.terminalSession(t)
-
-	fake.FailNextWith("chat.postMessage", "restricted_action_non_threadable_channel")
-	r.model.Push(llmtest.Reply{Text: "Landed in the channel."})
-	final, steps := handoffToSlack(t, r, sess.ID)
-	if final.Destination != "slack:group:"+slackHome {
-		t.Fatalf("destination %q, want the home channel", final.Destination)
-	}
-	if !strings.Contains(strings.Join(steps, "\n"), "could not open a thread in Slack") {
-		t.Errorf("the terminal was not told: steps %q", steps)
-	}
-	atHome := func(sub string) func(slacktest.Post) bool {
-		return func(p slacktest.Post) bool {
-			return p.Channel == slackHome && p.ThreadTS == "" && strings.Contains(p.Text, sub)
-		}
-	}
-	notice := shownWhere(t, fake, "the notice in the channel", atHome("No new thread could be opened"))
-	greeting := shownWhere(t, fake, "the greeting in the channel", atHome("Landed in the channel."))
-	if notice.TS >= greeting.TS {
-		t.Errorf("the notice (%s) came after the greeting (%s)", notice.TS, greeting.TS)
-	}
-	// The channel is bound to the session: the owner's next message there
-	// continues it.
-	r.model.Push(llmtest.Reply{Text: "Still the same session."})
-	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "hello again"})
-	shownWhere(t, fake, "the answer", atHome("Still the same session."))
-	msgs := settled(t, r, sess.ID, "Still the same session.")
-	if msgs[len(msgs)-2].Content != "hello again" {
-		t.Fatalf("the channel's message went elsewhere: %+v", msgs[len(msgs)-2])
-	}
-}
-
-// The Socket Mode connection dropped while a handoff runs (and the first
-// try to post the greeting failing with it): the adapter reconnects, the
-// handoff completes, the greeting is posted once, and the thread works on
-// the new connection.
-func TestSlackConnectionDroppedMidHandoff(t *testing.T) {
-	fake := slacktest.New(t, slackBot, slackApp)
-	r := slackRig(t, fake, "slack:group:"+slackHome)
-	sess := r.terminalSession(t)
-	ctx := context.Background()
-
-	// A slow greeting: the drop comes while the model writes it.
-	r.model.Push(llmtest.Reply{Text: "Greetings from a shaky connection, we were booking the train.", Delay: 20 * time.Millisecond})
-	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "slack"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fake.Wait(testutil.Context(t, 0), func() bool { return len(fake.Posts()) >= 1 }); err != nil {
-		t.Fatal("no root message posted")
-	}
-	fake.FailNext("chat.postMessage", 502, 0)
-	fake.DropSockets()
-	final, err := r.client.Watch(ctx, h.ID, nil)
-	if err != nil || final.State != "completed" {
-		t.Fatalf("handoff %+v %v", final, err)
-	}
-	root := fake.Posts()[0].TS
-	greeting := func(p slacktest.Post) bool {
-		return p.ThreadTS == root && strings.Contains(p.Text, "Greetings from a shaky connection")
-	}
-	shownWhere(t, fake, "the greeting", greeting)
-	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connects() >= 2 && fake.OpenSockets() == 1 }, "a new connection")
-	r.waitLive(t, "slack")
-
-	r.model.Push(llmtest.Reply{Text: "Heard you on the new connection."})
-	fake.PushMessage(slacktest.Message{Channel: slackHome, User: slackOwner, Text: "still there?", ThreadTS: root})
-	shownWhere(t, fake, "the answer", func(p slacktest.Post) bool {
-		return p.ThreadTS == root && strings.Contains(p.Text, "Heard you on the new connection.")
-	})
-	waitAllSent(t, r.st)
-	if n := countMatching(fake.Shown(), greeting); n != 1 {
-		t.Errorf("the greeting was posted %d times, want 1", n)
-	}
-	if n := len(fake.Posts()) - countUpdates(fake); n != 3 {
-		t.Errorf("%d messages posted, want the root, the greeting and the answer: %+v", n, fake.Shown())
-	}
-}
-
-func countUpdates(fake *slacktest.Server) int {
-	n := 0
-	for _, p := range fake.Posts() {
-		if p.Method == "chat.update" {
-			n++
-		}
-	}
-	return n
 }
 
 // An envelope is acknowledged only once its message is stored: while the
@@ -355,55 +199,5 @@ func TestSlackAcksOnlyStoredMessages(t *testing.T) {
 	}
 	if c := countMatching(fake.Shown(), func(p slacktest.Post) bool { return strings.Contains(p.Text, "Stored at last.") }); c != 1 {
 		t.Errorf("answered %d times, want 1", c)
-	}
-}
-
-// The gateway was stopped longer than Slack retries its events: when it
-// starts again, what the owner wrote meanwhile in the DM where they had
-// spoken to baton is read from Slack's history (where the last run left
-// off is in the store, as the platform's memory), answered once each,
-// in order; what was answered before the stop is not answered again.
-func TestSlackCatchesUpAfterTheGatewayWasStopped(t *testing.T) {
-	fake := slacktest.New(t, slackBot, slackApp)
-	opts := func(again *rig) rigOpts {
-		return rigOpts{
-			with: func(st store.Store) []platform.Adapter {
-				a, err := slack.New(slack.Config{BotToken: slackBot, AppToken: slackApp, APIURL: fake.APIURL(),
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: gateway.PlatformMemory{Store: st, Platform: "slack"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return []platform.Adapter{a}
-			},
-			owners: map[string][]string{"slack": {slackOwner}},
-			homes:  map[string]string{"web": web.Home.Key(), "slack": "slack:dm:D0OWNER"},
-			again:  again,
-		}
-	}
-	r := newRig(t, opts(nil))
-	r.waitLive(t, "slack")
-	fake.PushMessage(slacktest.Message{Channel: "D0OWNER", User: slackOwner, Text: "before the stop"})
-	shownWhere(t, fake, "the answer before the stop", func(p slacktest.Post) bool { return strings.Contains(p.Text, "echo: before the stop") })
-	waitAllSent(t, r.st)
-	r.stop()
-	testutil.Eventually(t, testutil.Patience, func() bool { return fake.OpenSockets() == 0 }, "the gateway's socket to close")
-
-	for _, text := range []string{"while baton is stopped", "and once more"} {
-		fake.PushMessage(slacktest.Message{Channel: "D0OWNER", User: slackOwner, Text: text})
-	}
-	fake.ExpireUnacked()
-
-	r2 := newRig(t, opts(r))
-	r2.waitLive(t, "slack")
-	shownWhere(t, fake, "the answer to the last message written while stopped", func(p slacktest.Post) bool { return strings.Contains(p.Text, "echo: and once more") })
-	waitAllSent(t, r2.st)
-	var answers []string
-	for _, p := range fake.Shown() {
-		if p.Channel == "D0OWNER" && strings.HasPrefix(p.Text, "echo: ") {
-			answers = append(answers, p.Text)
-		}
-	}
-	if want := []string{"echo: before the stop", "echo: while baton is stopped", "echo: and once more"}; !slices.Equal(answers, want) {
-		t.Errorf("answers %q, want %q", answers, want)
 	}
 }

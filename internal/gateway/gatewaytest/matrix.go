@@ -1,0 +1,113 @@
+package gatewaytest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/matrix"
+	"github.com/baton-agent/baton/internal/platform/matrix/matrixtest"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// Matrix is a real homeserver (hs, shared by a package's tests; each
+// scenario registers its own people and home room) reached through a
+// proxy that can fail calls: a handoff opens a thread under a root event.
+func Matrix(hs *matrixtest.Shared) Harness { return matrixHarness{hs: hs} }
+
+type matrixHarness struct{ hs *matrixtest.Shared }
+
+func (matrixHarness) Caps() Caps { return Caps{Threads: true} }
+
+func (h matrixHarness) Start(t testing.TB) Service {
+	t.Helper()
+	hs := h.hs.Need(t)
+	w, err := hs.NewWorld(testutil.Context(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &matrixService{world: w, proxy: matrixtest.NewProxy(t, hs), t: t}
+}
+
+type matrixService struct {
+	world *matrixtest.World
+	proxy *matrixtest.Proxy
+	t     testing.TB
+}
+
+func (s *matrixService) adapters(mem platform.Memory) []platform.Adapter {
+	a, err := matrix.New(matrix.Config{
+		HomeserverURL: s.proxy.URL(), UserID: s.world.Bot.ID, AccessToken: s.world.Bot.Token,
+		Owners: []string{s.world.Owner.ID}, SyncTimeout: 2 * time.Second, Memory: mem, Logger: quiet(),
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return []platform.Adapter{a}
+}
+
+func (s *matrixService) Setup() Setup {
+	return Setup{
+		Platform: matrix.Name, Display: "Matrix",
+		Adapters:      s.adapters,
+		Owners:        []string{s.world.Owner.ID},
+		Home:          platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: s.world.Room},
+		RefusalReason: "M_FORBIDDEN",
+	}
+}
+
+func (s *matrixService) Say(t testing.TB, at platform.Address, who Person, text string) {
+	t.Helper()
+	u := s.world.Owner
+	if who == Stranger {
+		u = s.world.Stranger
+	}
+	ctx := testutil.Context(t, 0)
+	var err error
+	if at.Thread != "" {
+		_, err = u.SayInThread(ctx, at.Chat, at.Thread, "", text)
+	} else {
+		_, err = u.Say(ctx, at.Chat, text)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Shown is the bot's messages in the home room as the owner's client
+// shows them (edits applied); nothing while the homeserver does not
+// answer.
+func (s *matrixService) Shown() []Shown {
+	msgs, err := s.world.Owner.Messages(context.Background(), s.world.Room)
+	if err != nil {
+		return nil
+	}
+	var out []Shown
+	for _, m := range msgs {
+		if m.Sender == s.world.Bot.ID {
+			out = append(out, Shown{At: platform.Address{Platform: matrix.Name, Chat: s.world.Room, Thread: m.Thread}, Text: m.Body})
+		}
+	}
+	return out
+}
+
+func (s *matrixService) Command(line string) string { return line }
+func (s *matrixService) Mention(text string) string { return text }
+
+// RefuseThreads: the homeserver refuses the thread's root, the first
+// event the handoff sends.
+func (s *matrixService) RefuseThreads() { s.proxy.FailNext("send", 403, 0) }
+
+func (s *matrixService) Edits() int { return s.proxy.CallCount("edit") }
+
+// ThreadName is the body of the thread's root event.
+func (s *matrixService) ThreadName(at platform.Address) string {
+	msgs, _ := s.world.Owner.Messages(context.Background(), s.world.Room)
+	for _, m := range msgs {
+		if m.EventID == at.Thread {
+			return m.Body
+		}
+	}
+	return ""
+}
