@@ -96,7 +96,7 @@ func (a *Adapter) Edit(ctx context.Context, at platform.Address, msgID, text str
 	}
 	if unknownRoute(err) {
 		a.refused.Log(a.log, "edit message", err)
-		return fmt.Errorf("discord: edit in %s: %w", at.Key(), platform.Unsupported(err))
+		return fmt.Errorf("discord: edit in %s: %w", at.Key(), platform.NotOffered(err))
 	}
 	return fmt.Errorf("discord: edit in %s: %w", at.Key(), final(err))
 }
@@ -112,7 +112,11 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 	if err == nil {
 		return nil
 	}
-	if unknownRoute(err) || status(err) == http.StatusForbidden {
+	switch {
+	case unknownRoute(err):
+		a.refused.Log(a.log, "typing", err)
+		return fmt.Errorf("discord: typing in %s: %w", at.Key(), platform.NotOffered(err))
+	case status(err) == http.StatusForbidden: // this channel only
 		a.refused.Log(a.log, "typing", err)
 		return fmt.Errorf("discord: typing in %s: %w", at.Key(), platform.Unsupported(err))
 	}
@@ -146,7 +150,10 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 		case errors.As(err, &ae) && (ae.Code == codeMissingPermission || ae.Code == codeMissingAccess):
 			a.refused.Log(a.log, "create thread", err)
 			return platform.Address{}, fmt.Errorf("discord: the bot may not create threads in channel %s (give it Create Public Threads there): %w", parent, platform.Unsupported(err))
-		case unknownRoute(err) || (errors.As(err, &ae) && ae.Code == codeWrongChannelType):
+		case unknownRoute(err):
+			a.refused.Log(a.log, "create thread", err)
+			return platform.Address{}, fmt.Errorf("discord: new thread in %s: %w", home.Key(), platform.NotOffered(err))
+		case errors.As(err, &ae) && ae.Code == codeWrongChannelType: // this channel only
 			a.refused.Log(a.log, "create thread", err)
 			return platform.Address{}, fmt.Errorf("discord: new thread in %s: %w", home.Key(), platform.Unsupported(err))
 		}

@@ -209,7 +209,7 @@ func (a *Adapter) Typing(ctx context.Context, at platform.Address) error {
 		return err
 	}
 	if !a.cfg.PrivateAPI {
-		return platform.Unsupported(fmt.Errorf("imessage: typing in %s: needs the BlueBubbles Private API (private_api: true)", at.Key()))
+		return platform.NotOffered(fmt.Errorf("imessage: typing in %s: needs the BlueBubbles Private API (private_api: true)", at.Key()))
 	}
 	err := a.call(ctx, http.MethodPost, "/api/v1/chat/"+url.PathEscape(at.Chat)+"/typing", nil, nil)
 	if err == nil {
@@ -318,7 +318,9 @@ func (a *Adapter) call(ctx context.Context, method, path string, body, out any) 
 			return platform.RetryAfter(time.Duration(secs)*time.Second, err)
 		}
 		return err
-	case status == http.StatusNotFound, strings.Contains(low, "private api"):
+	case strings.Contains(low, "private api"): // the server's setting, for every chat
+		return platform.NotOffered(err)
+	case status == http.StatusNotFound:
 		return platform.Unsupported(err)
 	case status >= 400 && status < 500:
 		return platform.Permanent(err)

@@ -77,7 +77,7 @@ func failure(call string, err error, optional bool) error {
 	case code == mautrix.MUnknownToken.ErrCode || code == mautrix.MMissingToken.ErrCode || status == http.StatusUnauthorized:
 		return platform.Refused(e)
 	case optional && (code == mautrix.MUnrecognized.ErrCode || status == http.StatusNotFound && code == "" || status == http.StatusMethodNotAllowed):
-		return platform.Unsupported(e)
+		return platform.NotOffered(e) // the homeserver lacks the endpoint
 	case status >= 400 && status < 500 && status != http.StatusRequestTimeout:
 		return platform.Permanent(e)
 	}

@@ -444,6 +444,11 @@ func testUnsupported(t *testing.T, h Harness) {
 		if cl, _ := platform.Classify(err); err == nil || cl != platform.ClassUnsupported {
 			t.Errorf("%s refused by the service: %v, class %v; want unsupported", name, err, cl)
 		}
+		// The fake answers as a server without the method at all, so the
+		// gateway may remember it for the whole platform, not one place.
+		if !errors.Is(err, platform.ErrNotOffered) {
+			t.Errorf("%s refused as a method the service lacks: %v; want it marked platform.NotOffered", name, err)
+		}
 	}
 	if a, ok := h.Adapter.(platform.Typer); ok {
 		check("Typer", func() error { return a.Typing(ctx, h.Home) })

@@ -272,7 +272,7 @@ func classifyRPC(method string, e *rpcError) error {
 	err := fmt.Errorf("%s: %w", method, e)
 	switch e.Code {
 	case codeMethodNotFound:
-		return platform.Unsupported(err)
+		return platform.NotOffered(err) // the daemon lacks the method
 	case codeRateLimit:
 		if wait := retryAfterOf(e.Data); wait > 0 {
 			return platform.RetryAfter(wait, err)
@@ -315,7 +315,7 @@ func httpError(what string, resp *http.Response, body []byte) error {
 		}
 		return err
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
-		return platform.Unsupported(err)
+		return platform.NotOffered(err) // the daemon lacks the endpoint
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
 		return platform.Permanent(err)
 	}

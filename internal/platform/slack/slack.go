@@ -231,6 +231,17 @@ func classify(what string, err error) error {
 	return err
 }
 
+// notOffered reports a failure meaning Slack lacks the method itself, for
+// every channel (unknown_method, method_deprecated, a 404 or 501); the
+// other absent codes (a scope, a channel's permission) may differ by
+// place.
+func notOffered(err error) bool {
+	var resp slack.SlackErrorResponse
+	var code slack.StatusCodeError
+	return errors.As(err, &resp) && (resp.Err == "unknown_method" || resp.Err == "method_deprecated") ||
+		errors.As(err, &code) && (code.Code == http.StatusNotFound || code.Code == http.StatusNotImplemented)
+}
+
 // absent reports a failure meaning an optional method is not available.
 func absent(err error) bool {
 	var resp slack.SlackErrorResponse
@@ -244,7 +255,11 @@ func absent(err error) bool {
 func (a *Adapter) optional(method, what string, err error) error {
 	if absent(err) {
 		a.refused.Log(a.log, method, err)
-		return platform.Unsupported(fmt.Errorf("slack: %s: %w", what, err))
+		err = fmt.Errorf("slack: %s: %w", what, err)
+		if notOffered(err) {
+			return platform.NotOffered(err)
+		}
+		return platform.Unsupported(err)
 	}
 	return classify(what, err)
 }

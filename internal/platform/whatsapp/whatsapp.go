@@ -320,7 +320,7 @@ func classify(err error, running bool) error {
 		case se.Code == 401 && running:
 			return platform.Refused(fmt.Errorf("%w: %s", err, LinkHint))
 		case se.Code == 405 || se.Code == 501:
-			return platform.Unsupported(err)
+			return platform.NotOffered(err) // the sidecar lacks the method
 		case se.Code >= 400 && se.Code < 500:
 			return platform.Permanent(err)
 		}
