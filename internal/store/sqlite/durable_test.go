@@ -52,8 +52,8 @@ func TestAcknowledgedIsOnDisk(t *testing.T) {
 		os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "BATON_STORE_HELPER=durable", "DB_DIR="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		if strings.Contains(string(out), "ptrace") || strings.Contains(string(out), "Operation not permitted") {
-			t.Skipf("strace cannot trace here: %s", out)
+		if (strings.Contains(string(out), "ptrace") || strings.Contains(string(out), "Operation not permitted")) && os.Getenv("CI") == "" {
+			t.Skipf("strace cannot trace here (a container without ptrace?): %s", out)
 		}
 		t.Fatalf("child: %v\n%s", err, out)
 	}
