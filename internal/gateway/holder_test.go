@@ -306,16 +306,7 @@ func TestContinueRecordsTheHolderAsOrigin(t *testing.T) {
 	ctx := context.Background()
 	key := web.Home.Key()
 
-	r.model.Push(llmtest.Reply{Text: "Hello from the page."}, llmtest.Reply{Text: "Hi on Telegram."})
-	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "o1"})
-	pg.await("the answer", isMsg("Hello from the page."))
-	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "o2"})
-	pg.await("the outcome", isMsg("now continues in Telegram."))
-	b, _ := r.st.LookupBinding(ctx, key)
-	testutil.Eventually(t, testutil.Patience, func() bool {
-		s, _ := r.st.GetSession(ctx, b.SessionID)
-		return strings.HasPrefix(s.Holder, "telegram:")
-	}, "the topic to hold the session")
+	b := pageToTelegram(t, r, pg, "o1")
 
 	r.model.Push(llmtest.Reply{Text: "Back on the page."})
 	pg.send(map[string]any{"type": "say", "key": key, "text": "/continue", "id": "o3"})
@@ -476,16 +467,7 @@ func TestHandoffOnlyFromTheHolder(t *testing.T) {
 	ctx := context.Background()
 	key := web.Home.Key()
 
-	r.model.Push(llmtest.Reply{Text: "Hello from the page."}, llmtest.Reply{Text: "Hi on Telegram."})
-	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": "h1"})
-	pg.await("the answer", isMsg("Hello from the page."))
-	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": "h2"})
-	pg.await("the outcome", isMsg("now continues in Telegram."))
-	b, _ := r.st.LookupBinding(ctx, key)
-	testutil.Eventually(t, testutil.Patience, func() bool {
-		s, _ := r.st.GetSession(ctx, b.SessionID)
-		return strings.HasPrefix(s.Holder, "telegram:")
-	}, "the topic to hold the session")
+	b := pageToTelegram(t, r, pg, "h1")
 	before, _ := r.st.HandoffState(ctx, b.SessionID)
 
 	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff cli", "id": "h3"})
@@ -493,4 +475,28 @@ func TestHandoffOnlyFromTheHolder(t *testing.T) {
 	if h, _ := r.st.HandoffState(ctx, b.SessionID); h.ID != before.ID {
 		t.Errorf("a place not holding the session handed it off: %+v", h)
 	}
+}
+
+// pageToTelegram says hi on the page's home conversation, hands it off to
+// Telegram with /handoff, and waits for the topic to hold the session; the
+// page's two messages take ids prefix+"1" and prefix+"2".
+func pageToTelegram(t *testing.T, r *rig, pg *page, first string) store.Binding {
+	t.Helper()
+	ctx := context.Background()
+	key := web.Home.Key()
+	second := first[:len(first)-1] + "2"
+	r.model.Push(llmtest.Reply{Text: "Hello from the page."}, llmtest.Reply{Text: "Hi on Telegram."})
+	pg.send(map[string]any{"type": "say", "key": key, "text": "hi", "id": first})
+	pg.await("the answer", isMsg("Hello from the page."))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff telegram", "id": second})
+	pg.await("the outcome", isMsg("now continues in Telegram."))
+	b, err := r.st.LookupBinding(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		s, _ := r.st.GetSession(ctx, b.SessionID)
+		return strings.HasPrefix(s.Holder, "telegram:")
+	}, "the topic to hold the session")
+	return b
 }
