@@ -374,6 +374,11 @@ func (s *Store) Close() error {
 // in its busy handler (a journal-mode change or WAL recovery is under way):
 // such answers are retried until busyTimeout.
 func (s *Store) setUp(ctx context.Context) error {
+	if s.schemaCurrent(ctx) {
+		// Nothing to migrate: no write lock is taken, so opening a store
+		// a busy gateway writes to never waits for (or starves behind) it.
+		return nil
+	}
 	deadline := time.Now().Add(busyTimeout)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		err := s.migrate(ctx)
@@ -389,6 +394,16 @@ func (s *Store) setUp(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// schemaCurrent reports, by a read that takes no lock a writer waits on,
+// whether the file holds baton's tables at the newest schema. Anything
+// else (an error, a new or older file) goes through migrate, which decides
+// under the write lock.
+func (s *Store) schemaCurrent(ctx context.Context) bool {
+	var have int
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have)
+	return err == nil && have == len(migrations)
 }
 
 // migrate applies pending migrations in one immediate transaction, so two
