@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -14,7 +15,15 @@ import (
 
 // approvals are questions put to the person in a chat, waiting for
 // /approve, /always or /deny typed in the same conversation.
+// The agent's Approver is ask; the router hands it what people type
+// (answer). It has its own lock.
 type approvals struct {
+	turns   *turns
+	out     *outbox
+	log     *slog.Logger
+	cmds    *command.Registry
+	timeout time.Duration
+
 	mu      sync.Mutex
 	waiting map[string]chan agent.Decision // address key → answer
 	// answered remembers the platform ids of recent answers, so a resent
@@ -46,28 +55,26 @@ func (a *approvals) seen(id string) bool {
 	return false
 }
 
-// approve is the gateway agent's Approver: it asks in the chat where the
+// ask is the gateway agent's Approver: it asks in the chat where the
 // session's turn is running and waits for the answer.
-func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
-	g.mu.Lock()
-	addr, ok := g.turnAddr[req.SessionID]
-	g.mu.Unlock()
+func (a *approvals) ask(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	addr, ok := a.turns.where(req.SessionID)
 	if !ok {
-		g.log.Warn("approval needed by a turn the gateway does not know; denied", "session", req.SessionID, "tool", req.Tool)
+		a.log.Warn("approval needed by a turn the gateway does not know; denied", "session", req.SessionID, "tool", req.Tool)
 		return agent.Deny, nil
 	}
-	g.log.Debug("asking approval", "session", req.SessionID, "tool", req.Tool, "at", addr.Key())
+	a.log.Debug("asking approval", "session", req.SessionID, "tool", req.Tool, "at", addr.Key())
 	ch := make(chan agent.Decision, 1)
-	g.approvals.mu.Lock()
-	if g.approvals.waiting == nil {
-		g.approvals.waiting = map[string]chan agent.Decision{}
+	a.mu.Lock()
+	if a.waiting == nil {
+		a.waiting = map[string]chan agent.Decision{}
 	}
-	g.approvals.waiting[addr.Key()] = ch
-	g.approvals.mu.Unlock()
+	a.waiting[addr.Key()] = ch
+	a.mu.Unlock()
 	defer func() {
-		g.approvals.mu.Lock()
-		delete(g.approvals.waiting, addr.Key())
-		g.approvals.mu.Unlock()
+		a.mu.Lock()
+		delete(a.waiting, addr.Key())
+		a.mu.Unlock()
 	}()
 	subject := req.Subject
 	if subject == "" {
@@ -77,15 +84,15 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	// Each question is its own delivery: call ids come from the model and
 	// repeat across turns ("call_1"), so they cannot key it.
 	key := fmt.Sprintf("approval:%s:%s:%d", req.SessionID, req.CallID, time.Now().UnixNano())
-	if err := g.deliver(ctx, addr, key, question); err != nil {
+	if err := a.out.deliver(ctx, addr, key, question); err != nil {
 		if !questionWaits(err) {
 			return agent.Deny, err
 		}
 		// Stored and sent again in the background (a web page shows it
 		// when it opens): the answer may still come.
-		g.log.Warn("approval question not delivered yet; waiting for the answer", "at", addr.Key(), "err", err)
+		a.log.Warn("approval question not delivered yet; waiting for the answer", "at", addr.Key(), "err", err)
 	}
-	timeout := time.NewTimer(g.cfg.ApprovalTimeout)
+	timeout := time.NewTimer(a.timeout)
 	defer timeout.Stop()
 	select {
 	case d := <-ch:
@@ -93,9 +100,9 @@ func (g *Gateway) approve(ctx context.Context, req agent.ApprovalRequest) (agent
 	case <-timeout.C:
 		// Nobody answered (a closed tab, a phone in a pocket): deny, so the
 		// conversation is not held forever, and say so.
-		note := platform.ApprovalExpired(req.Tool, g.cfg.ApprovalTimeout)
-		if err := g.deliver(ctx, addr, key+":timeout", note); err != nil {
-			g.log.Warn("tell of an approval timeout", "err", err)
+		note := platform.ApprovalExpired(req.Tool, a.timeout)
+		if err := a.out.deliver(ctx, addr, key+":timeout", note); err != nil {
+			a.log.Warn("tell of an approval timeout", "err", err)
 		}
 		return agent.Deny, nil
 	case <-ctx.Done():
@@ -111,10 +118,10 @@ func questionWaits(err error) bool {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// answerApproval hands an /approve, /always or /deny to the turn waiting
-// for it; it reports whether ev was such an answer.
-func (g *Gateway) answerApproval(_ context.Context, ev platform.Event) bool {
-	inv, err := g.cmds.Parse(ev.Text, command.Chat)
+// answer hands an /approve, /always or /deny to the turn waiting for it;
+// it reports whether ev was such an answer.
+func (a *approvals) answer(ev platform.Event) bool {
+	inv, err := a.cmds.Parse(ev.Text, command.Chat)
 	if err != nil {
 		return false
 	}
@@ -129,13 +136,13 @@ func (g *Gateway) answerApproval(_ context.Context, ev platform.Event) bool {
 	default:
 		return false
 	}
-	g.approvals.mu.Lock()
-	if g.approvals.seen(ev.At.Platform + ":" + ev.ID) {
-		g.approvals.mu.Unlock()
+	a.mu.Lock()
+	if a.seen(ev.At.Platform + ":" + ev.ID) {
+		a.mu.Unlock()
 		return true // a repeat of an answer already given: it answers nothing
 	}
-	ch, ok := g.approvals.waiting[ev.At.Key()]
-	g.approvals.mu.Unlock()
+	ch, ok := a.waiting[ev.At.Key()]
+	a.mu.Unlock()
 	if !ok {
 		return false
 	}

@@ -70,22 +70,3 @@ func (r *refusals) note(capability string, place platform.Address, err error) (e
 	r.order = append(r.order, key)
 	return false, true
 }
-
-// knownUnsupported reports whether capability was refused at place before
-// (or by its whole platform).
-func (g *Gateway) knownUnsupported(capability string, place platform.Address) bool {
-	return g.refused.known(capability, place)
-}
-
-// noteUnsupported remembers a capability refused at place; it is logged
-// once per place, or once for a platform whose server lacks it.
-func (g *Gateway) noteUnsupported(capability string, place platform.Address, err error) {
-	everywhere, first := g.refused.note(capability, place, err)
-	switch {
-	case !first:
-	case everywhere:
-		g.log.Info("the service does not offer this at all; doing without it on this platform", "platform", place.Platform, "capability", capability, "err", err)
-	default:
-		g.log.Info("the service does not offer this here; doing without it in this place", "platform", place.Platform, "place", place.Key(), "capability", capability, "err", err)
-	}
-}

@@ -63,8 +63,8 @@ func controlGateway(t *testing.T, cfg Config) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.sock")
 	cfg.Socket = path
-	g := &Gateway{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	stop, err := g.serveControl(path)
+	c := &controlServer{worker: &handoffWorker{}, idle: cfg.ControlIdle, conns: cfg.ControlConns, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	stop, err := c.serve(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/place"
+	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -28,11 +29,58 @@ const (
 	DefaultControlConns = 32
 )
 
-// serveControl listens on the control socket (mode 0600 from the moment
+// controlServer answers terminals on the control socket: status, kicks,
+// handoff requests and their progress. It reads the other rooms and owns
+// nothing of theirs.
+type controlServer struct {
+	st        store.Store
+	log       *slog.Logger
+	places    *platforms
+	out       *outbox
+	worker    *handoffWorker
+	idle      time.Duration
+	conns     int
+	pollEvery time.Duration
+	claimer   string
+	webURL    string
+	started   time.Time // set by Run before the socket is served
+}
+
+func newControlServer(cfg Config, places *platforms, out *outbox, worker *handoffWorker) *controlServer {
+	return &controlServer{st: cfg.Store, log: cfg.Log, places: places, out: out, worker: worker,
+		idle: cfg.ControlIdle, conns: cfg.ControlConns, pollEvery: cfg.PollEvery, claimer: cfg.Claimer, webURL: cfg.WebURL}
+}
+
+// status reports what runs.
+func (c *controlServer) status(ctx context.Context) control.Status {
+	homes, err := c.places.homeChats(ctx)
+	if err != nil {
+		c.log.Warn("status", "err", err)
+	}
+	s := control.Status{PID: os.Getpid(), Started: c.started, Claimer: c.claimer, WebURL: c.webURL}
+	waiting, err := c.out.waiting(ctx)
+	if err != nil {
+		c.log.Warn("status", "err", err)
+	}
+	for _, name := range c.places.names() {
+		st := c.places.statusOf(name)
+		if st.State == "" {
+			st.State = platform.StateStarting
+		}
+		s.Platforms = append(s.Platforms, control.Platform{
+			Name: name, Display: c.places.displayName(name), Live: st.State == platform.StateLive,
+			State: string(st.State), Since: st.Since, NextTry: st.NextTry, Error: st.Reason,
+			Home: homes[name], Waiting: waiting[name],
+		})
+	}
+	return s
+}
+
+// serve listens on the control socket (mode 0600 from the moment
 // it can be reached) and returns a function that stops it. A connection
 // idle for ControlIdle is closed; past ControlConns open connections a new
 // one is told so and closed.
-func (g *Gateway) serveControl(path string) (func(), error) {
+func (c *controlServer) serve(path string) (func(), error) {
 	if _, err := control.NewClient(path).Status(context.Background()); err == nil {
 		return nil, fmt.Errorf("%w on %s (stop it first, or see `baton gateway status`)", ErrAlreadyRunning, path)
 	}
@@ -41,18 +89,18 @@ func (g *Gateway) serveControl(path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	idle, conns := g.cfg.ControlIdle, g.cfg.ControlConns
+	idle, conns := c.idle, c.conns
 	if idle <= 0 {
 		idle = DefaultControlIdle
 	}
 	if conns <= 0 {
 		conns = DefaultControlConns
 	}
-	srv := &http.Server{Handler: g.controlHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: idle}
-	lim := &limitListener{Listener: ln, slots: make(chan struct{}, conns), log: g.log}
+	srv := &http.Server{Handler: c.handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: idle}
+	lim := &limitListener{Listener: ln, slots: make(chan struct{}, conns), log: c.log}
 	go func() {
 		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			g.log.Error("control socket", "err", err)
+			c.log.Error("control socket", "err", err)
 		}
 	}()
 	return func() {
@@ -138,13 +186,13 @@ func (c *slotConn) Close() error {
 	return c.Conn.Close()
 }
 
-func (g *Gateway) controlHandler() http.Handler {
+func (c *controlServer) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, g.Status(r.Context()))
+		writeJSON(w, http.StatusOK, c.status(r.Context()))
 	})
 	mux.HandleFunc("POST /v1/kick", func(w http.ResponseWriter, r *http.Request) {
-		g.Kick()
+		c.worker.wake()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /v1/handoffs", func(w http.ResponseWriter, r *http.Request) {
@@ -153,7 +201,7 @@ func (g *Gateway) controlHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, control.CodeBadRequest, "want JSON {session_id, from, to}")
 			return
 		}
-		h, err := g.RequestHandoffAt(r.Context(), req.SessionID, req.From, req.To, req.Home)
+		h, err := c.worker.request(r.Context(), req.SessionID, req.From, req.To, req.Home)
 		if err != nil {
 			status, code := http.StatusInternalServerError, control.CodeInternal
 			switch {
@@ -175,22 +223,22 @@ func (g *Gateway) controlHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusAccepted, apiHandoff(h))
 	})
-	mux.HandleFunc("GET /v1/handoffs/{id}/events", g.watchHandoff)
+	mux.HandleFunc("GET /v1/handoffs/{id}/events", c.watchHandoff)
 	return mux
 }
 
 // watchHandoff streams a handoff's progress as JSON lines until it is
 // completed or failed. It subscribes before reading the store, so no step
 // falls between the two.
-func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
+func (c *controlServer) watchHandoff(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, control.CodeBadRequest, "handoff id must be a number")
 		return
 	}
-	ch, stop := g.progress.subscribe(id)
+	ch, stop := c.worker.progress.subscribe(id)
 	defer stop()
-	h, err := g.st.GetHandoff(r.Context(), id)
+	h, err := c.st.GetHandoff(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, http.StatusNotFound, control.CodeNotFound, fmt.Sprintf("no handoff %d", id))
 		return
@@ -208,7 +256,7 @@ func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
 	}
 	first := control.Progress{HandoffID: id, State: string(h.State), Step: "current state", Destination: h.Destination, Error: h.Error}
 	if h.State == store.HandoffCompleted {
-		first.Link = g.linkFor(h.Destination)
+		first.Link = c.places.linkFor(h.Destination)
 	}
 	if first.Terminal() {
 		// Finished already: the steps this gateway saw, then the outcome.
@@ -231,7 +279,7 @@ func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
 	flush()
 	// The store is checked now and then too: a handoff finished by another
 	// gateway publishes nothing here.
-	tick := time.NewTicker(g.cfg.PollEvery)
+	tick := time.NewTicker(c.pollEvery)
 	defer tick.Stop()
 	for {
 		select {
@@ -244,9 +292,9 @@ func (g *Gateway) watchHandoff(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-tick.C:
-			h, err := g.st.GetHandoff(r.Context(), id)
+			h, err := c.st.GetHandoff(r.Context(), id)
 			if err == nil && h.State.Terminal() {
-				_ = enc.Encode(control.Progress{HandoffID: id, State: string(h.State), Step: "finished", Destination: h.Destination, Error: h.Error, Link: g.linkFor(h.Destination)})
+				_ = enc.Encode(control.Progress{HandoffID: id, State: string(h.State), Step: "finished", Destination: h.Destination, Error: h.Error, Link: c.places.linkFor(h.Destination)})
 				flush()
 				return
 			}

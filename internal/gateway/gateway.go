@@ -2,6 +2,13 @@
 // what people say to the right session, runs one turn at a time per
 // conversation, delivers replies through the store's outbox, runs the
 // handoff worker, and answers the terminal on the control socket.
+//
+// It is built in rooms, each with its own state and lock, each asking
+// only the rooms below it: gateway.go assembles them and runs; the router
+// (router.go, commands.go, holder.go, pairing.go) takes what arrives; the
+// handoff worker (handoff.go) moves sessions; turns.go and approvals.go
+// run the agent; the outbox (outbox.go, stream.go, streamed.go) sends;
+// platforms.go and lifecycle.go know the services and the run.
 package gateway
 
 import (
@@ -10,9 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
@@ -122,51 +127,24 @@ func DefaultResend() retry.Policy { return retry.Policy{First: 5 * time.Second} 
 // for as long as the gateway runs.
 func DefaultRerecord() retry.Policy { return retry.Policy{First: time.Second, Max: 30 * time.Second} }
 
-// Gateway routes events between platforms, the agent and the store.
+// Gateway routes events between platforms, the agent and the store. It
+// assembles the rooms and runs them; each room keeps its own state.
 type Gateway struct {
-	cfg      Config
-	st       store.Store
-	ag       *agent.Agent
-	log      *slog.Logger
-	adapters map[string]platform.Adapter
-	owners   map[string]map[string]bool
-	cmds     *command.Registry
-	started  time.Time
-
-	kick chan struct{} // wakes the handoff worker
-	// workCtx is the context of turns and deliveries: it outlives Run's
-	// ctx by the shutdown grace period. Set by Run before any adapter
-	// starts; atomic, since a web page may connect to an adapter served
-	// before Run and ask for what waits (read through work).
-	workCtx   atomic.Pointer[context.Context]
-	boxes     mailboxes
-	send      keyedLocks // per address key
-	sessions  keyedLocks // per session id
-	progress  broker
-	approvals approvals
-	refused   *refusals // optional capabilities refused, per place (capabilities.go)
-
-	mu              sync.Mutex
-	status          map[string]platform.Status  // per platform, from its supervisor
-	senders         *senderRates                // messages taken per person, for Config.Rate
-	resending       map[string]bool             // address keys with a background resend running
-	redelivering    map[string]bool             // address keys being redelivered → asked again meanwhile
-	streamed        map[string][]string         // answer's outbox key → the streamed messages its parts replace
-	sentNotRecorded map[int64]string            // delivery id → platform message id: sent, its record failed
-	sentUpTo        map[string]int64            // address key → the highest delivery id this process sent there (deliver.go)
-	sentFloor       int64                       // the highest mark dropped from sentUpTo, standing for every address without one
-	sentMarks       int                         // how many addresses sentUpTo keeps
-	troubleTold     map[string]bool             // turn keys whose person was told of store trouble
-	turnAddr        map[string]platform.Address // session → where its running turn answers
-	outcomeTo       map[string]string           // session → the chat tellOutcome tells of its handoff's end
-	claims          sync.WaitGroup
-	// background holds resends and other work that ends with the work
-	// context; started only through goBackground, which refuses once Run
-	// waits for it (backgroundDone, under mu).
-	background     sync.WaitGroup
-	backgroundDone bool
-	stopping       atomic.Bool   // no new handoffs once set
-	quit           chan struct{} // closed when stopping begins
+	log    *slog.Logger
+	st     store.Store
+	places *platforms
+	life   *lifecycle
+	out    *outbox
+	router *router
+	worker *handoffWorker
+	ctl    *controlServer
+	socket string
+	grace  time.Duration
+	// restart is how a platform whose connection failed is restarted.
+	restart retry.Policy
+	resend  retry.Policy
+	ownerID string
+	owners  map[string][]string
 }
 
 // New checks cfg and builds a Gateway; Run starts it.
@@ -174,6 +152,38 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Store == nil || cfg.Agent == nil || cfg.OwnerID == "" {
 		return nil, errors.New("gateway: Store, Agent and OwnerID are required")
 	}
+	cfg = withDefaults(cfg)
+	places, err := newPlatforms(cfg.Adapters, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmds := cfg.Commands
+	if cmds == nil {
+		cmds = command.Default()
+	}
+	life := newLifecycle()
+	out := newOutbox(cfg.Store, cfg.Log, places, life, newStreamedReplies(cfg.Store, cfg.Log),
+		sendPolicies{send: cfg.Send, resend: cfg.Resend, rerecord: cfg.Rerecord})
+	turns := newTurns(cfg.Agent, cfg.Store, cfg.Log, places, out)
+	approvals := &approvals{turns: turns, out: out, log: cfg.Log, cmds: cmds, timeout: cfg.ApprovalTimeout}
+	notes := newNoteWriter(cfg.Agent, cfg.Store, cfg.Log)
+	worker := newHandoffWorker(cfg, places, life, out, turns, notes)
+	router := newRouter(cfg, cmds, places, life, out, turns, approvals, worker, notes)
+	// The worker runs what waited at a place once its session is held
+	// there; running messages is the router's.
+	worker.takeParked = router.takeParked
+	cfg.Agent.Approver = agent.ApproverFunc(approvals.ask)
+	cfg.Agent.StoreRetry = cfg.Rerecord
+	return &Gateway{
+		log: cfg.Log, st: cfg.Store, places: places, life: life, out: out, router: router, worker: worker,
+		ctl:    newControlServer(cfg, places, out, worker),
+		socket: cfg.Socket, grace: cfg.ShutdownGrace, restart: cfg.Restart, resend: cfg.Resend,
+		ownerID: cfg.OwnerID, owners: cfg.Owners,
+	}, nil
+}
+
+// withDefaults fills cfg's zero fields.
+func withDefaults(cfg Config) Config {
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
 	}
@@ -196,62 +206,22 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	g := &Gateway{
-		cfg:             cfg,
-		st:              cfg.Store,
-		ag:              cfg.Agent,
-		log:             cfg.Log,
-		adapters:        map[string]platform.Adapter{},
-		owners:          map[string]map[string]bool{},
-		kick:            make(chan struct{}, 1),
-		quit:            make(chan struct{}),
-		status:          map[string]platform.Status{},
-		resending:       map[string]bool{},
-		redelivering:    map[string]bool{},
-		streamed:        map[string][]string{},
-		sentNotRecorded: map[int64]string{},
-		sentUpTo:        map[string]int64{},
-		sentMarks:       maxSentMarks,
-		troubleTold:     map[string]bool{},
-		outcomeTo:       map[string]string{},
-		senders:         newSenderRates(),
-		turnAddr:        map[string]platform.Address{},
-		refused:         newRefusals(maxRefusedPlaces),
-	}
 	if cfg.Restart == (retry.Policy{}) {
-		g.cfg.Restart = platform.DefaultRestart()
+		cfg.Restart = platform.DefaultRestart()
 	}
 	if cfg.Send == (retry.Policy{}) {
-		g.cfg.Send = DefaultSend()
+		cfg.Send = DefaultSend()
 	}
 	if cfg.Rate == (Rate{}) {
-		g.cfg.Rate = DefaultRate()
+		cfg.Rate = DefaultRate()
 	}
 	if cfg.Rerecord == (retry.Policy{}) {
-		g.cfg.Rerecord = DefaultRerecord()
+		cfg.Rerecord = DefaultRerecord()
 	}
 	if cfg.Resend == (retry.Policy{}) {
-		g.cfg.Resend = DefaultResend()
+		cfg.Resend = DefaultResend()
 	}
-	g.cmds = cfg.Commands
-	if g.cmds == nil {
-		g.cmds = command.Default()
-	}
-	for _, a := range cfg.Adapters {
-		if _, dup := g.adapters[a.Name()]; dup {
-			return nil, fmt.Errorf("gateway: two adapters named %q", a.Name())
-		}
-		g.adapters[a.Name()] = a
-	}
-	for p, ids := range cfg.Owners {
-		g.owners[p] = map[string]bool{}
-		for _, id := range ids {
-			g.owners[p][id] = true
-		}
-	}
-	g.ag.Approver = agent.ApproverFunc(g.approve)
-	g.ag.StoreRetry = g.cfg.Rerecord
-	return g, nil
+	return cfg
 }
 
 // Run starts everything and blocks until ctx ends; then it stops taking
@@ -259,14 +229,13 @@ func New(cfg Config) (*Gateway, error) {
 // ShutdownGrace to finish and be delivered, suspends the rest (they keep
 // what was said, and resume at the next start) and returns.
 func (g *Gateway) Run(ctx context.Context) error {
-	g.started = time.Now()
+	g.ctl.started = time.Now()
 	if err := g.linkOwners(ctx); err != nil {
 		return err
 	}
-	var stopControl func()
-	if g.cfg.Socket != "" {
-		var err error
-		if stopControl, err = g.serveControl(g.cfg.Socket); err != nil {
+	if g.socket != "" {
+		stopControl, err := g.ctl.serve(g.socket)
+		if err != nil {
 			return err
 		}
 		defer stopControl()
@@ -277,7 +246,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	suspend := func() { cancelWork(agent.ErrSuspended) }
 	defer suspend()
-	g.workCtx.Store(&work)
+	g.life.workCtx.Store(&work)
 	// The platforms run as long as the turns: during the grace period the
 	// answers still reach the chats and approvals are still heard.
 	live, stopPlatforms := context.WithCancel(context.WithoutCancel(ctx))
@@ -287,9 +256,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// hand in something newer: each conversation's mailbox then answers
 	// in the order people wrote, and a cut-off answer is continued before
 	// a later message could interrupt it.
-	g.recover(work)
+	g.router.recover(work)
 	var adapters sync.WaitGroup
-	for name, a := range g.adapters {
+	for _, name := range g.places.names() {
+		a, _ := g.places.adapter(name)
 		adapters.Add(1)
 		go func() {
 			defer adapters.Done()
@@ -301,23 +271,22 @@ func (g *Gateway) Run(ctx context.Context) error {
 	worker.Add(1)
 	go func() {
 		defer worker.Done()
-		g.runWorker(ctx, work)
+		g.worker.run(ctx, work)
 	}()
 
 	<-ctx.Done()
-	g.stopping.Store(true)
-	close(g.quit)
-	g.log.Info("gateway stopping", "grace", g.cfg.ShutdownGrace)
+	g.life.stop()
+	g.log.Info("gateway stopping", "grace", g.grace)
 	worker.Wait()
 	done := make(chan struct{})
 	go func() {
-		g.boxes.wait()
-		g.claims.Wait()
+		g.router.boxes.wait()
+		g.worker.wait()
 		close(done)
 	}()
 	select {
 	case <-done:
-	case <-time.After(g.cfg.ShutdownGrace):
+	case <-time.After(g.grace):
 		g.log.Warn("turns still running after the grace period; suspending them until the next start")
 		suspend()
 		<-done
@@ -325,10 +294,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	stopPlatforms()
 	adapters.Wait()
 	suspend() // background resends end here; what they did not send waits in the store
-	g.mu.Lock()
-	g.backgroundDone = true // a page opened now starts nothing to wait for
-	g.mu.Unlock()
-	g.background.Wait()
+	g.life.waitBackground()
 	g.log.Info("gateway stopped")
 	return nil
 }
@@ -339,21 +305,18 @@ func (g *Gateway) Run(ctx context.Context) error {
 func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapter) {
 	var menu sync.Once
 	g.log.Info("platform starting", "platform", name)
-	platform.Supervise(ctx, a, receiver{g}, g.cfg.Restart, func(s platform.Status) {
-		g.mu.Lock()
-		prev := g.status[name]
-		g.status[name] = s
-		g.mu.Unlock()
+	platform.Supervise(ctx, a, receiver{g}, g.restart, func(s platform.Status) {
+		prev := g.places.setStatus(name, s)
 		switch s.State {
 		case platform.StateLive:
 			g.log.Info("platform live", "platform", name)
-			g.Kick() // handoffs may be waiting for it
+			g.worker.wake() // handoffs may be waiting for it
 			// Replies that waited for it go now, not at their resend's
 			// next try.
-			g.redeliver(platform.Address{Platform: name})
+			g.out.redeliver(platform.Address{Platform: name})
 			if c, ok := a.(platform.Commander); ok {
 				menu.Do(func() {
-					g.goBackground(func() { g.publishCommands(ctx, name, c) })
+					g.life.goBackground(func() { g.publishCommands(ctx, name, c) })
 				})
 			}
 		case platform.StateDown:
@@ -369,17 +332,19 @@ func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapte
 // receiver is what adapters hand their events to.
 type receiver struct{ g *Gateway }
 
-func (r receiver) Receive(ctx context.Context, ev platform.Event) error { return r.g.handle(ctx, ev) }
-func (r receiver) Live()                                                {}
+func (r receiver) Receive(ctx context.Context, ev platform.Event) error {
+	return r.g.router.handle(ctx, ev)
+}
+func (r receiver) Live() {}
 
 // Redeliver sends at once what waits for a place its adapter can reach again.
-func (r receiver) Redeliver(at platform.Address) { r.g.redeliver(at) }
+func (r receiver) Redeliver(at platform.Address) { r.g.out.redeliver(at) }
 
 // publishCommands publishes the chat command menu in the background, so a
 // slow or refusing server never delays the platform's start.
 func (g *Gateway) publishCommands(ctx context.Context, name string, c platform.Commander) {
-	err := retry.Do(ctx, g.cfg.Resend, func(ctx context.Context) error {
-		err := c.SetCommands(ctx, g.chatCommands())
+	err := retry.Do(ctx, g.resend, func(ctx context.Context) error {
+		err := c.SetCommands(ctx, g.router.chatCommands())
 		if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported || cl == platform.ClassPermanent || cl == platform.ClassRefused {
 			return retry.Stop(err)
 		}
@@ -393,47 +358,12 @@ func (g *Gateway) publishCommands(ctx context.Context, name string, c platform.C
 	}
 }
 
-// retryable passes a platform's wait request on to the retry policy.
-func retryable(err error) error {
-	if cl, d := platform.Classify(err); cl == platform.ClassRetryAfter {
-		return retry.After(d, err)
-	}
-	return err
-}
-
-func (g *Gateway) isLive(name string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.status[name].State == platform.StateLive
-}
-
-func (g *Gateway) livePlatforms() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var out []string
-	for name, s := range g.status {
-		if s.State == platform.StateLive {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// display is a platform's name for people.
-func (g *Gateway) display(name string) string {
-	if d := g.cfg.Display[name]; d != "" {
-		return d
-	}
-	return name
-}
-
 // linkOwners records the configured owner identities in the store, so the
 // owner's sessions can be found from any platform they use.
 func (g *Gateway) linkOwners(ctx context.Context) error {
 	for p, ids := range g.owners {
-		for id := range ids {
-			if err := g.st.LinkIdentity(ctx, store.Identity{Platform: p, PlatformUserID: id, UserID: g.cfg.OwnerID}); err != nil {
+		for _, id := range ids {
+			if err := g.st.LinkIdentity(ctx, store.Identity{Platform: p, PlatformUserID: id, UserID: g.ownerID}); err != nil {
 				return fmt.Errorf("link owner identity %s:%s: %w", p, id, err)
 			}
 		}
@@ -441,100 +371,23 @@ func (g *Gateway) linkOwners(ctx context.Context) error {
 	return nil
 }
 
-// homes merges configured homes with those set by /sethome.
-func (g *Gateway) homes(ctx context.Context) (map[string]string, error) {
-	out := map[string]string{}
-	for p, k := range g.cfg.Homes {
-		out[p] = k
-	}
-	set, err := g.st.HomeChannels(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load home channels: %w", err)
-	}
-	for p, k := range set {
-		out[p] = k
-	}
-	return out, nil
-}
-
 // Status reports what runs.
-func (g *Gateway) Status(ctx context.Context) control.Status {
-	homes, err := g.homes(ctx)
-	if err != nil {
-		g.log.Warn("status", "err", err)
-	}
-	s := control.Status{PID: os.Getpid(), Started: g.started, Claimer: g.cfg.Claimer, WebURL: g.cfg.WebURL}
-	waiting, err := g.waiting(ctx)
-	if err != nil {
-		g.log.Warn("status", "err", err)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for name := range g.adapters {
-		st := g.status[name]
-		if st.State == "" {
-			st.State = platform.StateStarting
-		}
-		s.Platforms = append(s.Platforms, control.Platform{
-			Name: name, Display: g.display(name), Live: st.State == platform.StateLive,
-			State: string(st.State), Since: st.Since, NextTry: st.NextTry, Error: st.Reason,
-			Home: homes[name], Waiting: waiting[name],
-		})
-	}
-	sort.Slice(s.Platforms, func(i, j int) bool { return s.Platforms[i].Name < s.Platforms[j].Name })
-	return s
+func (g *Gateway) Status(ctx context.Context) control.Status { return g.ctl.status(ctx) }
+
+// Kick wakes the handoff worker, which also sends the notices other
+// processes stored.
+func (g *Gateway) Kick() { g.worker.wake() }
+
+// RequestHandoff checks that the destination can take the session, records
+// a pending handoff, and wakes the worker at once.
+func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string) (store.Handoff, error) {
+	return g.worker.request(ctx, sessionID, from, to, false)
 }
 
-// recoverPage is how many pending inbound events recover reads at once.
-const recoverPage = 500
-
-// recover resumes what a previous run left: every inbound event stored but
-// not handled, page by page, in the order stored.
-func (g *Gateway) recover(ctx context.Context) {
-	var after int64
-	for {
-		pending, err := g.st.PendingInbound(ctx, after, recoverPage)
-		if err != nil {
-			g.log.Error("load pending inbound events", "err", err)
-			return
-		}
-		for _, in := range pending {
-			if in.Platform == TerminalPlatform {
-				// Kept by a terminal (parked as it is stored): the
-				// terminal's to answer, never a chat's.
-				continue
-			}
-			g.boxes.push(in.AddressKey, func() { g.process(ctx, in, false) })
-		}
-		if len(pending) < recoverPage {
-			break
-		}
-		after = pending[len(pending)-1].ID
-	}
-	// Unsent replies are sent as each platform becomes live (runAdapter).
-}
-
-// work is the context of turns and deliveries, or nil before Run.
-func (g *Gateway) work() context.Context {
-	if p := g.workCtx.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// goBackground runs fn in the background unless Run has stopped waiting
-// for such work; it reports whether fn was started. Add happens under mu,
-// so it never races Run's Wait.
-func (g *Gateway) goBackground(fn func()) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.backgroundDone {
-		return false
-	}
-	g.background.Add(1)
-	go func() {
-		defer g.background.Done()
-		fn()
-	}()
-	return true
+// RequestHandoffAt is RequestHandoff, landing in the platform's home chat
+// itself when inHome, rather than in a new thread there. The home is
+// recorded as the handoff's destination, so a gateway that retries it
+// lands there too.
+func (g *Gateway) RequestHandoffAt(ctx context.Context, sessionID, from, to string, inHome bool) (store.Handoff, error) {
+	return g.worker.request(ctx, sessionID, from, to, inHome)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
@@ -37,58 +39,98 @@ var (
 	ErrStopping = errors.New("the gateway is stopping")
 )
 
-// RequestHandoff checks that the destination can take the session, records
-// a pending handoff, and wakes the worker at once.
-func (g *Gateway) RequestHandoff(ctx context.Context, sessionID, from, to string) (store.Handoff, error) {
-	return g.RequestHandoffAt(ctx, sessionID, from, to, false)
+// handoffWorker is the room that moves sessions: it records the handoffs
+// asked for, claims them for the platforms live here (under a lease it
+// renews), carries each out step by step — the turn where the session was
+// stopped, a destination opened and bound, the note and the greeting
+// delivered — and tells the places involved how it ended. It owns the
+// handoff claims and, under its own lock, which chat asked for each
+// handoff in flight (to tell it the outcome).
+type handoffWorker struct {
+	st       store.Store
+	log      *slog.Logger
+	places   *platforms
+	life     *lifecycle
+	out      *outbox
+	turns    *turns
+	notes    *note.Writer
+	progress *broker
+	cfg      workerConfig
+	// takeParked runs, in order, what was parked at a place that holds
+	// its session now; the router, which runs messages, gives it.
+	takeParked func(ctx context.Context, at platform.Address)
+
+	kick   chan struct{} // wakes the worker
+	claims sync.WaitGroup
+
+	mu        sync.Mutex
+	outcomeTo map[string]string // session → the chat tellOutcome tells of its handoff's end
 }
 
-// RequestHandoffAt is RequestHandoff, landing in the platform's home chat
-// itself when inHome, rather than in a new thread there. The home is
-// recorded as the handoff's destination, so a gateway that retries it
+// workerConfig is what the worker takes of Config.
+type workerConfig struct {
+	claimer   string
+	lease     time.Duration
+	pollEvery time.Duration
+	send      retry.Policy
+	known     []string // Config.Places
+}
+
+func newHandoffWorker(cfg Config, places *platforms, life *lifecycle, out *outbox, turns *turns, notes *note.Writer) *handoffWorker {
+	return &handoffWorker{
+		st: cfg.Store, log: cfg.Log, places: places, life: life, out: out, turns: turns, notes: notes,
+		progress:  &broker{},
+		cfg:       workerConfig{claimer: cfg.Claimer, lease: cfg.Lease, pollEvery: cfg.PollEvery, send: cfg.Send, known: cfg.Places},
+		kick:      make(chan struct{}, 1),
+		outcomeTo: map[string]string{},
+	}
+}
+
+// request checks that the destination can take the session, records a
+// pending handoff, and wakes the worker at once. inHome lands it in the
+// platform's home chat itself rather than in a new thread there. The home
+// is recorded as the handoff's destination, so a gateway that retries it
 // lands there too.
-func (g *Gateway) RequestHandoffAt(ctx context.Context, sessionID, from, to string, inHome bool) (store.Handoff, error) {
-	if g.stopping.Load() {
+func (w *handoffWorker) request(ctx context.Context, sessionID, from, to string, inHome bool) (store.Handoff, error) {
+	if w.life.isStopping() {
 		return store.Handoff{}, fmt.Errorf("%w: try again once it is back (`baton gateway`)", ErrStopping)
 	}
-	if _, err := g.st.GetSession(ctx, sessionID); err != nil {
+	if _, err := w.st.GetSession(ctx, sessionID); err != nil {
 		return store.Handoff{}, fmt.Errorf("handoff of session %s: %w", sessionID, err)
 	}
 	if to != TerminalPlatform {
-		if err := g.checkDestination(ctx, to); err != nil {
+		if err := w.checkDestination(ctx, to); err != nil {
 			return store.Handoff{}, err
 		}
 	}
 	dest := ""
 	if inHome && to != TerminalPlatform {
-		homes, err := g.homes(ctx)
+		homes, err := w.places.homeChats(ctx)
 		if err != nil {
 			return store.Handoff{}, err
 		}
 		dest = homes[to]
 	}
-	h, err := g.st.RequestHandoffTo(ctx, sessionID, from, to, dest)
+	h, err := w.st.RequestHandoffTo(ctx, sessionID, from, to, dest)
 	if err != nil {
 		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
 	}
-	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(h.State), Step: "requested"})
-	g.Kick()
+	w.progress.publish(control.Progress{HandoffID: h.ID, State: string(h.State), Step: "requested"})
+	w.wake()
 	return h, nil
 }
 
-func (g *Gateway) checkDestination(ctx context.Context, to string) error {
-	if g.cfg.Places != nil && !slices.Contains(g.cfg.Places, to) {
-		return place.Unknown(to, TerminalPlatform, g.cfg.Places)
+func (w *handoffWorker) checkDestination(ctx context.Context, to string) error {
+	if w.cfg.known != nil && !slices.Contains(w.cfg.known, to) {
+		return place.Unknown(to, TerminalPlatform, w.cfg.known)
 	}
-	if _, ok := g.adapters[to]; !ok {
-		names := g.names()
-		slices.Sort(names)
-		return fmt.Errorf("%w: %s", ErrNotLive, place.NotSetUp(g.placeName(to), names))
+	if _, ok := w.places.adapter(to); !ok {
+		return fmt.Errorf("%w: %s", ErrNotLive, place.NotSetUp(w.places.placeName(to), w.places.names()))
 	}
-	if st := g.platformStatus(to); st.State != platform.StateLive {
-		return fmt.Errorf("%w: %s", ErrNotLive, g.notLive(to, st))
+	if st := w.places.statusOf(to); st.State != platform.StateLive {
+		return fmt.Errorf("%w: %s", ErrNotLive, w.places.notLive(to, st))
 	}
-	homes, err := g.homes(ctx)
+	homes, err := w.places.homeChats(ctx)
 	if err != nil {
 		return err
 	}
@@ -98,73 +140,65 @@ func (g *Gateway) checkDestination(ctx context.Context, to string) error {
 	return nil
 }
 
-func (g *Gateway) names() []string {
-	var out []string
-	for n := range g.adapters {
-		out = append(out, n)
-	}
-	return out
-}
-
-// Kick wakes the handoff worker, which also sends the notices other
-// processes stored (sendStoredNotices).
-func (g *Gateway) Kick() {
+// wake wakes the worker, which also sends the notices other processes
+// stored (sendStoredNotices).
+func (w *handoffWorker) wake() {
 	select {
-	case g.kick <- struct{}{}:
+	case w.kick <- struct{}{}:
 	default:
 	}
 }
 
-// runWorker claims pending handoffs for live platforms when kicked, and
+// run claims pending handoffs for live platforms when kicked, and
 // every PollEvery as the fallback for writers that cannot kick (another
 // process writing the store). It also reaps expired leases.
-func (g *Gateway) runWorker(ctx, work context.Context) {
-	tick := time.NewTicker(g.cfg.PollEvery)
+func (w *handoffWorker) run(ctx, work context.Context) {
+	tick := time.NewTicker(w.cfg.pollEvery)
 	defer tick.Stop()
 	for {
-		g.claimPending(ctx, work)
+		w.claimPending(ctx, work)
 		select {
 		case <-ctx.Done():
 			return
-		case <-g.kick:
-			g.sendStoredNotices(ctx)
+		case <-w.kick:
+			w.sendStoredNotices(ctx)
 		case <-tick.C:
-			g.sendStoredNotices(ctx)
-			if n, failed, err := g.st.ReapHandoffs(ctx, time.Now()); err != nil {
-				g.log.Warn("reap handoffs", "err", err)
+			w.sendStoredNotices(ctx)
+			if n, failed, err := w.st.ReapHandoffs(ctx, time.Now()); err != nil {
+				w.log.Warn("reap handoffs", "err", err)
 			} else if n+len(failed) > 0 {
-				g.log.Info("took back handoffs with expired leases", "requeued", n, "failed", len(failed))
+				w.log.Info("took back handoffs with expired leases", "requeued", n, "failed", len(failed))
 				for _, id := range failed {
-					g.undoReaped(ctx, id)
+					w.undoReaped(ctx, id)
 				}
 			}
 		}
 	}
 }
 
-func (g *Gateway) claimPending(ctx, work context.Context) {
-	live := g.livePlatforms()
+func (w *handoffWorker) claimPending(ctx, work context.Context) {
+	live := w.places.live()
 	if len(live) == 0 {
 		return
 	}
-	pending, err := g.st.PendingHandoffs(ctx, live...)
+	pending, err := w.st.PendingHandoffs(ctx, live...)
 	if err != nil {
-		g.log.Warn("list pending handoffs", "err", err)
+		w.log.Warn("list pending handoffs", "err", err)
 		return
 	}
 	for _, p := range pending {
-		h, ok, err := g.st.ClaimHandoff(ctx, p.ID, g.cfg.Claimer, g.cfg.Lease)
+		h, ok, err := w.st.ClaimHandoff(ctx, p.ID, w.cfg.claimer, w.cfg.lease)
 		if err != nil {
-			g.log.Warn("claim handoff", "id", p.ID, "err", err)
+			w.log.Warn("claim handoff", "id", p.ID, "err", err)
 			continue
 		}
 		if !ok {
 			continue // another gateway got it
 		}
-		g.claims.Add(1)
+		w.claims.Add(1)
 		go func() {
-			defer g.claims.Done()
-			g.runHandoff(work, h)
+			defer w.claims.Done()
+			w.runHandoff(work, h)
 		}()
 	}
 }
@@ -172,19 +206,19 @@ func (g *Gateway) claimPending(ctx, work context.Context) {
 // runHandoff carries one claimed handoff to completed or failed, renewing
 // its lease meanwhile. If the lease is lost, it stops without a verdict:
 // whoever holds the handoff now decides.
-func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
+func (w *handoffWorker) runHandoff(ctx context.Context, h store.Handoff) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lost := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(g.cfg.Lease / 3)
+		tick := time.NewTicker(w.cfg.lease / 3)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				ok, err := g.st.RenewHandoff(ctx, h.ID, g.cfg.Claimer, g.cfg.Lease)
+				ok, err := w.st.RenewHandoff(ctx, h.ID, w.cfg.claimer, w.cfg.lease)
 				if err == nil && !ok {
 					close(lost)
 					cancel()
@@ -193,22 +227,22 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 			}
 		}
 	}()
-	g.step(h, "running", "claimed by the gateway", "")
+	w.step(h, "running", "claimed by the gateway", "")
 	var before string // the holder the session leaves
-	if sess, err := g.st.GetSession(ctx, h.SessionID); err == nil {
+	if sess, err := w.st.GetSession(ctx, h.SessionID); err == nil {
 		before = sess.Holder
 	}
-	dest, undo, err := g.carry(ctx, h)
+	dest, undo, err := w.carry(ctx, h)
 	select {
 	case <-lost:
-		g.log.Warn("lost the lease of a handoff mid-way; leaving it to its new claimer", "id", h.ID)
+		w.log.Warn("lost the lease of a handoff mid-way; leaving it to its new claimer", "id", h.ID)
 		return
 	default:
 	}
 	if err != nil && ctx.Err() != nil {
 		// The gateway is stopping: no verdict. The lease runs out and this
 		// or another gateway retries it, picking up where it stopped.
-		g.log.Info("handoff interrupted by shutdown; it will be retried", "id", h.ID)
+		w.log.Info("handoff interrupted by shutdown; it will be retried", "id", h.ID)
 		return
 	}
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -221,22 +255,22 @@ func (g *Gateway) runHandoff(ctx context.Context, h store.Handoff) {
 			undo(wctx)
 		}
 		reason := err.Error()
-		g.log.Warn("handoff failed", "id", h.ID, "session", h.SessionID, "to", h.Platform, "err", reason)
-		if ok, ferr := g.st.FailHandoff(wctx, h.ID, g.cfg.Claimer, reason); ferr != nil || !ok {
-			g.log.Warn("record handoff failure", "id", h.ID, "applied", ok, "err", ferr)
+		w.log.Warn("handoff failed", "id", h.ID, "session", h.SessionID, "to", h.Platform, "err", reason)
+		if ok, ferr := w.st.FailHandoff(wctx, h.ID, w.cfg.claimer, reason); ferr != nil || !ok {
+			w.log.Warn("record handoff failure", "id", h.ID, "applied", ok, "err", ferr)
 			return
 		}
-		g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: store.TruncateReason(reason)})
-		g.stayed(wctx, h.SessionID)
+		w.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: store.TruncateReason(reason)})
+		w.stayed(wctx, h.SessionID)
 		return
 	}
-	if ok, cerr := g.st.CompleteHandoff(wctx, h.ID, g.cfg.Claimer); cerr != nil || !ok {
-		g.log.Warn("record handoff completion", "id", h.ID, "applied", ok, "err", cerr)
+	if ok, cerr := w.st.CompleteHandoff(wctx, h.ID, w.cfg.claimer); cerr != nil || !ok {
+		w.log.Warn("record handoff completion", "id", h.ID, "applied", ok, "err", cerr)
 		return
 	}
-	g.log.Info("handoff completed", "id", h.ID, "session", h.SessionID, "to", dest.Key())
-	g.moved(wctx, h, before, dest)
-	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: dest.Key(), Link: g.linkFor(dest.Key())})
+	w.log.Info("handoff completed", "id", h.ID, "session", h.SessionID, "to", dest.Key())
+	w.moved(wctx, h, before, dest)
+	w.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: dest.Key(), Link: w.places.linkFor(dest.Key())})
 }
 
 // stopWait bounds how long a move waits for the turn it stopped to end.
@@ -248,22 +282,22 @@ const stopWait = 30 * time.Second
 // the session after it moved. A turn that does not stop within stopWait
 // (one waiting for a person's answer to an approval question in a
 // terminal) is left to end on its own.
-func (g *Gateway) stopTurn(ctx context.Context, h store.Handoff) {
+func (w *handoffWorker) stopTurn(ctx context.Context, h store.Handoff) {
 	to := h.Destination
 	if to == "" {
 		to = h.Platform + ":" // the place is chosen next; its platform names it
 	}
-	running, err := g.ag.Turns.Stop(ctx, h.SessionID, to, stopWait)
+	running, err := w.turns.ag.Turns.Stop(ctx, h.SessionID, to, stopWait)
 	if err != nil {
-		g.log.Warn("stop the turn running in a session that moves", "id", h.ID, "session", h.SessionID, "err", err)
+		w.log.Warn("stop the turn running in a session that moves", "id", h.ID, "session", h.SessionID, "err", err)
 	}
 	if running {
-		g.step(h, "running", "stopped the turn running where the conversation was", "")
+		w.step(h, "running", "stopped the turn running where the conversation was", "")
 	}
 }
 
-func (g *Gateway) step(h store.Handoff, state, step, dest string) {
-	g.progress.publish(control.Progress{HandoffID: h.ID, State: state, Step: step, Destination: dest})
+func (w *handoffWorker) step(h store.Handoff, state, step, dest string) {
+	w.progress.publish(control.Progress{HandoffID: h.ID, State: state, Step: step, Destination: dest})
 }
 
 // carry does the work of a handoff: pick the destination (a new thread
@@ -274,22 +308,22 @@ func (g *Gateway) step(h store.Handoff, state, step, dest string) {
 //
 // undo, once the destination is bound, takes the binding back (to the
 // session the place had before, if any) and abandons what is not yet sent.
-func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Address, undo func(context.Context), err error) {
-	sess, err := g.st.GetSession(ctx, h.SessionID)
+func (w *handoffWorker) carry(ctx context.Context, h store.Handoff) (dest platform.Address, undo func(context.Context), err error) {
+	sess, err := w.st.GetSession(ctx, h.SessionID)
 	if err != nil {
 		return dest, nil, fmt.Errorf("load session: %w", err)
 	}
-	a, ok := g.adapters[h.Platform]
-	if !ok || !g.isLive(h.Platform) {
+	a, ok := w.places.adapter(h.Platform)
+	if !ok || !w.places.isLive(h.Platform) {
 		return dest, nil, fmt.Errorf("%s is not running in this gateway", h.Platform)
 	}
-	g.stopTurn(ctx, h)
-	dest, prev, err := g.destination(ctx, h, sess, a)
+	w.stopTurn(ctx, h)
+	dest, prev, err := w.destination(ctx, h, sess, a)
 	if err != nil {
 		return dest, nil, err
 	}
-	undo = func(ctx context.Context) { g.undoHandoff(ctx, h, sess.ID, dest, prev) }
-	return dest, undo, g.greet(ctx, h, sess, dest)
+	undo = func(ctx context.Context) { w.undoHandoff(ctx, h, sess.ID, dest, prev) }
+	return dest, undo, w.greet(ctx, h, sess, dest)
 }
 
 // greet posts what is queued at dest (a notice, if any) and the first
@@ -300,9 +334,9 @@ func (g *Gateway) carry(ctx context.Context, h store.Handoff) (dest platform.Add
 // the top of the first message once both are done. The note covers the
 // transcript before the handoff's own turn (notes().TurnOf) and is
 // stored once per handoff: a retry shows the note an attempt stored.
-func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) error {
-	g.step(h, "running", "conversation ready in "+g.placeName(dest.Platform), dest.Key())
-	if err := g.flush(ctx, dest); err != nil {
+func (w *handoffWorker) greet(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) error {
+	w.step(h, "running", "conversation ready in "+w.places.placeName(dest.Platform), dest.Key())
+	if err := w.out.flush(ctx, dest); err != nil {
 		return fmt.Errorf("send what waits at %s: %w", dest.Key(), err)
 	}
 	nctx, stopNote := context.WithCancel(ctx)
@@ -313,30 +347,30 @@ func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session
 	}
 	noted := make(chan written, 1)
 	go func() {
-		n, err := g.notes().ForHandoff(nctx, h)
+		n, err := w.notes.ForHandoff(nctx, h)
 		if err == nil {
 			if n.Fallback != "" {
-				g.step(h, "running", "note written by baton from the last turns ("+n.Fallback+")", dest.Key())
+				w.step(h, "running", "note written by baton from the last turns ("+n.Fallback+")", dest.Key())
 			} else {
-				g.step(h, "running", "note written", dest.Key())
+				w.step(h, "running", "note written", dest.Key())
 			}
 		}
 		noted <- written{n, err}
 	}()
-	reply, err := g.handoffTurn(ctx, h, sess, dest)
+	reply, err := w.handoffTurn(ctx, h, sess, dest)
 	if err != nil {
 		stopNote()
 		<-noted
 		return err
 	}
-	w := <-noted
-	if w.err != nil {
-		return fmt.Errorf("write the handoff note: %w", w.err)
+	note := <-noted
+	if note.err != nil {
+		return fmt.Errorf("write the handoff note: %w", note.err)
 	}
-	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), withNote(w.n, reply)); err != nil {
+	if err := w.out.deliver(ctx, dest, handoffKey(h.ID), withNote(note.n, reply)); err != nil {
 		return fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
 	}
-	g.step(h, "running", "first message delivered", dest.Key())
+	w.step(h, "running", "first message delivered", dest.Key())
 	return nil
 }
 
@@ -345,10 +379,10 @@ func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session
 // path. What the destination had bound before is not known here: a place
 // made for the handoff (a thread) is unbound, a home chat keeps the
 // session (its notice told the person how to /resume the other).
-func (g *Gateway) undoReaped(ctx context.Context, id int64) {
-	h, err := g.st.GetHandoff(ctx, id)
+func (w *handoffWorker) undoReaped(ctx context.Context, id int64) {
+	h, err := w.st.GetHandoff(ctx, id)
 	if err != nil {
-		g.log.Warn("load a reaped handoff", "id", id, "err", err)
+		w.log.Warn("load a reaped handoff", "id", id, "err", err)
 		return
 	}
 	if h.Destination == "" {
@@ -356,27 +390,29 @@ func (g *Gateway) undoReaped(ctx context.Context, id int64) {
 	}
 	dest, err := platform.ParseKey(h.Destination)
 	if err != nil {
-		g.log.Warn("a reaped handoff's destination", "id", id, "err", err)
+		w.log.Warn("a reaped handoff's destination", "id", id, "err", err)
 		return
 	}
 	prev := ""
-	if homes, err := g.homes(ctx); err != nil || homes[h.Platform] == h.Destination {
+	if homes, err := w.places.homeChats(ctx); err != nil || homes[h.Platform] == h.Destination {
 		prev = h.SessionID // keep the binding: see undoHandoff
 	}
-	g.undoHandoff(ctx, h, h.SessionID, dest, prev)
-	g.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: h.Error})
-	g.stayed(ctx, h.SessionID)
+	w.undoHandoff(ctx, h, h.SessionID, dest, prev)
+	w.progress.publish(control.Progress{HandoffID: h.ID, State: string(store.HandoffFailed), Step: "failed", Error: h.Error})
+	w.stayed(ctx, h.SessionID)
 }
 
 // stayed runs once a handoff failed: what was parked at the place still
 // holding the session while it was leaving runs now, in order.
-func (g *Gateway) stayed(ctx context.Context, sessionID string) {
-	sess, err := g.st.GetSession(ctx, sessionID)
+func (w *handoffWorker) stayed(ctx context.Context, sessionID string) {
+	sess, err := w.st.GetSession(ctx, sessionID)
 	if err != nil {
 		return
 	}
-	if at, err := platform.ParseKey(sess.Holder); err == nil && g.adapters[at.Platform] != nil {
-		g.carryParked(ctx, at)
+	if at, err := platform.ParseKey(sess.Holder); err == nil {
+		if _, ok := w.places.adapter(at.Platform); ok {
+			w.takeParked(ctx, at)
+		}
 	}
 }
 
@@ -384,31 +420,31 @@ func (g *Gateway) stayed(ctx context.Context, sessionID string) {
 // what was not yet posted there, and the handoff's turn in the
 // transcript (its synthetic message and the answer to it, when nothing
 // came after them), so the session reads as if it never moved.
-func (g *Gateway) undoHandoff(ctx context.Context, h store.Handoff, sessionID string, dest platform.Address, prev string) {
-	g.takeBackTurn(ctx, h, sessionID)
+func (w *handoffWorker) undoHandoff(ctx context.Context, h store.Handoff, sessionID string, dest platform.Address, prev string) {
+	w.takeBackTurn(ctx, h, sessionID)
 	// prev == sessionID: an earlier attempt bound it, and what the place
 	// had before is not known here; it stays on this session (/resume
 	// switches it), rather than losing the binding altogether.
-	if b, err := g.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID == sessionID && prev != sessionID {
+	if b, err := w.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID == sessionID && prev != sessionID {
 		if prev != "" {
-			_, err = g.st.Bind(ctx, dest.Key(), prev)
+			_, err = w.st.Bind(ctx, dest.Key(), prev)
 		} else {
-			err = g.st.Unbind(ctx, dest.Key())
+			err = w.st.Unbind(ctx, dest.Key())
 		}
 		if err != nil {
-			g.log.Warn("take back a failed handoff's binding", "id", h.ID, "err", err)
+			w.log.Warn("take back a failed handoff's binding", "id", h.ID, "err", err)
 		}
 	}
-	pending, err := g.st.PendingDeliveries(ctx, dest.Key(), 0)
+	pending, err := w.st.PendingDeliveries(ctx, dest.Key(), 0)
 	if err != nil {
-		g.log.Warn("list a failed handoff's messages", "id", h.ID, "err", err)
+		w.log.Warn("list a failed handoff's messages", "id", h.ID, "err", err)
 		return
 	}
 	prefix := fmt.Sprintf("handoff:%d:", h.ID)
 	for _, d := range pending {
 		if strings.HasPrefix(d.Key, prefix) {
-			if err := g.st.AbandonDelivery(ctx, d.ID, "the handoff failed"); err != nil {
-				g.log.Warn("abandon a failed handoff's message", "id", h.ID, "err", err)
+			if err := w.st.AbandonDelivery(ctx, d.ID, "the handoff failed"); err != nil {
+				w.log.Warn("abandon a failed handoff's message", "id", h.ID, "err", err)
 			}
 		}
 	}
@@ -418,13 +454,13 @@ func (g *Gateway) undoHandoff(ctx context.Context, h store.Handoff, sessionID st
 // to and binds it; prev is the session bound there before. When binding
 // takes the place from another open session, a notice saying which one is
 // active now and how to go back is queued there first.
-func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.Session, a platform.Adapter) (dest platform.Address, prev string, err error) {
+func (w *handoffWorker) destination(ctx context.Context, h store.Handoff, sess store.Session, a platform.Adapter) (dest platform.Address, prev string, err error) {
 	if h.Destination != "" {
 		if dest, err = platform.ParseKey(h.Destination); err != nil {
 			return dest, "", fmt.Errorf("recorded destination: %w", err)
 		}
 	} else {
-		homes, err := g.homes(ctx)
+		homes, err := w.places.homeChats(ctx)
 		if err != nil {
 			return dest, "", err
 		}
@@ -441,18 +477,18 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		// drop a repeat (a Matrix transaction id) opens it once even when
 		// an answer was lost, or this gateway died before recording it.
 		tctx := platform.WithDeliveryKey(ctx, fmt.Sprintf("handoff:%d:thread", h.ID))
-		dest, noThread = g.newThread(tctx, a, home, threadTitle(sess))
+		dest, noThread = w.newThread(tctx, a, home, threadTitle(sess))
 		if noThread != nil {
 			// The person expected a thread: say why the conversation is in
 			// the home chat instead. Stored before the destination is
 			// recorded, so a retry after a crash still finds it to send.
 			notice := fmt.Sprintf("No new thread could be opened for this conversation (%s), so it continues here in this chat.", platform.OneLine(noThread))
-			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+			if _, err := w.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
 				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
 			}
-			g.step(h, "running", fmt.Sprintf("could not open a thread in %s (%s); continuing in the home chat", g.placeName(h.Platform), platform.OneLine(noThread)), dest.Key())
+			w.step(h, "running", fmt.Sprintf("could not open a thread in %s (%s); continuing in the home chat", w.places.placeName(h.Platform), platform.OneLine(noThread)), dest.Key())
 		}
-		ok, err := g.st.SetHandoffDestination(ctx, h.ID, g.cfg.Claimer, dest.Key())
+		ok, err := w.st.SetHandoffDestination(ctx, h.ID, w.cfg.claimer, dest.Key())
 		if err != nil {
 			return dest, "", fmt.Errorf("record destination: %w", err)
 		}
@@ -463,16 +499,16 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 	// The notice about a session this takes the place from is stored
 	// before the binding changes: a retry after a crash in between no
 	// longer sees the old session, but finds the notice waiting to be sent.
-	if b, err := g.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID != sess.ID {
-		if old, err := g.st.GetSession(ctx, b.SessionID); err == nil && old.Open() {
+	if b, err := w.st.LookupBinding(ctx, dest.Key()); err == nil && b.SessionID != sess.ID {
+		if old, err := w.st.GetSession(ctx, b.SessionID); err == nil && old.Open() {
 			notice := fmt.Sprintf("This chat now continues %s. It was on %s until now; to go back, type /resume %s.",
 				describe(sess), describe(old), shortID(old.ID))
-			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:notice:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+			if _, err := w.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:notice:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
 				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
 			}
 		}
 	}
-	prev, err = g.st.Bind(ctx, dest.Key(), sess.ID)
+	prev, err = w.st.Bind(ctx, dest.Key(), sess.ID)
 	if err != nil {
 		return dest, "", fmt.Errorf("bind %s: %w", dest.Key(), err)
 	}
@@ -482,19 +518,19 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 // handoffTurn runs the synthetic turn that tells the agent where it now
 // is, on the full transcript, and returns its answer. On a retry it reuses
 // the answer an earlier attempt stored instead of asking twice.
-func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) (string, error) {
+func (w *handoffWorker) handoffTurn(ctx context.Context, h store.Handoff, sess store.Session, dest platform.Address) (string, error) {
 	marker := fmt.Sprintf("handoff:%d", h.ID)
-	defer g.forgetTrouble(marker)
-	p, err := g.priorTurn(ctx, h.Platform, marker)
+	defer w.turns.forgetTrouble(marker)
+	p, err := w.turns.prior(ctx, h.Platform, marker)
 	if err != nil {
 		return "", err
 	}
 	if p.found {
 		if p.answer != "" || p.movedOn {
-			g.takeOverStreamed(ctx, dest, marker)
+			w.out.takeOverStreamed(ctx, dest, marker)
 			return p.answer, nil
 		}
-		res, err := g.runTurn(ctx, dest, sess.ID, store.Message{Platform: h.Platform}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it
+		res, err := w.turns.run(ctx, dest, sess.ID, store.Message{Platform: h.Platform}, fmt.Sprintf("handoff:%d", h.ID)) // the input is stored; answer it
 		if err != nil {
 			return "", fmt.Errorf("handoff turn: %w", err)
 		}
@@ -508,11 +544,11 @@ func (g *Gateway) handoffTurn(ctx context.Context, h store.Handoff, sess store.S
 		Role: store.RoleUser,
 		Kind: store.KindHandoff,
 		Content: fmt.Sprintf("%s This conversation was just handed off from %s to %s. The person will read your next message there. "+
-			"Greet them briefly, say in a sentence or two where things stand, and carry on from there.", HandoffLead, g.placeName(from), g.placeName(h.Platform)),
+			"Greet them briefly, say in a sentence or two where things stand, and carry on from there.", HandoffLead, w.places.placeName(from), w.places.placeName(h.Platform)),
 		Platform:      h.Platform,
 		PlatformMsgID: marker,
 	}
-	res, err := g.runTurn(ctx, dest, sess.ID, input, fmt.Sprintf("handoff:%d", h.ID))
+	res, err := w.turns.run(ctx, dest, sess.ID, input, fmt.Sprintf("handoff:%d", h.ID))
 	if err != nil {
 		return "", fmt.Errorf("handoff turn: %w", err)
 	}
@@ -540,11 +576,6 @@ func shortID(id string) string {
 	return id
 }
 
-// placeName names a place for people (place.Name).
-func (g *Gateway) placeName(p string) string {
-	return place.Name(p, TerminalPlatform, g.cfg.Display)
-}
-
 // errThreadsRefused is why a handoff lands in a home chat where threads
 // were refused before (there, or by the platform's server everywhere).
 var errThreadsRefused = errors.New("the service refused to open threads there before")
@@ -554,15 +585,15 @@ var errThreadsRefused = errors.New("the service refused to open threads there be
 // chat (remembered, so it is asked once), or fails for a whole retry
 // series. noThread says why
 // a Threader's home is used instead of a new thread.
-func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) (dest platform.Address, noThread error) {
+func (w *handoffWorker) newThread(ctx context.Context, a platform.Adapter, home platform.Address, title string) (dest platform.Address, noThread error) {
 	t, ok := a.(platform.Threader)
 	if !ok {
 		return home, nil
 	}
-	if g.knownUnsupported(capThreads, home.Home()) {
+	if w.places.knownUnsupported(capThreads, home.Home()) {
 		return home, errThreadsRefused
 	}
-	thread, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (platform.Address, error) {
+	thread, err := retry.Value(ctx, w.cfg.send, func(ctx context.Context) (platform.Address, error) {
 		addr, err := t.NewThread(ctx, home, title)
 		switch cl, _ := platform.Classify(err); {
 		case err == nil:
@@ -576,41 +607,20 @@ func (g *Gateway) newThread(ctx context.Context, a platform.Adapter, home platfo
 	case err == nil:
 		return thread, nil
 	case errors.Is(err, platform.ErrUnsupported):
-		g.noteUnsupported(capThreads, home.Home(), err)
+		w.places.noteUnsupported(capThreads, home.Home(), err)
 		return home, err
 	}
-	g.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)
+	w.log.Warn("could not open a thread; handing off into the home chat", "platform", home.Platform, "err", err)
 	return home, err
-}
-
-// platformStatus is what the supervisor last said of a platform.
-func (g *Gateway) platformStatus(name string) platform.Status {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.status[name]
-}
-
-// notLive says why a platform cannot take a handoff now, for people.
-func (g *Gateway) notLive(name string, st platform.Status) string {
-	d := g.display(name)
-	switch st.State {
-	case platform.StateDown:
-		return fmt.Sprintf("%s is down (%s); the gateway keeps trying to reconnect — see `baton gateway status`", d, st.Reason)
-	case platform.StateRefused:
-		return fmt.Sprintf("%s refused baton's credentials (%s); fix them in config.yaml or the environment and restart the gateway", d, st.Reason)
-	case platform.StateStopped:
-		return d + " has stopped with the gateway"
-	}
-	return d + " is still connecting; try again in a moment (`baton gateway status` shows it)"
 }
 
 // takeBackTurn removes a failed handoff's synthetic turn from the end of
 // the transcript; the rows stay in the session's history. A turn that
 // something followed (the person wrote meanwhile) is left as it is.
-func (g *Gateway) takeBackTurn(ctx context.Context, h store.Handoff, sessionID string) {
-	msgs, err := g.st.Transcript(ctx, sessionID)
+func (w *handoffWorker) takeBackTurn(ctx context.Context, h store.Handoff, sessionID string) {
+	msgs, err := w.st.Transcript(ctx, sessionID)
 	if err != nil {
-		g.log.Warn("load a failed handoff's transcript", "id", h.ID, "err", err)
+		w.log.Warn("load a failed handoff's transcript", "id", h.ID, "err", err)
 		return
 	}
 	marker := fmt.Sprintf("handoff:%d", h.ID)
@@ -633,7 +643,179 @@ func (g *Gateway) takeBackTurn(ctx context.Context, h store.Handoff, sessionID s
 		m.ID, m.Seq, m.SessionID, m.Superseded = 0, 0, "", false
 		keep[i] = m
 	}
-	if _, err := g.st.ReplaceTranscript(ctx, sessionID, keep); err != nil {
-		g.log.Warn("take back a failed handoff's turn", "id", h.ID, "err", err)
+	if _, err := w.st.ReplaceTranscript(ctx, sessionID, keep); err != nil {
+		w.log.Warn("take back a failed handoff's turn", "id", h.ID, "err", err)
 	}
 }
+
+// arriving reports whether sess is on its way to addr: a handoff there
+// is under way, so addr is about to hold it and what is said there waits
+// for its turn rather than being parked.
+func (w *handoffWorker) arriving(ctx context.Context, sess store.Session, addr platform.Address) bool {
+	h, err := w.st.HandoffState(ctx, sess.ID)
+	return err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning) && h.Destination == addr.Key()
+}
+
+// leaving reports whether a handoff of sess out of addr, the place
+// holding it, is under way: h, bound elsewhere. addr runs no new turn
+// meanwhile; what is said there is parked, as anywhere not holding it.
+func (w *handoffWorker) leaving(ctx context.Context, sess store.Session, addr platform.Address) (h store.Handoff, ok bool) {
+	if sess.Holder != addr.Key() {
+		return h, false
+	}
+	h, err := w.st.HandoffState(ctx, sess.ID)
+	live := err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning)
+	return h, live && h.Destination != addr.Key()
+}
+
+// requestTo records a handoff of sessionID from the platform from
+// (where it is held) to addr itself and wakes the worker.
+func (w *handoffWorker) requestTo(ctx context.Context, sessionID, from string, addr platform.Address) (store.Handoff, error) {
+	if w.life.isStopping() {
+		return store.Handoff{}, fmt.Errorf("%w: try again once it is back (`baton gateway`)", ErrStopping)
+	}
+	h, err := w.st.RequestHandoffTo(ctx, sessionID, from, addr.Platform, addr.Key())
+	if err != nil {
+		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
+	}
+	w.wake()
+	return h, nil
+}
+
+// moved runs once a handoff completed: the place that held the session
+// before is told where it went, and what was parked at the destination
+// runs now, in order.
+func (w *handoffWorker) moved(ctx context.Context, h store.Handoff, before string, dest platform.Address) {
+	w.mu.Lock()
+	toldByOutcome := w.outcomeTo[h.SessionID] == before
+	w.mu.Unlock()
+	if before != "" && before != dest.Key() && !toldByOutcome {
+		// A chat that asked to move is told by tellOutcome instead.
+		if old, err := platform.ParseKey(before); err == nil && w.runs(old.Platform) {
+			text := place.Left(w.places.placeName(dest.Platform))
+			if err := w.out.deliver(ctx, old, fmt.Sprintf("handoff:%d:left", h.ID), text); err != nil {
+				w.log.Warn("tell the place a session left", "at", before, "err", err)
+			}
+		}
+	}
+	w.takeParked(ctx, dest)
+}
+
+// sendStoredNotices sends the notices another process stored for a chat,
+// which no turn of this gateway's would otherwise flush: a terminal that
+// took a session from a chat ("… continues in the terminal now"), or
+// `baton pairing approve` welcoming the person approved. Those processes
+// kick the gateway after storing; the worker's tick is the fallback.
+func (w *handoffWorker) sendStoredNotices(ctx context.Context) {
+	pending, err := w.st.PendingDeliveries(ctx, "", 0)
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, d := range pending {
+		notice := strings.Contains(d.Key, ":left:") || strings.HasPrefix(d.Key, "pairing:")
+		if !notice || d.Attempts > 0 || seen[d.AddressKey] {
+			continue
+		}
+		seen[d.AddressKey] = true
+		if addr, err := platform.ParseKey(d.AddressKey); err == nil && w.places.isLive(addr.Platform) {
+			if err := w.out.flush(ctx, addr); err != nil {
+				w.log.Warn("send a notice", "to", d.AddressKey, "err", err)
+			}
+		}
+	}
+}
+
+// forgetOutcome ends what chatHandoff noted for tellOutcome.
+func (w *handoffWorker) forgetOutcome(sessionID string) {
+	w.mu.Lock()
+	delete(w.outcomeTo, sessionID)
+	w.mu.Unlock()
+}
+
+// tellOutcome tells the chat a handoff was asked from how it ended: moved
+// (and where), or failed (and why, and that the conversation stays here).
+func (w *handoffWorker) tellOutcome(from platform.Address, h store.Handoff, success bool) {
+	ch, stop := w.progress.subscribe(h.ID)
+	w.claims.Add(1)
+	go func() {
+		defer w.claims.Done()
+		defer stop()
+		if success {
+			defer w.forgetOutcome(h.SessionID)
+		}
+		ctx := w.life.work()
+		var final control.Progress
+		// The store first: it may have ended before the subscription.
+		if cur, err := w.st.GetHandoff(ctx, h.ID); err == nil && cur.State.Terminal() {
+			final = control.Progress{State: string(cur.State), Destination: cur.Destination, Error: cur.Error}
+		}
+		// Progress is published by this gateway's worker; a handoff ended
+		// elsewhere (the reaper, another gateway) is seen in the store.
+		tick := time.NewTicker(w.cfg.pollEvery)
+		defer tick.Stop()
+		for final.State == "" {
+			select {
+			case p := <-ch:
+				if p.Terminal() {
+					final = p
+				}
+			case <-tick.C:
+				if cur, err := w.st.GetHandoff(ctx, h.ID); err == nil && cur.State.Terminal() {
+					final = control.Progress{State: string(cur.State), Destination: cur.Destination, Error: cur.Error}
+				}
+			case <-w.life.quit:
+				return // stopping: the chat will not hear; the store has the outcome
+			}
+		}
+		text := fmt.Sprintf("This conversation now continues in %s. /continue to bring it back here.", w.places.placeName(h.Platform))
+		if final.State != string(store.HandoffFailed) && !success {
+			return
+		}
+		if final.State == string(store.HandoffFailed) {
+			text = fmt.Sprintf("The handoff to %s failed: %s\nThe conversation stays here.", w.places.placeName(h.Platform), final.Error)
+		}
+		if err := w.out.deliver(ctx, from, fmt.Sprintf("handoff:%d:outcome", h.ID), text); err != nil {
+			w.log.Warn("tell a handoff's outcome", "id", h.ID, "err", err)
+		}
+	}()
+}
+
+// withdrawTerminal fails a handoff of the session that is still
+// waiting for the terminal, because the person has since asked for
+// another; it reports whether there was one.
+func (w *handoffWorker) withdrawTerminal(ctx context.Context, sessionID, reason string) bool {
+	h, err := w.st.HandoffState(ctx, sessionID)
+	if err != nil || h.State != store.HandoffPending || h.Platform != TerminalPlatform {
+		return false
+	}
+	if _, ok, err := w.st.ClaimHandoff(ctx, h.ID, w.cfg.claimer, w.cfg.lease); err != nil || !ok {
+		return false // the terminal took it meanwhile
+	}
+	ok, err := w.st.FailHandoff(ctx, h.ID, w.cfg.claimer, reason)
+	return err == nil && ok
+}
+
+// tellFailure tells the chat only if the handoff it asked for failed (a
+// /continue whose success shows as the conversation arriving here).
+func (w *handoffWorker) tellFailure(from platform.Address, h store.Handoff) {
+	w.tellOutcome(from, h, false)
+}
+
+// noteOutcomeTo has tellOutcome, not moved, tell the chat at key how the
+// session's handoff ended: that chat asked for it. Noted before the
+// worker can finish it.
+func (w *handoffWorker) noteOutcomeTo(sessionID, key string) {
+	w.mu.Lock()
+	w.outcomeTo[sessionID] = key
+	w.mu.Unlock()
+}
+
+// runs reports whether this gateway runs the platform.
+func (w *handoffWorker) runs(name string) bool {
+	_, ok := w.places.adapter(name)
+	return ok
+}
+
+// wait waits for the handoffs claimed and the outcomes being told.
+func (w *handoffWorker) wait() { w.claims.Wait() }

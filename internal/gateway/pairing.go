@@ -50,12 +50,12 @@ func ShowCode(code string) string {
 // they are ignored (and see nothing); in a direct chat they get a pairing
 // code for the owner to approve, reminders while it waits, and silence
 // once locked out.
-func (g *Gateway) stranger(ctx context.Context, ev platform.Event) {
-	if slices.Contains(g.cfg.PersonalPlatforms, ev.At.Platform) {
+func (r *router) stranger(ctx context.Context, ev platform.Event) {
+	if slices.Contains(r.cfg.personal, ev.At.Platform) {
 		// The owner's own account: someone writing to them, not to baton.
 		return
 	}
-	g.log.Warn("message from someone who is not the owner",
+	r.log.Warn("message from someone who is not the owner",
 		"platform", ev.At.Platform, "sender_id", ev.SenderID, "at", ev.At.Key())
 	if ev.At.Kind != platform.DM || ev.SenderID == "" {
 		return
@@ -67,7 +67,7 @@ func (g *Gateway) stranger(ctx context.Context, ev platform.Event) {
 		err    error
 	)
 	for range 3 { // a new code colliding with a waiting one: draw again
-		p, issued, err = g.st.AskPairing(ctx, store.PairingAsk{
+		p, issued, err = r.st.AskPairing(ctx, store.PairingAsk{
 			Platform: ev.At.Platform, PlatformUserID: ev.SenderID, Sender: ev.Sender, AddressKey: ev.At.Key(),
 			Code: NewPairingCode(), Now: now, TTL: PairingTTL, MaxPending: PairingMaxPending,
 			MaxAttempts: PairingMaxAttempts, Lock: PairingLock, Renew: PairingRenew,
@@ -78,46 +78,46 @@ func (g *Gateway) stranger(ctx context.Context, ev platform.Event) {
 	}
 	switch {
 	case err != nil:
-		g.log.Error("pairing request", "platform", ev.At.Platform, "err", err)
+		r.log.Error("pairing request", "platform", ev.At.Platform, "err", err)
 		return
 	case p.LockedUntil.After(now):
 		switch p.Attempts {
 		case 1: // asked again before a new code is due
-			g.sendNow(ctx, ev.At, fmt.Sprintf("Your pairing code ran out without an approval. You can ask for a new one after %s.",
+			r.out.sendNow(ctx, ev.At, fmt.Sprintf("Your pairing code ran out without an approval. You can ask for a new one after %s.",
 				p.LockedUntil.Format("Jan 2 15:04 MST")))
 		case PairingMaxAttempts + 1:
-			g.sendNow(ctx, ev.At, "Too many messages without an approval: I will ignore you for a while.")
+			r.out.sendNow(ctx, ev.At, "Too many messages without an approval: I will ignore you for a while.")
 		}
 		return
 	case issued:
-		g.sendNow(ctx, ev.At, fmt.Sprintf("This is a personal agent, and I do not know you yet. Your pairing code is %s (valid for %s). "+
+		r.out.sendNow(ctx, ev.At, fmt.Sprintf("This is a personal agent, and I do not know you yet. Your pairing code is %s (valid for %s). "+
 			"If you know my owner, ask them to approve it with: baton pairing approve %s", ShowCode(p.Code), PairingTTL, ShowCode(p.Code)))
 	default:
-		g.sendNow(ctx, ev.At, fmt.Sprintf("Your pairing code %s is waiting for the owner's approval.", ShowCode(p.Code)))
+		r.out.sendNow(ctx, ev.At, fmt.Sprintf("Your pairing code %s is waiting for the owner's approval.", ShowCode(p.Code)))
 	}
 }
 
 // pairingCommand is /pairing in an owner's chat: list, approve CODE or
 // deny CODE.
-func (g *Gateway) pairingCommand(ctx context.Context, args string) string {
+func (r *router) pairingCommand(ctx context.Context, args string) string {
 	verb, code, _ := strings.Cut(strings.TrimSpace(args), " ")
 	now := time.Now()
 	switch verb {
 	case "", "list":
-		ps, err := g.st.PendingPairings(ctx, now)
+		ps, err := r.st.PendingPairings(ctx, now)
 		if err != nil {
 			return "Could not list pairing requests: " + err.Error()
 		}
 		return FormatPairings(ps, now)
 	case "approve":
-		p, err := g.st.ApprovePairing(ctx, code, g.cfg.OwnerID, now)
+		p, err := r.st.ApprovePairing(ctx, code, r.cfg.ownerID, now)
 		if err != nil {
 			return "Not approved: " + err.Error()
 		}
-		g.welcome(ctx, p)
+		r.welcome(ctx, p)
 		return fmt.Sprintf("Approved %s on %s: they can talk to me now.", PairingWho(p), p.Platform)
 	case "deny":
-		p, err := g.st.DenyPairing(ctx, code, now.Add(PairingLock))
+		p, err := r.st.DenyPairing(ctx, code, now.Add(PairingLock))
 		if err != nil {
 			return "Not denied: " + err.Error()
 		}
@@ -139,13 +139,13 @@ func PairingWelcomeDelivery(p store.Pairing) store.Delivery {
 func pairingWelcomeKey(code string) string { return "pairing:" + code + ":welcome" }
 
 // welcome tells a newly approved person they are in, through the outbox.
-func (g *Gateway) welcome(ctx context.Context, p store.Pairing) {
+func (r *router) welcome(ctx context.Context, p store.Pairing) {
 	addr, err := platform.ParseKey(p.AddressKey)
 	if err != nil {
 		return
 	}
-	if err := g.deliver(ctx, addr, pairingWelcomeKey(p.Code), PairingWelcome); err != nil {
-		g.log.Warn("welcome an approved person", "to", addr.Key(), "err", err)
+	if err := r.out.deliver(ctx, addr, pairingWelcomeKey(p.Code), PairingWelcome); err != nil {
+		r.log.Warn("welcome an approved person", "to", addr.Key(), "err", err)
 	}
 }
 

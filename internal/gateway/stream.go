@@ -33,13 +33,14 @@ const firstPostWait = 300 * time.Millisecond
 // mid-stream, taking the turn up at its next start, edits the message
 // left half-written instead of posting the answer again below it.
 type editStream struct {
-	g     *Gateway
-	a     platform.Adapter
-	ed    platform.Editor
-	addr  platform.Address
-	key   string // the outbox key the answer will be delivered under
-	every time.Duration
-	split func(string) []string
+	places *platforms
+	rec    *streamedReplies
+	a      platform.Adapter
+	ed     platform.Editor
+	addr   platform.Address
+	key    string // the outbox key the answer will be delivered under
+	every  time.Duration
+	split  func(string) []string
 
 	wake chan struct{}
 	stop chan struct{} // closed by finish: no more rounds, not even paced ones
@@ -59,16 +60,16 @@ type editStream struct {
 // its own; nil otherwise. A resumed turn (its input stored by an earlier
 // run) takes over the messages that run streamed for key and left
 // half-written: the stream edits them.
-func (g *Gateway) streamEdits(ctx context.Context, a platform.Adapter, addr platform.Address, key string, resumed bool) *editStream {
+func streamEdits(ctx context.Context, places *platforms, rec *streamedReplies, a platform.Adapter, addr platform.Address, key string, resumed bool) *editStream {
 	ed, ok := a.(platform.Editor)
-	if !ok || g.knownUnsupported(capEdits, addr) {
+	if !ok || places.knownUnsupported(capEdits, addr) {
 		return nil
 	}
-	s := &editStream{g: g, a: a, ed: ed, addr: addr, key: key, every: defaultEditEvery,
+	s := &editStream{places: places, rec: rec, a: a, ed: ed, addr: addr, key: key, every: defaultEditEvery,
 		split: func(t string) []string { return []string{t} },
 		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if resumed {
-		s.ids = g.streamedBefore(ctx, addr, key)
+		s.ids = rec.before(ctx, addr, key)
 		s.shown = make([]string, len(s.ids)) // unknown: the first round edits them
 	}
 	if p, ok := a.(platform.EditPacer); ok && p.EditEvery() > 0 {
@@ -105,7 +106,7 @@ func (s *editStream) event(ev agent.Event) {
 		posted := len(s.ids)
 		s.text, s.ids, s.shown = "", nil, nil
 		s.mu.Unlock()
-		s.g.forgetStreamed(context.Background(), s.addr, s.key, posted) // shown as they stay
+		s.rec.forget(context.Background(), s.addr, s.key, posted) // shown as they stay
 	}
 }
 
@@ -188,7 +189,7 @@ func (s *editStream) show(ctx context.Context, text string) {
 			var id string
 			if id, err = s.a.Send(ctx, s.addr, part); err == nil {
 				ids, shown = append(ids, id), append(shown, part)
-				s.g.recordStreamed(ctx, s.addr, s.key, i, id)
+				s.rec.record(ctx, s.addr, s.key, i, id)
 			}
 		case shown[i] != part:
 			if err = s.ed.Edit(ctx, s.addr, ids[i], part); err == nil {
@@ -197,9 +198,9 @@ func (s *editStream) show(ctx context.Context, text string) {
 		}
 		if err != nil {
 			if cl, _ := platform.Classify(err); cl == platform.ClassUnsupported {
-				s.g.noteUnsupported(capEdits, s.addr, err)
+				s.places.noteUnsupported(capEdits, s.addr, err)
 			} else {
-				s.g.log.Debug("streamed edit failed; the answer comes whole", "to", s.addr.Key(), "err", err)
+				s.places.log.Debug("streamed edit failed; the answer comes whole", "to", s.addr.Key(), "err", err)
 			}
 			s.mu.Lock()
 			s.broken = true
@@ -211,88 +212,4 @@ func (s *editStream) show(ctx context.Context, text string) {
 	s.mu.Lock()
 	s.ids, s.shown = ids, shown
 	s.mu.Unlock()
-}
-
-// noteStreamed records the messages a stream posted for the answer that
-// will be delivered under key: part i of it edits ids[i] instead of
-// posting again.
-func (g *Gateway) noteStreamed(key string, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.streamed[key] = ids
-}
-
-// streamedFor is the messages streamed for the answer to be delivered
-// under key, one per part; nil if none.
-func (g *Gateway) streamedFor(key string) []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.streamed[key]
-}
-
-// dropStreamed forgets, here, the messages streamed for the answer under
-// key.
-func (g *Gateway) dropStreamed(key string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.streamed, key)
-}
-
-// streamedState is the platform memory key under which the message
-// streamed for part i of the answer under key is recorded until the
-// answer is in the outbox.
-func streamedState(key string, i int) string { return "gateway.streamed:" + partKey(key, i) }
-
-// recordStreamed records, in the store, the message posted at addr for
-// part i of the answer under key. A failure costs only the edit after a
-// crash: the answer would then be posted anew.
-func (g *Gateway) recordStreamed(ctx context.Context, addr platform.Address, key string, i int, id string) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	if err := g.st.SetPlatformState(wctx, addr.Platform, streamedState(key, i), id); err != nil {
-		g.log.Warn("record a streamed message", "to", addr.Key(), "err", err)
-	}
-}
-
-// streamedBefore is what an earlier run recorded as streamed at addr for
-// the answer under key and did not finish: the messages left
-// half-written, one per part.
-func (g *Gateway) streamedBefore(ctx context.Context, addr platform.Address, key string) []string {
-	var ids []string
-	for i := 0; ; i++ {
-		id, err := g.st.PlatformState(ctx, addr.Platform, streamedState(key, i))
-		if err != nil {
-			g.log.Warn("read the messages streamed before a restart", "to", addr.Key(), "err", err)
-			return ids
-		}
-		if id == "" {
-			return ids
-		}
-		ids = append(ids, id)
-	}
-}
-
-// takeOverStreamed has the answer about to be delivered under key at
-// addr edit the messages an earlier run streamed for it and left
-// half-written: that run stored the answer in the transcript and stopped
-// before the outbox had it.
-func (g *Gateway) takeOverStreamed(ctx context.Context, addr platform.Address, key string) {
-	if _, ok := g.adapters[addr.Platform].(platform.Editor); ok {
-		g.noteStreamed(key, g.streamedBefore(ctx, addr, key))
-	}
-}
-
-// forgetStreamed clears the records of the first n messages streamed for
-// the answer under key: the outbox holds them now, or they stay as shown.
-func (g *Gateway) forgetStreamed(ctx context.Context, addr platform.Address, key string, n int) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	for i := range n {
-		if err := g.st.SetPlatformState(wctx, addr.Platform, streamedState(key, i), ""); err != nil {
-			g.log.Warn("forget a streamed message", "to", addr.Key(), "err", err)
-		}
-	}
 }

@@ -10,7 +10,7 @@ import (
 // dropped answers "maybe sent" for ids up to the highest mark dropped, so
 // its next answer is sent after reading the outbox, never twice.
 func TestSentMarksAreBounded(t *testing.T) {
-	g := &Gateway{sentUpTo: map[string]int64{}, sentMarks: 2}
+	g := &outbox{sentUpTo: map[string]int64{}, sentMarks: 2}
 	unsent := func(key string, id int64) bool { return g.unsentHere(key, []store.Delivery{{ID: id}}) }
 	g.noteSentTo("a", 10)
 	g.noteSentTo("b", 20)

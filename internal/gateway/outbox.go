@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
@@ -17,15 +18,51 @@ import (
 // does not run.
 var ErrNoAdapter = errors.New("platform not running in this gateway")
 
-// storeTimeout bounds one store write made on delivery's behalf.
-const storeTimeout = 10 * time.Second
+// outbox is the room that sends: every reply is stored first, then sent
+// to its place in the order stored, tried again in the background until it
+// is sent, marked sent, and never posted twice. It owns the send locks
+// (one per address) and, under its own lock, what this process knows of
+// sending: background resends running, sent marks, sends not yet
+// recorded.
+type outbox struct {
+	st       store.Store
+	log      *slog.Logger
+	places   *platforms
+	life     *lifecycle
+	streamed *streamedReplies
+	policy   sendPolicies
+	send     keyedLocks // per address key
+
+	mu              sync.Mutex
+	resending       map[string]bool  // address keys with a background resend running
+	redelivering    map[string]bool  // address keys being redelivered → asked again meanwhile
+	sentNotRecorded map[int64]string // delivery id → platform message id: sent, its record failed
+	sentUpTo        map[string]int64 // address key → the highest delivery id this process sent there
+	sentFloor       int64            // the highest mark dropped from sentUpTo, standing for every address without one
+	sentMarks       int              // how many addresses sentUpTo keeps
+}
+
+// sendPolicies are the outbox's retry series: Config.Send, Resend and
+// Rerecord.
+type sendPolicies struct{ send, resend, rerecord retry.Policy }
+
+func newOutbox(st store.Store, log *slog.Logger, places *platforms, life *lifecycle, streamed *streamedReplies, policy sendPolicies) *outbox {
+	return &outbox{
+		st: st, log: log, places: places, life: life, streamed: streamed, policy: policy,
+		resending:       map[string]bool{},
+		redelivering:    map[string]bool{},
+		sentNotRecorded: map[int64]string{},
+		sentUpTo:        map[string]int64{},
+		sentMarks:       maxSentMarks,
+	}
+}
 
 // deliver splits text to the platform's limit, stores the parts in the
 // outbox under key (so a retry of the same key never posts twice), and
 // sends everything pending for addr, in order. When the sends fail for a
 // whole retry series, what is left is sent in the background later.
-func (g *Gateway) deliver(ctx context.Context, addr platform.Address, key, text string) error {
-	return g.deliverAll(ctx, addr, nil, outgoing{key: key, text: text})
+func (o *outbox) deliver(ctx context.Context, addr platform.Address, key, text string) error {
+	return o.deliverAll(ctx, addr, nil, outgoing{key: key, text: text})
 }
 
 // outgoing is a message to deliver and its outbox key.
@@ -34,8 +71,8 @@ type outgoing struct{ key, text string }
 // deliverAll is deliver for several messages, stored in one write. With
 // in, the write also marks that inbound event done (its answer is in the
 // outbox from then on) and in.DoneAt is set.
-func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *store.Inbound, msgs ...outgoing) error {
-	a, ok := g.adapters[addr.Platform]
+func (o *outbox) deliverAll(ctx context.Context, addr platform.Address, in *store.Inbound, msgs ...outgoing) error {
+	a, ok := o.places.adapter(addr.Platform)
 	if !ok {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
 	}
@@ -48,7 +85,7 @@ func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *sto
 		}
 		// Streamed parts are stored with the message each edits, so the
 		// edit survives a restart before it is sent.
-		ids := g.streamedFor(m.key)
+		ids := o.streamed.of(m.key)
 		if len(ids) > 0 {
 			streamed[m.key] = len(ids)
 		}
@@ -63,36 +100,33 @@ func (g *Gateway) deliverAll(ctx context.Context, addr platform.Address, in *sto
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if in == nil {
-		if _, err := g.st.EnqueueDeliveries(wctx, ds...); err != nil {
+		if _, err := o.st.EnqueueDeliveries(wctx, ds...); err != nil {
 			return notRecorded("store reply for "+addr.Key(), err)
 		}
-		g.streamedStored(ctx, addr, streamed)
-		return g.flush(ctx, addr)
+		o.streamedStored(ctx, addr, streamed)
+		return o.flush(ctx, addr)
 	}
-	ans, err := g.st.AnswerInbound(wctx, in.ID, ds...)
+	ans, err := o.st.AnswerInbound(wctx, in.ID, ds...)
 	if err != nil {
 		return notRecorded("store reply for "+addr.Key(), err)
 	}
-	g.streamedStored(ctx, addr, streamed)
+	o.streamedStored(ctx, addr, streamed)
 	in.DoneAt = time.Now()
 	if ans.Behind {
-		return g.flush(ctx, addr) // after what waits before it
+		return o.flush(ctx, addr) // after what waits before it
 	}
-	return g.flush(ctx, addr, ans.Deliveries...)
+	return o.flush(ctx, addr, ans.Deliveries...)
 }
 
 // streamedStored forgets the streamed messages the outbox holds now
 // (streamed: outbox key → how many), here and in the store. Until then
 // they are kept: an answer the store refused is delivered again later.
-func (g *Gateway) streamedStored(ctx context.Context, addr platform.Address, streamed map[string]int) {
+func (o *outbox) streamedStored(ctx context.Context, addr platform.Address, streamed map[string]int) {
 	for key, n := range streamed {
-		g.dropStreamed(key)
-		g.forgetStreamed(ctx, addr, key, n)
+		o.streamed.drop(key)
+		o.streamed.forget(ctx, addr, key, n)
 	}
 }
-
-// partKey is the outbox key of part i of the reply stored under key.
-func partKey(key string, i int) string { return key + ":part:" + strconv.Itoa(i) }
 
 // flush sends every stored, unsent delivery for addr, oldest first. It
 // stops at the first one that cannot be sent, so order is kept, and leaves
@@ -102,21 +136,21 @@ func partKey(key string, i int) string { return key + ":part:" + strconv.Itoa(i)
 // known, when given, are deliveries just stored for addr with nothing
 // unsent before them: unless this process has sent any of them meanwhile,
 // they are what is pending, and the outbox need not be read.
-func (g *Gateway) flush(ctx context.Context, addr platform.Address, known ...store.Delivery) error {
-	err := g.flushOnce(ctx, addr, known...)
-	if err != nil && !errors.Is(err, platform.ErrPermanent) && g.work() != nil && g.work().Err() == nil {
-		g.resend(addr)
+func (o *outbox) flush(ctx context.Context, addr platform.Address, known ...store.Delivery) error {
+	err := o.flushOnce(ctx, addr, known...)
+	if err != nil && !errors.Is(err, platform.ErrPermanent) && o.life.working() {
+		o.resend(addr)
 	}
 	return err
 }
 
 // flushOnce is one pass of flush, each part tried for one retry series.
-func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address, known ...store.Delivery) error {
-	a, ok := g.adapters[addr.Platform]
+func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...store.Delivery) error {
+	a, ok := o.places.adapter(addr.Platform)
 	if !ok {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
 	}
-	unlock, err := g.send.lock(ctx, addr.Key())
+	unlock, err := o.send.lock(ctx, addr.Key())
 	if err != nil {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), err)
 	}
@@ -126,36 +160,36 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address, known ..
 	// pass reads again only when it got a full page.
 	for {
 		pending := known
-		if known == nil || !g.unsentHere(addr.Key(), known) {
+		if known == nil || !o.unsentHere(addr.Key(), known) {
 			var err error
-			if pending, err = g.st.PendingDeliveries(ctx, addr.Key(), store.DefaultQueueLimit); err != nil {
+			if pending, err = o.st.PendingDeliveries(ctx, addr.Key(), store.DefaultQueueLimit); err != nil {
 				return fmt.Errorf("load pending replies for %s: %w", addr.Key(), err)
 			}
 		}
 		known = nil
 		for _, d := range pending {
-			if id, ok := g.sentBefore(d.ID); ok {
+			if id, ok := o.sentBefore(d.ID); ok {
 				// The service has it; only the record is missing.
-				g.noteSentTo(addr.Key(), d.ID)
-				if err := g.markSent(ctx, d.ID, id); err != nil {
+				o.noteSentTo(addr.Key(), d.ID)
+				if err := o.markSent(ctx, d.ID, id); err != nil {
 					return err
 				}
 				continue
 			}
-			id, err := g.sendOne(ctx, a, addr, d)
+			id, err := o.sendOne(ctx, a, addr, d)
 			if errors.Is(err, platform.ErrAway) {
 				// Kept, in order, for when someone is there: the adapter
 				// asks for it then (Redeliverer).
-				g.log.Debug("reply waits for someone to receive it", "to", addr.Key(), "err", err)
+				o.log.Debug("reply waits for someone to receive it", "to", addr.Key(), "err", err)
 				return nil
 			}
 			if errors.Is(err, platform.ErrPermanent) {
 				// It can never arrive; holding it would block every later
 				// message to this place. It stays in the store, abandoned.
-				g.log.Error("giving up on a message that cannot be delivered", "to", addr.Key(), "err", err)
-				g.noteSentTo(addr.Key(), d.ID)
+				o.log.Error("giving up on a message that cannot be delivered", "to", addr.Key(), "err", err)
+				o.noteSentTo(addr.Key(), d.ID)
 				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-				aerr := g.st.AbandonDelivery(wctx, d.ID, err.Error())
+				aerr := o.st.AbandonDelivery(wctx, d.ID, err.Error())
 				cancel()
 				if aerr != nil {
 					return fmt.Errorf("abandon delivery %d: %w", d.ID, aerr)
@@ -165,8 +199,8 @@ func (g *Gateway) flushOnce(ctx context.Context, addr platform.Address, known ..
 			if err != nil {
 				return err
 			}
-			g.noteSentTo(addr.Key(), d.ID)
-			if err := g.markSent(ctx, d.ID, id); err != nil {
+			o.noteSentTo(addr.Key(), d.ID)
+			if err := o.markSent(ctx, d.ID, id); err != nil {
 				return err
 			}
 		}
@@ -188,29 +222,29 @@ const maxSentMarks = 4096
 // this process. Called with key's send lock held, in id order: a flush
 // sends an address's deliveries lowest id first and stops at the first it
 // cannot send.
-func (g *Gateway) noteSentTo(key string, id int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.sentUpTo[key]; !ok {
-		for k, v := range g.sentUpTo {
-			if len(g.sentUpTo) < g.sentMarks {
+func (o *outbox) noteSentTo(key string, id int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.sentUpTo[key]; !ok {
+		for k, v := range o.sentUpTo {
+			if len(o.sentUpTo) < o.sentMarks {
 				break
 			}
-			g.sentFloor = max(g.sentFloor, v)
-			delete(g.sentUpTo, k)
+			o.sentFloor = max(o.sentFloor, v)
+			delete(o.sentUpTo, k)
 		}
 	}
-	g.sentUpTo[key] = max(g.sentUpTo[key], id)
+	o.sentUpTo[key] = max(o.sentUpTo[key], id)
 }
 
 // unsentHere reports whether ds, just stored for key with nothing unsent
 // before them, are all still unsent: stored unsent, and above everything
 // this process sent to key. Another flush may have sent them meanwhile,
 // lowest id first, so the mark says whether it did.
-func (g *Gateway) unsentHere(key string, ds []store.Delivery) bool {
-	g.mu.Lock()
-	upTo := max(g.sentUpTo[key], g.sentFloor)
-	g.mu.Unlock()
+func (o *outbox) unsentHere(key string, ds []store.Delivery) bool {
+	o.mu.Lock()
+	upTo := max(o.sentUpTo[key], o.sentFloor)
+	o.mu.Unlock()
 	for i, d := range ds {
 		if !d.SentAt.IsZero() || d.ID <= upTo || i > 0 && d.ID <= ds[i-1].ID {
 			return false
@@ -222,62 +256,62 @@ func (g *Gateway) unsentHere(key string, ds []store.Delivery) bool {
 // markSent records a delivery the service took as sent. Until the store
 // takes the record it is remembered here, so that no flush sends it
 // again, and the record alone is tried again under the Rerecord policy.
-func (g *Gateway) markSent(ctx context.Context, deliveryID int64, platformMsgID string) error {
-	g.mu.Lock()
-	g.sentNotRecorded[deliveryID] = platformMsgID
-	g.mu.Unlock()
-	err := retry.Do(ctx, g.cfg.Rerecord, func(ctx context.Context) error {
+func (o *outbox) markSent(ctx context.Context, deliveryID int64, platformMsgID string) error {
+	o.mu.Lock()
+	o.sentNotRecorded[deliveryID] = platformMsgID
+	o.mu.Unlock()
+	err := retry.Do(ctx, o.policy.rerecord, func(ctx context.Context) error {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 		defer cancel()
-		err := g.st.MarkDelivered(wctx, deliveryID, platformMsgID)
+		err := o.st.MarkDelivered(wctx, deliveryID, platformMsgID)
 		if err != nil && !store.Transient(err) {
 			return retry.Stop(err)
 		}
 		return err
 	}, func(err error, wait time.Duration) {
-		g.log.Warn("a sent reply could not be recorded as sent; recording it again, not sending it", "id", deliveryID, "in", wait.Round(time.Millisecond), "err", err)
+		o.log.Warn("a sent reply could not be recorded as sent; recording it again, not sending it", "id", deliveryID, "in", wait.Round(time.Millisecond), "err", err)
 	})
 	if err != nil {
 		return fmt.Errorf("record delivery %d as sent: %w", deliveryID, err)
 	}
-	g.mu.Lock()
-	delete(g.sentNotRecorded, deliveryID)
-	g.mu.Unlock()
+	o.mu.Lock()
+	delete(o.sentNotRecorded, deliveryID)
+	o.mu.Unlock()
 	return nil
 }
 
 // sentBefore is the platform message id of a delivery sent by this run
 // whose record as sent failed; ok is false for any other.
-func (g *Gateway) sentBefore(deliveryID int64) (platformMsgID string, ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	platformMsgID, ok = g.sentNotRecorded[deliveryID]
+func (o *outbox) sentBefore(deliveryID int64) (platformMsgID string, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	platformMsgID, ok = o.sentNotRecorded[deliveryID]
 	return platformMsgID, ok
 }
 
 // sendOne sends one delivery under the Send policy, by the class of each
 // failure: a wait the service asked for is kept, a permanent or
 // unsupported failure ends the series. Each failure is recorded.
-func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
+func (o *outbox) sendOne(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
 	if ed, ok := a.(platform.Editor); ok && d.PlatformMsgID != "" {
 		// Streamed already: the message becomes the final text in place.
 		err := ed.Edit(ctx, addr, d.PlatformMsgID, d.Text)
 		if err == nil {
 			return d.PlatformMsgID, nil
 		}
-		g.log.Debug("final edit of a streamed reply failed; posting it", "to", addr.Key(), "err", err)
+		o.log.Debug("final edit of a streamed reply failed; posting it", "to", addr.Key(), "err", err)
 	}
 	// Every try of a delivery carries its key, so a service that can tell
 	// a repeat (the web page) shows it once.
 	ctx = platform.WithDeliveryKey(ctx, d.Key)
-	id, err := retry.Value(ctx, g.cfg.Send, func(ctx context.Context) (string, error) {
+	id, err := retry.Value(ctx, o.policy.send, func(ctx context.Context) (string, error) {
 		id, err := a.Send(ctx, addr, d.Text)
 		if err == nil {
 			return id, nil
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		if rerr := g.st.RecordDeliveryFailure(rctx, d.ID, err.Error()); rerr != nil {
-			g.log.Warn("record delivery failure", "id", d.ID, "err", rerr)
+		if rerr := o.st.RecordDeliveryFailure(rctx, d.ID, err.Error()); rerr != nil {
+			o.log.Warn("record delivery failure", "id", d.ID, "err", rerr)
 		}
 		cancel()
 		switch cl, _ := platform.Classify(err); cl {
@@ -288,7 +322,7 @@ func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform
 		}
 		return "", retryable(err)
 	}, func(err error, wait time.Duration) {
-		g.log.Warn("send failed; retrying", "to", addr.Key(), "in", wait.Round(time.Millisecond), "err", err)
+		o.log.Warn("send failed; retrying", "to", addr.Key(), "in", wait.Round(time.Millisecond), "err", err)
 	})
 	if err != nil {
 		return "", fmt.Errorf("send to %s: %w", addr.Key(), err)
@@ -299,41 +333,41 @@ func (g *Gateway) sendOne(ctx context.Context, a platform.Adapter, addr platform
 // resend sends what waits for addr in the background, with the Resend
 // policy's capped backoff, until all of it is sent or the gateway stops;
 // it needs no new message to start. One runs per address at a time.
-func (g *Gateway) resend(addr platform.Address) {
+func (o *outbox) resend(addr platform.Address) {
 	key := addr.Key()
-	g.mu.Lock()
-	if g.resending[key] {
-		g.mu.Unlock()
+	o.mu.Lock()
+	if o.resending[key] {
+		o.mu.Unlock()
 		return
 	}
-	g.resending[key] = true
-	g.mu.Unlock()
-	started := g.goBackground(func() {
+	o.resending[key] = true
+	o.mu.Unlock()
+	started := o.life.goBackground(func() {
 		defer func() {
-			g.mu.Lock()
-			delete(g.resending, key)
-			g.mu.Unlock()
+			o.mu.Lock()
+			delete(o.resending, key)
+			o.mu.Unlock()
 		}()
-		err := retry.Do(g.work(), g.cfg.Resend, func(ctx context.Context) error {
-			if !g.isLive(addr.Platform) {
-				return errors.New(g.display(addr.Platform) + " is not live")
+		err := retry.Do(o.life.work(), o.policy.resend, func(ctx context.Context) error {
+			if !o.places.isLive(addr.Platform) {
+				return errors.New(o.places.displayName(addr.Platform) + " is not live")
 			}
-			err := g.flushOnce(ctx, addr)
+			err := o.flushOnce(ctx, addr)
 			if errors.Is(err, platform.ErrPermanent) {
 				return nil // abandoned; a later flush sends the rest
 			}
 			return err
 		}, func(err error, wait time.Duration) {
-			g.log.Info("replies wait to be sent", "to", key, "next_try", wait.Round(time.Second), "err", err)
+			o.log.Info("replies wait to be sent", "to", key, "next_try", wait.Round(time.Second), "err", err)
 		})
-		if err != nil && g.work().Err() == nil {
-			g.log.Warn("resend stopped", "to", key, "err", err)
+		if err != nil && o.life.work().Err() == nil {
+			o.log.Warn("resend stopped", "to", key, "err", err)
 		}
 	})
 	if !started {
-		g.mu.Lock()
-		delete(g.resending, key)
-		g.mu.Unlock()
+		o.mu.Lock()
+		delete(o.resending, key)
+		o.mu.Unlock()
 	}
 }
 
@@ -341,22 +375,22 @@ func (g *Gateway) resend(addr platform.Address) {
 // adapter says is reachable again (a web page opened) need not wait for
 // the next background resend. An address with only Platform set stands
 // for every place of that platform with something waiting.
-func (g *Gateway) redeliver(at platform.Address) {
-	if g.work() == nil || g.work().Err() != nil {
+func (o *outbox) redeliver(at platform.Address) {
+	if !o.life.working() {
 		return
 	}
 	if at.Chat != "" {
-		g.redeliverTo(at)
+		o.redeliverTo(at)
 		return
 	}
-	waiting, err := g.st.WaitingDeliveries(g.work())
+	waiting, err := o.st.WaitingDeliveries(o.life.work())
 	if err != nil {
-		g.log.Error("load pending deliveries", "err", err)
+		o.log.Error("load pending deliveries", "err", err)
 		return
 	}
 	for key := range waiting {
 		if addr, err := platform.ParseKey(key); err == nil && addr.Platform == at.Platform {
-			g.redeliverTo(addr)
+			o.redeliverTo(addr)
 		}
 	}
 }
@@ -364,42 +398,42 @@ func (g *Gateway) redeliver(at platform.Address) {
 // redeliverTo flushes addr in the background. One runs per address; a
 // request meanwhile makes it flush once more when done, so nothing that
 // arrived during its pass is left to wait.
-func (g *Gateway) redeliverTo(addr platform.Address) {
+func (o *outbox) redeliverTo(addr platform.Address) {
 	key := addr.Key()
-	g.mu.Lock()
-	if _, running := g.redelivering[key]; running {
-		g.redelivering[key] = true
-		g.mu.Unlock()
+	o.mu.Lock()
+	if _, running := o.redelivering[key]; running {
+		o.redelivering[key] = true
+		o.mu.Unlock()
 		return
 	}
-	g.redelivering[key] = false
-	g.mu.Unlock()
-	started := g.goBackground(func() {
+	o.redelivering[key] = false
+	o.mu.Unlock()
+	started := o.life.goBackground(func() {
 		for {
-			if err := g.flush(g.work(), addr); err != nil {
-				g.log.Debug("redeliver", "to", key, "err", err)
+			if err := o.flush(o.life.work(), addr); err != nil {
+				o.log.Debug("redeliver", "to", key, "err", err)
 			}
-			g.mu.Lock()
-			again := g.redelivering[key] && g.work().Err() == nil
+			o.mu.Lock()
+			again := o.redelivering[key] && o.life.work().Err() == nil
 			if !again {
-				delete(g.redelivering, key)
-				g.mu.Unlock()
+				delete(o.redelivering, key)
+				o.mu.Unlock()
 				return
 			}
-			g.redelivering[key] = false
-			g.mu.Unlock()
+			o.redelivering[key] = false
+			o.mu.Unlock()
 		}
 	})
 	if !started {
-		g.mu.Lock()
-		delete(g.redelivering, key)
-		g.mu.Unlock()
+		o.mu.Lock()
+		delete(o.redelivering, key)
+		o.mu.Unlock()
 	}
 }
 
 // waiting counts the replies stored and not yet sent, per platform.
-func (g *Gateway) waiting(ctx context.Context) (map[string]int, error) {
-	byAddress, err := g.st.WaitingDeliveries(ctx)
+func (o *outbox) waiting(ctx context.Context) (map[string]int, error) {
+	byAddress, err := o.st.WaitingDeliveries(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count waiting replies: %w", err)
 	}
@@ -417,22 +451,22 @@ func (g *Gateway) waiting(ctx context.Context) (map[string]int, error) {
 // its adapter is still handing over, and a service whose sends wait for
 // its own reader (the web page acknowledges what it shows) would wait on
 // itself.
-func (g *Gateway) sendNow(ctx context.Context, addr platform.Address, text string) {
-	a, ok := g.adapters[addr.Platform]
+func (o *outbox) sendNow(ctx context.Context, addr platform.Address, text string) {
+	a, ok := o.places.adapter(addr.Platform)
 	if !ok {
 		return
 	}
 	send := func(ctx context.Context) {
 		if _, err := a.Send(ctx, addr, text); err != nil {
-			g.log.Debug("send notice", "to", addr.Key(), "err", err)
+			o.log.Debug("send notice", "to", addr.Key(), "err", err)
 		}
 	}
-	if g.work() == nil || g.work().Err() != nil {
+	if !o.life.working() {
 		send(ctx)
 		return
 	}
-	if !g.goBackground(func() {
-		ctx, cancel := context.WithTimeout(g.work(), noticeTimeout)
+	if !o.life.goBackground(func() {
+		ctx, cancel := context.WithTimeout(o.life.work(), noticeTimeout)
 		defer cancel()
 		send(ctx)
 	}) {
@@ -442,3 +476,15 @@ func (g *Gateway) sendNow(ctx context.Context, addr platform.Address, text strin
 
 // noticeTimeout bounds the sending of one notice.
 const noticeTimeout = time.Minute
+
+// takeOverStreamed has the answer about to be delivered under key at
+// addr edit the messages an earlier run streamed for it and left
+// half-written: that run stored the answer in the transcript and stopped
+// before the outbox had it.
+func (o *outbox) takeOverStreamed(ctx context.Context, addr platform.Address, key string) {
+	if a, _ := o.places.adapter(addr.Platform); a != nil {
+		if _, ok := a.(platform.Editor); ok {
+			o.streamed.note(key, o.streamed.before(ctx, addr, key))
+		}
+	}
+}
