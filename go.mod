@@ -21,6 +21,7 @@ require (
 	github.com/yuin/goldmark v1.8.7
 	go.mau.fi/whatsmeow v0.0.0-20260821141805-33cfac511629
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/tools v0.50.0
 	google.golang.org/protobuf v1.36.12
 	maunium.net/go/mautrix v0.31.0
 	modernc.org/sqlite v1.60.1
@@ -47,6 +48,7 @@ require (
 	go.mau.fi/util v0.10.1 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
+	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	rsc.io/qr v0.2.0 // indirect
 )

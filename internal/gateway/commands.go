@@ -220,16 +220,6 @@ func (r *router) chatHandoff(ctx context.Context, addr platform.Address, args st
 	return fmt.Sprintf("Handing off to %s…", r.places.placeName(to))
 }
 
-// boundSession is the session this chat is on; an error a person can read
-// when there is none.
-func (r *router) boundSession(ctx context.Context, addr platform.Address) (store.Session, error) {
-	s, err := r.st.BoundSession(ctx, addr.Key())
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Session{}, errors.New("This chat has no session yet: say something first.")
-	}
-	return s, err
-}
-
 func (r *router) listSessions(ctx context.Context) string {
 	ss, err := r.st.ListSessions(ctx, store.SessionFilter{OwnerID: r.cfg.ownerID, Limit: 10})
 	if err != nil {

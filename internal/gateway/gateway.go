@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -27,105 +26,6 @@ import (
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 )
-
-// Defaults for zero-valued Config fields.
-const (
-	DefaultLease           = 30 * time.Second
-	DefaultPollEvery       = 2 * time.Second
-	DefaultOfferWithin     = 12 * time.Hour
-	DefaultShutdownGrace   = 10 * time.Second
-	DefaultApprovalTimeout = 10 * time.Minute
-	typingEvery            = 4 * time.Second
-	// typingAfter is how long a turn runs before typing shows: an answer
-	// ready by then (posted whole after firstPostWait) needs no indicator,
-	// which would cost the service a call per reply.
-	typingAfter = firstPostWait
-)
-
-// Config is what a Gateway is made of. Store, Agent and OwnerID are required.
-type Config struct {
-	Store store.Store
-	// Agent runs the turns. Its Approver is replaced by the gateway's own,
-	// and its StoreRetry by Rerecord: a turn whose store fails keeps what
-	// the model said and waits for the store as long as the gateway runs.
-	Agent    *agent.Agent
-	Adapters []platform.Adapter
-	OwnerID  string // the user every session the gateway creates belongs to
-	// Owners lists, per platform, the platform user ids that are the owner;
-	// anyone else is ignored (and logged). A platform listed in
-	// TrustedPlatforms needs none: its own access control (the web chat's
-	// token) already proves the owner.
-	Owners           map[string][]string
-	TrustedPlatforms []string
-	// PersonalPlatforms run on the owner's own account (platform.Spec's
-	// Personal): strangers there are ignored without a word.
-	PersonalPlatforms []string
-	// Homes are the configured home channels (platform → address key);
-	// one set by /sethome, kept in the store, wins.
-	Homes map[string]string
-	// Socket is where the control API listens; "" runs none.
-	Socket string
-	// ControlIdle closes a control connection that sends no request for
-	// this long; 0: DefaultControlIdle.
-	ControlIdle time.Duration
-	// ControlConns bounds open control connections; 0: DefaultControlConns.
-	ControlConns  int
-	Claimer       string // who claims handoffs; default host:pid
-	Lease         time.Duration
-	PollEvery     time.Duration
-	ShutdownGrace time.Duration
-	Log           *slog.Logger
-	// WebURL is reported by Status (the web chat's address with token).
-	WebURL string
-	// Commands are the slash commands understood in chats; nil: command.Default().
-	Commands *command.Registry
-	// ApprovalTimeout is how long a tool waits for /approve in a chat
-	// before it is denied; 0: DefaultApprovalTimeout.
-	ApprovalTimeout time.Duration
-	// Rate bounds how fast one person's messages are taken, per platform
-	// account; zero: DefaultRate.
-	Rate Rate
-	// OfferWithin is how recently another session must have been active
-	// for a place holding none to offer it (/continue); 0:
-	// DefaultOfferWithin, negative: never.
-	OfferWithin time.Duration
-	// Display names platforms for people ("Telegram"); a platform not
-	// listed is shown by its name.
-	Display map[string]string
-	// Places are every platform baton has, set up or not, so a handoff
-	// to a name that is none is told apart from one to a platform not
-	// set up here; nil tells them apart by nothing.
-	Places []string
-	// Restart is how a platform whose connection failed is restarted;
-	// zero: platform.DefaultRestart().
-	Restart retry.Policy
-	// Send is the retry series of one delivery attempt (the adapter tries
-	// each call once); zero: DefaultSend().
-	Send retry.Policy
-	// Resend is how replies left unsent by a failed series are tried again
-	// in the background until they are sent; zero: DefaultResend().
-	Resend retry.Policy
-	// Rerecord is how what the store could not record (busy, locked, disk
-	// full) is written again until the store recovers: a turn's messages,
-	// a message handled again in its place in the conversation, a reply
-	// recorded as sent; zero: DefaultRerecord().
-	Rerecord retry.Policy
-}
-
-// DefaultSend is the retry series of a delivery while someone waits for
-// the answer: a few quick tries, at most 15 seconds.
-func DefaultSend() retry.Policy {
-	return retry.Policy{First: 500 * time.Millisecond, Max: 4 * time.Second, Tries: 4, Within: 15 * time.Second}
-}
-
-// DefaultResend is how unsent replies are tried again in the background:
-// for as long as it takes, at least every half minute (retry's cap). A
-// platform that comes back live sends what waits for it at once.
-func DefaultResend() retry.Policy { return retry.Policy{First: 5 * time.Second} }
-
-// DefaultRerecord tries a message again soon, then every half minute,
-// for as long as the gateway runs.
-func DefaultRerecord() retry.Policy { return retry.Policy{First: time.Second, Max: 30 * time.Second} }
 
 // Gateway routes events between platforms, the agent and the store. It
 // assembles the rooms and runs them; each room keeps its own state.
@@ -180,48 +80,6 @@ func New(cfg Config) (*Gateway, error) {
 		socket: cfg.Socket, grace: cfg.ShutdownGrace, restart: cfg.Restart, resend: cfg.Resend,
 		ownerID: cfg.OwnerID, owners: cfg.Owners,
 	}, nil
-}
-
-// withDefaults fills cfg's zero fields.
-func withDefaults(cfg Config) Config {
-	if cfg.Lease <= 0 {
-		cfg.Lease = DefaultLease
-	}
-	if cfg.PollEvery <= 0 {
-		cfg.PollEvery = DefaultPollEvery
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
-	}
-	if cfg.ApprovalTimeout <= 0 {
-		cfg.ApprovalTimeout = DefaultApprovalTimeout
-	}
-	if cfg.OfferWithin == 0 {
-		cfg.OfferWithin = DefaultOfferWithin
-	}
-	if cfg.Claimer == "" {
-		host, _ := os.Hostname()
-		cfg.Claimer = fmt.Sprintf("gateway@%s:%d", host, os.Getpid())
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	if cfg.Restart == (retry.Policy{}) {
-		cfg.Restart = platform.DefaultRestart()
-	}
-	if cfg.Send == (retry.Policy{}) {
-		cfg.Send = DefaultSend()
-	}
-	if cfg.Rate == (Rate{}) {
-		cfg.Rate = DefaultRate()
-	}
-	if cfg.Rerecord == (retry.Policy{}) {
-		cfg.Rerecord = DefaultRerecord()
-	}
-	if cfg.Resend == (retry.Policy{}) {
-		cfg.Resend = DefaultResend()
-	}
-	return cfg
 }
 
 // Run starts everything and blocks until ctx ends; then it stops taking

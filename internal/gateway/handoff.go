@@ -18,13 +18,6 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
-// Platform names that are places but not adapters.
-const (
-	// TerminalPlatform is the terminal: handoffs to it wait in the store
-	// until `baton` (or `baton resume`) picks them up.
-	TerminalPlatform = "cli"
-)
-
 // HandoffLead starts the text of a handoff turn's synthetic user message,
 // so the model reads it as words from baton, not from the person.
 // Code tells that message apart by its kind (store.KindHandoff), never by

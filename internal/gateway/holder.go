@@ -59,7 +59,7 @@ func (r *router) continueHere(ctx context.Context, addr platform.Address) string
 		// Asked to go to the terminal, not taken yet: it stays, and
 		// what was typed here meanwhile runs now.
 		if h.Platform == TerminalPlatform && r.worker.withdrawTerminal(ctx, sess.ID, "withdrawn by /continue in "+r.places.placeName(addr.Platform)) {
-			r.takeParked(ctx, addr)
+			r.worker.stayed(ctx, sess.ID) // addr holds it: what was typed here runs
 			return fmt.Sprintf("%s stays here; the handoff to the terminal is withdrawn.", upperFirst(describe(sess)))
 		}
 		return "A handoff of this session is already under way."

@@ -13,6 +13,13 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
+// Platform names that are places but not adapters.
+const (
+	// TerminalPlatform is the terminal: handoffs to it wait in the store
+	// until `baton` (or `baton resume`) picks them up.
+	TerminalPlatform = "cli"
+)
+
 // platforms is what the gateway knows of the chat services it runs: their
 // adapters, what each one's supervisor last said, the optional
 // capabilities each refused where, their home chats, and their names for

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/note"
-	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
@@ -68,69 +66,6 @@ func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *life
 	return r
 }
 
-// handle is every adapter's Receive: it authorizes the event, stores it in
-// the inbox (deduplicating redeliveries) and queues it on its
-// conversation's mailbox. It returns nil only once the event is stored or
-// deliberately dropped, so the adapter may acknowledge it.
-func (r *router) handle(ctx context.Context, ev platform.Event) error {
-	ok, err := r.authorized(ctx, ev)
-	if err != nil {
-		return fmt.Errorf("authorize %s sender %s: %w", ev.At.Platform, ev.SenderID, err)
-	}
-	if !ok {
-		r.stranger(ctx, ev)
-		return nil
-	}
-	// Approval answers bypass the mailbox: the turn waiting for them is
-	// what occupies it.
-	if r.approvals.answer(ev) {
-		return nil
-	}
-	in, isNew, err := r.st.AddInbound(ctx, store.Inbound{
-		Platform:      ev.At.Platform,
-		PlatformMsgID: ev.ID,
-		AddressKey:    ev.At.Key(),
-		SenderID:      ev.SenderID,
-		Sender:        ev.Sender,
-		Text:          ev.Text,
-		ReceivedAt:    ev.Time,
-	})
-	if err != nil {
-		return fmt.Errorf("store inbound %s message %s: %w", ev.At.Platform, ev.ID, err)
-	}
-	if !isNew {
-		// A redelivery: it is queued already, handled already, or will be
-		// picked up by recover at the next start.
-		r.log.Debug("duplicate inbound message", "platform", ev.At.Platform, "id", ev.ID)
-		return nil
-	}
-	// Bounded per person: a runaway script or a leaked account cannot
-	// flood the agent (and the owner's model bill). Counted after the
-	// duplicate check, so that a client sending again what was not
-	// acknowledged (a page after a reconnect) spends nothing; refused
-	// messages are kept, marked done, and not answered.
-	if !r.senders.take(ev.At.Platform+"/"+ev.SenderID, r.cfg.rate, time.Now()) {
-		r.log.Warn("message refused: too fast", "platform", ev.At.Platform, "sender_id", ev.SenderID)
-		if err := r.st.MarkInboundDone(ctx, in.ID); err != nil {
-			return fmt.Errorf("mark refused %s message %s done: %w", ev.At.Platform, ev.ID, err)
-		}
-		r.out.sendNow(ctx, ev.At, tooFast(r.cfg.rate))
-		return nil
-	}
-	if r.life.isStopping() {
-		// Kept for the next start; the grace period is for the turns
-		// already running.
-		r.log.Info("message kept for the next start: the gateway is stopping", "at", in.AddressKey)
-		r.out.sendNow(ctx, ev.At, "baton is restarting. Your message is kept and will be answered when it is back.")
-		return nil
-	}
-	// Handled in the gateway's work context, not the adapter's: a page
-	// that disconnects does not cancel its turn, a shutdown past its grace
-	// period does.
-	r.boxes.push(in.AddressKey, func() { r.process(r.life.work(), in, true) })
-	return nil
-}
-
 // authorized reports whether the sender is the owner: on a trusted
 // platform, by configuration, or by an identity linked to the owner (a
 // pairing the owner approved).
@@ -154,152 +89,6 @@ func (r *router) authorized(ctx context.Context, ev platform.Event) (bool, error
 		return false, err
 	}
 	return id.UserID == r.cfg.ownerID, nil
-}
-
-// process handles one stored inbound event in its mailbox. When the store
-// cannot record its turn or reply, the person is told once, plainly, and
-// the event is handled again under the Rerecord policy, holding its
-// conversation's later messages back so that order is kept; it is marked
-// done only once handled. fresh says this run stored the event just now
-// (AddInbound found it new), so no earlier try can have recorded a turn
-// for it.
-func (r *router) process(ctx context.Context, in store.Inbound, fresh bool) {
-	key := inKey(in.ID)
-	defer r.turns.forgetTrouble(key)
-	err := retry.Do(ctx, r.cfg.rerecord, func(ctx context.Context) error {
-		err := r.handleOnce(ctx, &in, fresh)
-		fresh = false // a failed try may have recorded part of the turn
-		if err != nil && !errors.Is(err, errNotRecorded) {
-			r.log.Error("handle message", "at", in.AddressKey, "err", err)
-			return nil // not the store's passing trouble: retrying will not help
-		}
-		return err
-	}, func(err error, wait time.Duration) {
-		r.log.Warn("the store could not record a message's turn; trying again", "at", in.AddressKey, "in", wait.Round(time.Millisecond), "err", err)
-		if addr, perr := platform.ParseKey(in.AddressKey); perr == nil {
-			r.turns.tellTrouble(ctx, addr, key, err)
-		}
-	})
-	if err != nil || ctx.Err() != nil {
-		return // stopped mid-way: handled again at the next start
-	}
-	if !in.DoneAt.IsZero() {
-		return // marked done with its answer (reply)
-	}
-	_ = retry.Do(ctx, r.cfg.rerecord, func(ctx context.Context) error {
-		wctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		defer cancel()
-		return r.st.MarkInboundDone(wctx, in.ID)
-	}, func(err error, _ time.Duration) {
-		r.log.Warn("mark inbound done", "id", in.ID, "err", err)
-	})
-}
-
-// handleOnce is one try at handling an inbound event; an error marked
-// errNotRecorded means the store could not record it and it should be
-// tried again. fresh: see process.
-func (r *router) handleOnce(ctx context.Context, in *store.Inbound, fresh bool) error {
-	addr, err := platform.ParseKey(in.AddressKey)
-	if err != nil {
-		r.log.Error("inbound event with a bad address", "key", in.AddressKey, "err", err)
-		return nil
-	}
-	text := strings.TrimSpace(in.Text)
-	if command.IsCommand(text) {
-		// A command whose answer is stored ran before a stop or crash:
-		// running it again would repeat what it did (a second /new, a
-		// second handoff); its answer only needs sending.
-		if _, err := r.st.DeliveryByKey(ctx, partKey(inKey(in.ID), 0)); err == nil {
-			if err := r.out.flush(ctx, addr); err != nil {
-				r.log.Warn("send a command's stored answer", "to", addr.Key(), "err", err)
-			}
-			return nil
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return notRecorded("look for a command's answer", err)
-		}
-		reply := r.command(ctx, addr, text)
-		if reply != "" {
-			return r.reply(ctx, addr, in, reply, "")
-		}
-		return nil
-	}
-	if text == "" {
-		return nil
-	}
-	sess, newSession, err := r.sessionFor(ctx, addr)
-	if err != nil {
-		if err := notRecorded("find session", err); errors.Is(err, errNotRecorded) {
-			return err
-		}
-		r.log.Error("find session", "at", addr.Key(), "err", err)
-		return r.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error(), "")
-	}
-	if line, ok := r.notHereLine(ctx, sess, addr); ok && !r.worker.arriving(ctx, sess, addr) {
-		return r.park(ctx, addr, *in, sess, line)
-	}
-	if in.PlatformMsgID != "" && !fresh {
-		// Stored by an earlier run or try that stopped mid-turn: never
-		// store it twice; deliver the answer it got, or answer it now.
-		prior, err := r.turns.prior(ctx, in.Platform, in.PlatformMsgID)
-		if err != nil {
-			return notRecorded("look for an earlier turn", err)
-		}
-		switch {
-		case !prior.found:
-		case prior.movedOn:
-			return nil
-		case prior.answer != "":
-			r.out.takeOverStreamed(ctx, addr, inKey(in.ID))
-			return r.reply(ctx, addr, in, prior.answer, "")
-		default:
-			return r.turn(ctx, addr, in, prior.sessionID, store.Message{Platform: in.Platform}, "")
-		}
-	}
-	var offer string // decided as the message arrives, sent at the end of its answer
-	if newSession {
-		offer = r.offerFor(ctx, addr, sess)
-	}
-	return r.turn(ctx, addr, in, sess.ID, store.Message{
-		Role: store.RoleUser, Content: text, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
-	}, offer)
-}
-
-// turn runs one agent turn in the session and delivers its answer to addr,
-// ending with offer (if any). A turn the store could not record returns
-// errNotRecorded, to be run again; the model's own failures are told to
-// the person.
-func (r *router) turn(ctx context.Context, addr platform.Address, in *store.Inbound, sessionID string, input store.Message, offer string) error {
-	res, err := r.turns.run(ctx, addr, sessionID, input, inKey(in.ID))
-	if err != nil && ctx.Err() != nil {
-		// Stopping: the turn is suspended, not failed. The message stays
-		// pending and its turn resumes at the next start.
-		r.log.Info("turn suspended by the stop; it resumes at the next start", "session", sessionID, "err", err)
-		return nil
-	}
-	if errors.Is(err, agent.ErrStore) {
-		return notRecorded("run turn", err)
-	}
-	var moved *agent.MovedError
-	if errors.As(err, &moved) {
-		// A move of the session stopped it (a terminal or another chat
-		// took it): what it wrote is in the session, stored once; this
-		// place hears where it went, with the part it saw written.
-		r.log.Info("turn stopped: its session moved", "session", sessionID, "to", moved.To)
-		text := place.Stopped(r.places.holderName(moved.To))
-		if res.Cut != "" {
-			text = res.Cut + "\n\n" + text
-		}
-		return r.reply(ctx, addr, in, text, "")
-	}
-	if err != nil {
-		r.log.Warn("turn failed", "session", sessionID, "err", err)
-		text := "⚠️ " + turnError(err)
-		if res.Text != "" {
-			text = res.Text + "\n\n" + text
-		}
-		return r.reply(ctx, addr, in, text, offer)
-	}
-	return r.reply(ctx, addr, in, res.Text, offer)
 }
 
 // sessionFor is the session bound to addr, or (fresh) a new one owned by
@@ -332,72 +121,12 @@ func (r *router) newSession(ctx context.Context, addr platform.Address) (store.S
 	return s, nil
 }
 
-// reply delivers text as the answer to inbound event in (idempotent per
-// event), ending with offer (an offer to continue) unless it is "": one
-// message, so a reply streamed by edits is edited into the answer and its
-// offer rather than followed by a message of its own. It is stored with
-// in marked done, in one write.
-func (r *router) reply(ctx context.Context, addr platform.Address, in *store.Inbound, text, offer string) error {
-	if strings.TrimSpace(text) == "" {
-		return nil
+// boundSession is the session this chat is on; an error a person can read
+// when there is none.
+func (r *router) boundSession(ctx context.Context, addr platform.Address) (store.Session, error) {
+	s, err := r.st.BoundSession(ctx, addr.Key())
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, errors.New("This chat has no session yet: say something first.")
 	}
-	if offer != "" {
-		text = strings.TrimRight(text, " \n") + "\n\n" + offer
-	}
-	err := r.out.deliverAll(ctx, addr, in, outgoing{key: inKey(in.ID), text: text})
-	if errors.Is(err, errNotRecorded) {
-		return err // the reply is not stored: the turn is handled again
-	}
-	if err != nil {
-		// Stored; sending failed and is retried in the background.
-		r.log.Error("deliver reply", "to", addr.Key(), "err", err)
-	}
-	return nil
-}
-
-// recoverPage is how many pending inbound events recover reads at once.
-const recoverPage = 500
-
-// recover resumes what a previous run left: every inbound event stored but
-// not handled, page by page, in the order stored.
-func (r *router) recover(ctx context.Context) {
-	var after int64
-	for {
-		pending, err := r.st.PendingInbound(ctx, after, recoverPage)
-		if err != nil {
-			r.log.Error("load pending inbound events", "err", err)
-			return
-		}
-		for _, in := range pending {
-			if in.Platform == TerminalPlatform {
-				// Kept by a terminal (parked as it is stored): the
-				// terminal's to answer, never a chat's.
-				continue
-			}
-			r.boxes.push(in.AddressKey, func() { r.process(ctx, in, false) })
-		}
-		if len(pending) < recoverPage {
-			break
-		}
-		after = pending[len(pending)-1].ID
-	}
-	// Unsent replies are sent as each platform becomes live (runAdapter).
-}
-
-// takeParked runs what was parked at dest (its session is held there
-// now), in order, through its mailbox.
-func (r *router) takeParked(ctx context.Context, dest platform.Address) {
-	parked, err := r.st.Parked(ctx, dest.Key())
-	if err != nil {
-		r.log.Warn("list parked messages", "at", dest.Key(), "err", err)
-		return
-	}
-	for _, in := range parked {
-		r.boxes.push(in.AddressKey, func() {
-			r.process(r.life.work(), in, false)
-			if err := r.st.Unpark(r.life.work(), in.ID); err != nil {
-				r.log.Warn("unpark", "id", in.ID, "err", err)
-			}
-		})
-	}
+	return s, err
 }

@@ -14,6 +14,14 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
+const (
+	typingEvery = 4 * time.Second
+	// typingAfter is how long a turn runs before typing shows: an answer
+	// ready by then (posted whole after firstPostWait) needs no indicator,
+	// which would cost the service a call per reply.
+	typingAfter = firstPostWait
+)
+
 // turns runs the agent's turns for the gateway, one at a time per
 // session: typing shown, the answer streamed where the platform can, the
 // person told once when the store cannot record it. The router runs the
