@@ -4,11 +4,17 @@
 // handoff worker, and answers the terminal on the control socket.
 //
 // It is built in rooms, each with its own state and lock, each asking
-// only the rooms below it: gateway.go assembles them and runs; the router
-// (router.go, commands.go, holder.go, pairing.go) takes what arrives; the
-// handoff worker (handoff.go) moves sessions; turns.go and approvals.go
-// run the agent; the outbox (outbox.go, stream.go, streamed.go) sends;
-// platforms.go and lifecycle.go know the services and the run.
+// only the rooms below it (TestRoomsReadTopToBottom holds every file to
+// that). From the top:
+//
+//   - gateway.go assembles the rooms and runs them;
+//   - the router takes what arrives: inbound.go is a message's path,
+//     commands.go, pairing.go and holder.go what it answers, router.go
+//     its state;
+//   - the handoff worker (handoff.go) moves sessions;
+//   - approvals.go and turns.go run the agent, one turn per session;
+//   - the outbox (outbox.go, sent.go, stream.go, streamed.go) sends;
+//   - platforms.go, lifecycle.go and config.go are what every room asks.
 package gateway
 
 import (

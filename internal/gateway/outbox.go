@@ -21,9 +21,8 @@ var ErrNoAdapter = errors.New("platform not running in this gateway")
 // outbox is the room that sends: every reply is stored first, then sent
 // to its place in the order stored, tried again in the background until it
 // is sent, marked sent, and never posted twice. It owns the send locks
-// (one per address) and, under its own lock, what this process knows of
-// sending: background resends running, sent marks, sends not yet
-// recorded.
+// (one per address), the sent marks (their own lock) and, under its own
+// lock, the background resends running.
 type outbox struct {
 	st       store.Store
 	log      *slog.Logger
@@ -33,13 +32,11 @@ type outbox struct {
 	policy   sendPolicies
 	send     keyedLocks // per address key
 
-	mu              sync.Mutex
-	resending       map[string]bool  // address keys with a background resend running
-	redelivering    map[string]bool  // address keys being redelivered → asked again meanwhile
-	sentNotRecorded map[int64]string // delivery id → platform message id: sent, its record failed
-	sentUpTo        map[string]int64 // address key → the highest delivery id this process sent there
-	sentFloor       int64            // the highest mark dropped from sentUpTo, standing for every address without one
-	sentMarks       int              // how many addresses sentUpTo keeps
+	sent *sentMarks // what this process sent; own lock
+
+	mu           sync.Mutex
+	resending    map[string]bool // address keys with a background resend running
+	redelivering map[string]bool // address keys being redelivered → asked again meanwhile
 }
 
 // sendPolicies are the outbox's retry series: Config.Send, Resend and
@@ -49,11 +46,9 @@ type sendPolicies struct{ send, resend, rerecord retry.Policy }
 func newOutbox(st store.Store, log *slog.Logger, places *platforms, life *lifecycle, streamed *streamedReplies, policy sendPolicies) *outbox {
 	return &outbox{
 		st: st, log: log, places: places, life: life, streamed: streamed, policy: policy,
-		resending:       map[string]bool{},
-		redelivering:    map[string]bool{},
-		sentNotRecorded: map[int64]string{},
-		sentUpTo:        map[string]int64{},
-		sentMarks:       maxSentMarks,
+		sent:         newSentMarks(maxSentMarks),
+		resending:    map[string]bool{},
+		redelivering: map[string]bool{},
 	}
 }
 
@@ -160,7 +155,7 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 	// pass reads again only when it got a full page.
 	for {
 		pending := known
-		if known == nil || !o.unsentHere(addr.Key(), known) {
+		if known == nil || !o.sent.unsent(addr.Key(), known) {
 			var err error
 			if pending, err = o.st.PendingDeliveries(ctx, addr.Key(), store.DefaultQueueLimit); err != nil {
 				return fmt.Errorf("load pending replies for %s: %w", addr.Key(), err)
@@ -168,9 +163,9 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 		}
 		known = nil
 		for _, d := range pending {
-			if id, ok := o.sentBefore(d.ID); ok {
+			if id, ok := o.sent.before(d.ID); ok {
 				// The service has it; only the record is missing.
-				o.noteSentTo(addr.Key(), d.ID)
+				o.sent.note(addr.Key(), d.ID)
 				if err := o.markSent(ctx, d.ID, id); err != nil {
 					return err
 				}
@@ -187,7 +182,7 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 				// It can never arrive; holding it would block every later
 				// message to this place. It stays in the store, abandoned.
 				o.log.Error("giving up on a message that cannot be delivered", "to", addr.Key(), "err", err)
-				o.noteSentTo(addr.Key(), d.ID)
+				o.sent.note(addr.Key(), d.ID)
 				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 				aerr := o.st.AbandonDelivery(wctx, d.ID, err.Error())
 				cancel()
@@ -199,7 +194,7 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 			if err != nil {
 				return err
 			}
-			o.noteSentTo(addr.Key(), d.ID)
+			o.sent.note(addr.Key(), d.ID)
 			if err := o.markSent(ctx, d.ID, id); err != nil {
 				return err
 			}
@@ -210,56 +205,11 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 	}
 }
 
-// maxSentMarks bounds the addresses whose highest sent delivery is
-// remembered (sentUpTo). Past it, marks are dropped and the highest
-// dropped one stands for every address without a mark: an answer stored
-// below it is sent after reading the outbox, as when something unsent
-// came before it. Delivery ids grow across addresses, so that is only
-// ever too careful.
-const maxSentMarks = 4096
-
-// noteSentTo records that delivery id to key is sent (or given up on) by
-// this process. Called with key's send lock held, in id order: a flush
-// sends an address's deliveries lowest id first and stops at the first it
-// cannot send.
-func (o *outbox) noteSentTo(key string, id int64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, ok := o.sentUpTo[key]; !ok {
-		for k, v := range o.sentUpTo {
-			if len(o.sentUpTo) < o.sentMarks {
-				break
-			}
-			o.sentFloor = max(o.sentFloor, v)
-			delete(o.sentUpTo, k)
-		}
-	}
-	o.sentUpTo[key] = max(o.sentUpTo[key], id)
-}
-
-// unsentHere reports whether ds, just stored for key with nothing unsent
-// before them, are all still unsent: stored unsent, and above everything
-// this process sent to key. Another flush may have sent them meanwhile,
-// lowest id first, so the mark says whether it did.
-func (o *outbox) unsentHere(key string, ds []store.Delivery) bool {
-	o.mu.Lock()
-	upTo := max(o.sentUpTo[key], o.sentFloor)
-	o.mu.Unlock()
-	for i, d := range ds {
-		if !d.SentAt.IsZero() || d.ID <= upTo || i > 0 && d.ID <= ds[i-1].ID {
-			return false
-		}
-	}
-	return true
-}
-
 // markSent records a delivery the service took as sent. Until the store
 // takes the record it is remembered here, so that no flush sends it
 // again, and the record alone is tried again under the Rerecord policy.
 func (o *outbox) markSent(ctx context.Context, deliveryID int64, platformMsgID string) error {
-	o.mu.Lock()
-	o.sentNotRecorded[deliveryID] = platformMsgID
-	o.mu.Unlock()
+	o.sent.notRecorded(deliveryID, platformMsgID)
 	err := retry.Do(ctx, o.policy.rerecord, func(ctx context.Context) error {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 		defer cancel()
@@ -274,19 +224,8 @@ func (o *outbox) markSent(ctx context.Context, deliveryID int64, platformMsgID s
 	if err != nil {
 		return fmt.Errorf("record delivery %d as sent: %w", deliveryID, err)
 	}
-	o.mu.Lock()
-	delete(o.sentNotRecorded, deliveryID)
-	o.mu.Unlock()
+	o.sent.recorded(deliveryID)
 	return nil
-}
-
-// sentBefore is the platform message id of a delivery sent by this run
-// whose record as sent failed; ok is false for any other.
-func (o *outbox) sentBefore(deliveryID int64) (platformMsgID string, ok bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	platformMsgID, ok = o.sentNotRecorded[deliveryID]
-	return platformMsgID, ok
 }
 
 // sendOne sends one delivery under the Send policy, by the class of each
