@@ -227,8 +227,8 @@ func TestAssembleRefusesAHomeItCannotRead(t *testing.T) {
 	}
 }
 
-// Every home written in the README and ARCHITECTURE (placeholders aside)
-// is read by its platform as exactly what is written.
+// Every home written in the README, ARCHITECTURE and DECISIONS
+// (placeholders aside) is read by its platform as exactly what is written.
 func TestDocumentedHomesRead(t *testing.T) {
 	specs := map[string]platform.Spec{}
 	for _, s := range all.Specs() {
@@ -236,7 +236,7 @@ func TestDocumentedHomesRead(t *testing.T) {
 	}
 	key := regexp.MustCompile("[`\"]([a-z]+):(dm|group|thread):[^`\" ]*[`\"]")
 	n := 0
-	for _, doc := range []string{"../../../README.md", "../../../docs/ARCHITECTURE.md"} {
+	for _, doc := range []string{"../../../README.md", "../../../docs/ARCHITECTURE.md", "../../../docs/DECISIONS.md"} {
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
