@@ -35,7 +35,7 @@ func (g *Gateway) command(ctx context.Context, addr platform.Address, line strin
 	if inv.Command.Category == command.CategoryTurn && inv.Command.Name != "approve" && inv.Command.Name != "always" && inv.Command.Name != "deny" {
 		// Only the holder changes the conversation.
 		if sess, err := g.boundSession(ctx, addr); err == nil {
-			if line, ok := g.notHereLine(ctx, sess, addr); ok {
+			if line, _, ok := g.notHereLine(ctx, sess, addr); ok {
 				return line
 			}
 		}

@@ -333,7 +333,8 @@ func (g *Gateway) greet(ctx context.Context, h store.Handoff, sess store.Session
 	if w.err != nil {
 		return fmt.Errorf("write the handoff note: %w", w.err)
 	}
-	if err := g.deliver(ctx, dest, fmt.Sprintf("handoff:%d", h.ID), withNote(w.n, reply)); err != nil {
+	greeting := outgoing{key: fmt.Sprintf("handoff:%d", h.ID), text: withNote(w.n, reply), kind: store.DeliveryGreeting}
+	if err := g.deliverAll(ctx, dest, nil, greeting); err != nil {
 		return fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
 	}
 	g.step(h, "running", "first message delivered", dest.Key())
@@ -447,7 +448,7 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 			// the home chat instead. Stored before the destination is
 			// recorded, so a retry after a crash still finds it to send.
 			notice := fmt.Sprintf("No new thread could be opened for this conversation (%s), so it continues here in this chat.", platform.OneLine(noThread))
-			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice, Kind: store.DeliveryNotice}); err != nil {
 				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
 			}
 			g.step(h, "running", fmt.Sprintf("could not open a thread in %s (%s); continuing in the home chat", g.placeName(h.Platform), platform.OneLine(noThread)), dest.Key())
@@ -467,7 +468,7 @@ func (g *Gateway) destination(ctx context.Context, h store.Handoff, sess store.S
 		if old, err := g.st.GetSession(ctx, b.SessionID); err == nil && old.Open() {
 			notice := fmt.Sprintf("This chat now continues %s. It was on %s until now; to go back, type /resume %s.",
 				describe(sess), describe(old), shortID(old.ID))
-			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:notice:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+			if _, err := g.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:notice:part:0", h.ID), AddressKey: dest.Key(), Text: notice, Kind: store.DeliveryNotice}); err != nil {
 				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
 			}
 		}

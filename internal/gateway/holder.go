@@ -39,15 +39,16 @@ func (g *Gateway) leaving(ctx context.Context, sess store.Session, addr platform
 }
 
 // notHereLine is the one line a place answers with instead of a turn,
-// and ok, when sess is held elsewhere or on its way out of addr.
-func (g *Gateway) notHereLine(ctx context.Context, sess store.Session, addr platform.Address) (line string, ok bool) {
+// the place it names (where the session is, or is going), and ok, when
+// sess is held elsewhere or on its way out of addr.
+func (g *Gateway) notHereLine(ctx context.Context, sess store.Session, addr platform.Address) (line, where string, ok bool) {
 	if sess.HeldElsewhere(addr.Key()) {
-		return g.whereLine(sess), true
+		return g.whereLine(sess), g.holderName(sess.Holder), true
 	}
 	if h, leaving := g.leaving(ctx, sess, addr); leaving {
-		return place.OnItsWay(g.placeName(h.Platform)), true
+		return place.OnItsWay(g.placeName(h.Platform)), g.placeName(h.Platform), true
 	}
-	return "", false
+	return "", "", false
 }
 
 // whereLine is the one line a place not holding sess answers with.
@@ -61,10 +62,11 @@ func (g *Gateway) holderName(key string) string {
 }
 
 // park keeps a message that reached sess from a place not holding it (or
-// that it is leaving) and tells that place, in line, where it is.
-func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbound, sess store.Session, line string) error {
+// that it is leaving) and tells that place, in line, where it is (where).
+func (g *Gateway) park(ctx context.Context, addr platform.Address, in store.Inbound, sess store.Session, line, where string) error {
 	// Its own delivery key: the message's answer, once it runs, is "in:ID".
-	if err := g.deliver(ctx, addr, fmt.Sprintf("in:%d:where", in.ID), line); errors.Is(err, errNotRecorded) {
+	told := outgoing{key: fmt.Sprintf("in:%d:where", in.ID), text: line, kind: store.DeliveryElsewhere, data: store.DeliveryData{Place: where}}
+	if err := g.deliverAll(ctx, addr, nil, told); errors.Is(err, errNotRecorded) {
 		return err
 	} else if err != nil {
 		g.log.Error("deliver where the conversation is", "to", addr.Key(), "err", err)
@@ -199,8 +201,8 @@ func (g *Gateway) moved(ctx context.Context, h store.Handoff, before string, des
 	if before != "" && before != dest.Key() && !toldByOutcome {
 		// A chat that asked to move is told by tellOutcome instead.
 		if old, err := platform.ParseKey(before); err == nil && g.adapters[old.Platform] != nil {
-			text := place.Left(g.placeName(dest.Platform))
-			if err := g.deliver(ctx, old, fmt.Sprintf("handoff:%d:left", h.ID), text); err != nil {
+			left := outgoing{key: fmt.Sprintf("handoff:%d:left", h.ID), text: place.Left(g.placeName(dest.Platform)), kind: store.DeliveryNotice}
+			if err := g.deliverAll(ctx, old, nil, left); err != nil {
 				g.log.Warn("tell the place a session left", "at", before, "err", err)
 			}
 		}

@@ -220,8 +220,8 @@ func (g *Gateway) handleOnce(ctx context.Context, in *store.Inbound, fresh bool)
 		g.log.Error("find session", "at", addr.Key(), "err", err)
 		return g.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error(), "")
 	}
-	if line, ok := g.notHereLine(ctx, sess, addr); ok && !g.arriving(ctx, sess, addr) {
-		return g.park(ctx, addr, *in, sess, line)
+	if line, where, ok := g.notHereLine(ctx, sess, addr); ok && !g.arriving(ctx, sess, addr) {
+		return g.park(ctx, addr, *in, sess, line, where)
 	}
 	if in.PlatformMsgID != "" && !fresh {
 		// Stored by an earlier run or try that stopped mid-turn: never
