@@ -3,15 +3,19 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // What the page shows as an approval question or an elsewhere line comes
@@ -75,4 +79,47 @@ func TestPageIsToldAQuestionExpired(t *testing.T) {
 		t.Errorf("the expiry is shown as %v", n)
 	}
 	pg.await("the answer", isMsg("Did without."))
+}
+
+// A handoff's greeting is stored as one, and the line a place gets when
+// what it said is kept is stored as an elsewhere line naming the place
+// the conversation is going: the page marks it so from the kind.
+func TestDeliveriesAreStoredWithTheirKind(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	sess := r.terminalSession(t)
+	pg := r.openPage(t)
+	ctx := context.Background()
+
+	r.model.Push(llmtest.Reply{Text: "Hello from the web."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := r.client.Watch(ctx, h.ID, func(control.Progress) {})
+	if err != nil || final.State != "completed" {
+		t.Fatalf("handoff %+v, %v", final, err)
+	}
+	pg.await("the greeting", isMsg("Hello from the web."))
+	d, err := r.st.DeliveryByKey(ctx, fmt.Sprintf("handoff:%d:part:0", h.ID))
+	if err != nil || d.Kind != store.DeliveryGreeting {
+		t.Errorf("the greeting is stored as %q (%v)", d.Kind, err)
+	}
+
+	key := final.Destination
+	pg.send(map[string]any{"type": "say", "key": key, "text": "/handoff cli", "id": "d1"})
+	pg.await("the handoff", isMsg("Handing off to the terminal."))
+	pg.send(map[string]any{"type": "say", "key": key, "text": "one more thing", "id": "d2"})
+	line := pg.await("the line", isMsg("This conversation is on its way to the terminal"))
+	if line["elsewhere"] != true {
+		t.Errorf("the line is not marked: %v", line)
+	}
+	var parked []store.Inbound
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		parked, _ = r.st.Parked(ctx, key)
+		return len(parked) == 1
+	}, "the message to be kept")
+	d, err = r.st.DeliveryByKey(ctx, fmt.Sprintf("in:%d:where:part:0", parked[0].ID))
+	if err != nil || d.Kind != store.DeliveryElsewhere || d.Data.Place != "the terminal" {
+		t.Errorf("the line is stored as %q %+v (%v)", d.Kind, d.Data, err)
+	}
 }
