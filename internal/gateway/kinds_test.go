@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/gateway/control"
@@ -122,4 +125,73 @@ func TestDeliveriesAreStoredWithTheirKind(t *testing.T) {
 	if err != nil || d.Kind != store.DeliveryElsewhere || d.Data.Place != "the terminal" {
 		t.Errorf("the line is stored as %q %+v (%v)", d.Kind, d.Data, err)
 	}
+}
+
+// shortChat is a chat service whose messages are short and which tells
+// kinds apart: it records every message as sent.
+type shortChat struct {
+	recv chan platform.Receiver
+	mu   sync.Mutex
+	sent []platform.Message
+}
+
+func (c *shortChat) Name() string { return "short" }
+func (c *shortChat) Run(ctx context.Context, r platform.Receiver) error {
+	r.Live()
+	c.recv <- r
+	<-ctx.Done()
+	return nil
+}
+func (c *shortChat) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	return c.SendMessage(ctx, to, platform.Message{Text: text})
+}
+func (c *shortChat) SendMessage(_ context.Context, _ platform.Address, m platform.Message) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = append(c.sent, m)
+	return fmt.Sprint(len(c.sent)), nil
+}
+func (c *shortChat) MaxMessageLen() int      { return 40 }
+func (c *shortChat) MessageLen(s string) int { return utf8.RuneCountInString(s) }
+func (c *shortChat) messages() []platform.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sent)
+}
+
+// A question too long for one message is sent in parts, and is a
+// question once, at its end, with its data whole.
+func TestSplitQuestionIsAQuestionOnce(t *testing.T) {
+	var runs atomic.Int32
+	chat := &shortChat{recv: make(chan platform.Receiver, 1)}
+	r := newRig(t, rigOpts{tools: touchTool(t, &runs), extra: []platform.Adapter{chat}, owners: map[string][]string{"short": {"42"}}})
+	r.waitLive(t, "short")
+	recv := testutil.Receive(t, chat.recv, "the adapter to run")
+	at := platform.Address{Platform: "short", Kind: platform.DM, Chat: "42"}
+	say := func(id, text string) {
+		t.Helper()
+		if err := recv.Receive(context.Background(), platform.Event{At: at, SenderID: "42", Text: text, ID: id, Time: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.model.Push(llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "touch", Args: `{}`}}}, llmtest.Reply{Text: "Touched it."})
+	say("s1", "touch the notes")
+	var sent []platform.Message
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		sent = chat.messages()
+		return len(sent) > 0 && sent[len(sent)-1].Kind == platform.MessageApproval
+	}, "the question")
+	if len(sent) < 2 {
+		t.Fatalf("the question went in %d parts, want it split", len(sent))
+	}
+	for _, m := range sent[:len(sent)-1] {
+		if m.Kind != "" {
+			t.Errorf("a part before the last is a %q", m.Kind)
+		}
+	}
+	if q := sent[len(sent)-1].Approval; q.Tool != "touch" || q.Subject != "notes.txt" || len(q.Choices) != 3 || q.Expires.IsZero() {
+		t.Errorf("the question's data %+v", q)
+	}
+	say("s2", "/approve")
+	testutil.Eventually(t, testutil.Patience, func() bool { return runs.Load() == 1 }, "the tool to run")
 }
