@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/baton-agent/baton/internal/platform"
 )
 
 // Scope says where a command can be used. It is a bit set.
@@ -173,11 +175,13 @@ func builtin() []Command {
 		{Name: "sethome", Category: CategoryPlaces, Scope: Chat, Arity: NoArgs, NotOn: []string{"web"},
 			Description: "make this chat the place handoffs to this platform land"},
 		// In a chat, a tool that needs approval asks there; these answer it.
-		{Name: "approve", Aliases: []string{"yes", "once"}, Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
+		// Their words are the kit's, so a place that shows an answer (the
+		// web page) reads them as the gateway does.
+		{Name: platform.AnswerApprove, Aliases: platform.ApprovalAliases(platform.AnswerApprove), Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
 			Description: "let the tool the agent asked about run, this once"},
-		{Name: "always", Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
+		{Name: platform.AnswerAlways, Aliases: platform.ApprovalAliases(platform.AnswerAlways), Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
 			Description: "let it run, and exactly the same call again in this session"},
-		{Name: "deny", Aliases: []string{"no"}, Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
+		{Name: platform.AnswerDeny, Aliases: platform.ApprovalAliases(platform.AnswerDeny), Category: CategoryTurn, Scope: Chat, Arity: NoArgs,
 			Description: "do not let it run"},
 		{Name: "pairing", Category: CategoryPlaces, Scope: Chat, Arity: OptionalArgs, Args: "[list | approve CODE | deny CODE]", NotOn: []string{"web"},
 			Description: "see who asked to talk to baton, and let them in or not"},

@@ -2,8 +2,11 @@ package command
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/platform"
 )
 
 func TestParse(t *testing.T) {
@@ -183,5 +186,23 @@ func TestComplete(t *testing.T) {
 	}
 	if got := r.Complete("/", Terminal); len(got) < 11 {
 		t.Errorf("Complete(/) = %v", got)
+	}
+}
+
+// The kit's reading of an answer to an approval question (used by places
+// that show who answered) agrees with the registry's.
+func TestApprovalAnswersAgreeWithTheKit(t *testing.T) {
+	r := Default()
+	for _, line := range []string{
+		"/approve", "/yes", "/once", "/always", "/deny", "/no", "/APPROVE", " /Yes \n", "/approve now", "/yes\tplease",
+		"approve", "//approve", "/", "/approved", "/handoff", "/help", "/ap", "/new", "/no!",
+	} {
+		want := ""
+		if inv, err := r.Parse(line, Chat); err == nil && slices.Contains(platform.ApprovalAnswers(), inv.Command.Name) {
+			want = inv.Command.Name
+		}
+		if got, _ := platform.ApprovalAnswer(line); got != want {
+			t.Errorf("%q: the kit reads %q, the registry %q", line, got, want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/store"
 )
 
 // approvals are questions put to the person in a chat, waiting for
@@ -80,11 +81,12 @@ func (a *approvals) ask(ctx context.Context, req agent.ApprovalRequest) (agent.D
 	if subject == "" {
 		subject = string(req.Arguments)
 	}
-	question := platform.ApprovalQuestion(req.Tool, subject)
 	// Each question is its own delivery: call ids come from the model and
 	// repeat across turns ("call_1"), so they cannot key it.
 	key := fmt.Sprintf("approval:%s:%s:%d", req.SessionID, req.CallID, time.Now().UnixNano())
-	if err := a.out.deliver(ctx, addr, key, question); err != nil {
+	question := outgoing{key: key, text: platform.ApprovalQuestion(req.Tool, subject), kind: store.DeliveryApproval,
+		data: store.DeliveryData{Tool: req.Tool, Subject: subject, Choices: platform.ApprovalAnswers(), Expires: time.Now().Add(a.timeout)}}
+	if err := a.out.deliverAll(ctx, addr, nil, question); err != nil {
 		if !questionWaits(err) {
 			return agent.Deny, err
 		}
@@ -100,8 +102,9 @@ func (a *approvals) ask(ctx context.Context, req agent.ApprovalRequest) (agent.D
 	case <-timeout.C:
 		// Nobody answered (a closed tab, a phone in a pocket): deny, so the
 		// conversation is not held forever, and say so.
-		note := platform.ApprovalExpired(req.Tool, a.timeout)
-		if err := a.out.deliver(ctx, addr, key+":timeout", note); err != nil {
+		note := outgoing{key: key + ":timeout", text: platform.ApprovalExpired(req.Tool, a.timeout),
+			kind: store.DeliveryApprovalExpired, data: store.DeliveryData{Tool: req.Tool}}
+		if err := a.out.deliverAll(ctx, addr, nil, note); err != nil {
 			a.log.Warn("tell of an approval timeout", "err", err)
 		}
 		return agent.Deny, nil

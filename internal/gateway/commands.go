@@ -34,7 +34,7 @@ func (r *router) command(ctx context.Context, addr platform.Address, line string
 	if inv.Command.Category == command.CategoryTurn && inv.Command.Name != "approve" && inv.Command.Name != "always" && inv.Command.Name != "deny" {
 		// Only the holder changes the conversation.
 		if sess, err := r.boundSession(ctx, addr); err == nil {
-			if line, ok := r.notHereLine(ctx, sess, addr); ok {
+			if line, _, ok := r.notHereLine(ctx, sess, addr); ok {
 				return line
 			}
 		}

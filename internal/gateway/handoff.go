@@ -360,7 +360,8 @@ func (w *handoffWorker) greet(ctx context.Context, h store.Handoff, sess store.S
 	if note.err != nil {
 		return fmt.Errorf("write the handoff note: %w", note.err)
 	}
-	if err := w.out.deliver(ctx, dest, handoffKey(h.ID), withNote(note.n, reply)); err != nil {
+	greeting := outgoing{key: handoffKey(h.ID), text: withNote(note.n, reply), kind: store.DeliveryGreeting}
+	if err := w.out.deliverAll(ctx, dest, nil, greeting); err != nil {
 		return fmt.Errorf("deliver the first message to %s: %w", dest.Key(), err)
 	}
 	w.step(h, "running", "first message delivered", dest.Key())
@@ -476,7 +477,7 @@ func (w *handoffWorker) destination(ctx context.Context, h store.Handoff, sess s
 			// the home chat instead. Stored before the destination is
 			// recorded, so a retry after a crash still finds it to send.
 			notice := fmt.Sprintf("No new thread could be opened for this conversation (%s), so it continues here in this chat.", platform.OneLine(noThread))
-			if _, err := w.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+			if _, err := w.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:nothread:part:0", h.ID), AddressKey: dest.Key(), Text: notice, Kind: store.DeliveryNotice}); err != nil {
 				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
 			}
 			w.step(h, "running", fmt.Sprintf("could not open a thread in %s (%s); continuing in the home chat", w.places.placeName(h.Platform), platform.OneLine(noThread)), dest.Key())
@@ -496,7 +497,7 @@ func (w *handoffWorker) destination(ctx context.Context, h store.Handoff, sess s
 		if old, err := w.st.GetSession(ctx, b.SessionID); err == nil && old.Open() {
 			notice := fmt.Sprintf("This chat now continues %s. It was on %s until now; to go back, type /resume %s.",
 				describe(sess), describe(old), shortID(old.ID))
-			if _, err := w.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:notice:part:0", h.ID), AddressKey: dest.Key(), Text: notice}); err != nil {
+			if _, err := w.st.EnqueueDeliveries(ctx, store.Delivery{Key: fmt.Sprintf("handoff:%d:notice:part:0", h.ID), AddressKey: dest.Key(), Text: notice, Kind: store.DeliveryNotice}); err != nil {
 				return dest, "", fmt.Errorf("store the notice for %s: %w", dest.Key(), err)
 			}
 		}
@@ -685,8 +686,8 @@ func (w *handoffWorker) moved(ctx context.Context, h store.Handoff, before strin
 	if before != "" && before != dest.Key() && !toldByOutcome {
 		// A chat that asked to move is told by tellOutcome instead.
 		if old, err := platform.ParseKey(before); err == nil && w.runs(old.Platform) {
-			text := place.Left(w.places.placeName(dest.Platform))
-			if err := w.out.deliver(ctx, old, fmt.Sprintf("handoff:%d:left", h.ID), text); err != nil {
+			left := outgoing{key: handoffKey(h.ID) + ":left", text: place.Left(w.places.placeName(dest.Platform)), kind: store.DeliveryNotice}
+			if err := w.out.deliverAll(ctx, old, nil, left); err != nil {
 				w.log.Warn("tell the place a session left", "at", before, "err", err)
 			}
 		}

@@ -19,15 +19,16 @@ import (
 // along when /continue brings the session there.
 
 // notHereLine is the one line a place answers with instead of a turn,
-// and ok, when sess is held elsewhere or on its way out of addr.
-func (r *router) notHereLine(ctx context.Context, sess store.Session, addr platform.Address) (line string, ok bool) {
+// the place it names (where the session is, or is going), and ok, when
+// sess is held elsewhere or on its way out of addr.
+func (r *router) notHereLine(ctx context.Context, sess store.Session, addr platform.Address) (line, where string, ok bool) {
 	if sess.HeldElsewhere(addr.Key()) {
-		return r.whereLine(sess), true
+		return r.whereLine(sess), r.places.holderName(sess.Holder), true
 	}
 	if h, leaving := r.worker.leaving(ctx, sess, addr); leaving {
-		return place.OnItsWay(r.places.placeName(h.Platform)), true
+		return place.OnItsWay(r.places.placeName(h.Platform)), r.places.placeName(h.Platform), true
 	}
-	return "", false
+	return "", "", false
 }
 
 // whereLine is the one line a place not holding sess answers with.
@@ -36,10 +37,11 @@ func (r *router) whereLine(sess store.Session) string {
 }
 
 // park keeps a message that reached sess from a place not holding it (or
-// that it is leaving) and tells that place, in line, where it is.
-func (r *router) park(ctx context.Context, addr platform.Address, in store.Inbound, sess store.Session, line string) error {
+// that it is leaving) and tells that place, in line, where it is (where).
+func (r *router) park(ctx context.Context, addr platform.Address, in store.Inbound, sess store.Session, line, where string) error {
 	// Its own delivery key: the message's answer, once it runs, is "in:ID".
-	if err := r.out.deliver(ctx, addr, fmt.Sprintf("in:%d:where", in.ID), line); errors.Is(err, errNotRecorded) {
+	told := outgoing{key: inKey(in.ID) + ":where", text: line, kind: store.DeliveryElsewhere, data: store.DeliveryData{Place: where}}
+	if err := r.out.deliverAll(ctx, addr, nil, told); errors.Is(err, errNotRecorded) {
 		return err
 	} else if err != nil {
 		r.log.Error("deliver where the conversation is", "to", addr.Key(), "err", err)

@@ -163,8 +163,8 @@ func (r *router) handleOnce(ctx context.Context, in *store.Inbound, fresh bool) 
 		r.log.Error("find session", "at", addr.Key(), "err", err)
 		return r.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error(), "")
 	}
-	if line, ok := r.notHereLine(ctx, sess, addr); ok && !r.worker.arriving(ctx, sess, addr) {
-		return r.park(ctx, addr, *in, sess, line)
+	if line, where, ok := r.notHereLine(ctx, sess, addr); ok && !r.worker.arriving(ctx, sess, addr) {
+		return r.park(ctx, addr, *in, sess, line, where)
 	}
 	if in.PlatformMsgID != "" && !fresh {
 		// Stored by an earlier run or try that stopped mid-turn: never

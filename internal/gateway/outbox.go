@@ -60,8 +60,13 @@ func (o *outbox) deliver(ctx context.Context, addr platform.Address, key, text s
 	return o.deliverAll(ctx, addr, nil, outgoing{key: key, text: text})
 }
 
-// outgoing is a message to deliver and its outbox key.
-type outgoing struct{ key, text string }
+// outgoing is a message to deliver and its outbox key; kind and data say
+// what it is beyond its text (store.Delivery).
+type outgoing struct {
+	key, text string
+	kind      store.DeliveryKind
+	data      store.DeliveryData
+}
 
 // deliverAll is deliver for several messages, stored in one write. With
 // in, the write also marks that inbound event done (its answer is in the
@@ -86,6 +91,10 @@ func (o *outbox) deliverAll(ctx context.Context, addr platform.Address, in *stor
 		}
 		for i, p := range parts {
 			d := store.Delivery{Key: partKey(m.key, i), AddressKey: addr.Key(), Text: p}
+			if i == len(parts)-1 {
+				// A message split in parts is what it is once, at its end.
+				d.Kind, d.Data = m.kind, m.data
+			}
 			if i < len(ids) {
 				d.PlatformMsgID = ids[i]
 			}
@@ -244,7 +253,7 @@ func (o *outbox) sendOne(ctx context.Context, a platform.Adapter, addr platform.
 	// a repeat (the web page) shows it once.
 	ctx = platform.WithDeliveryKey(ctx, d.Key)
 	id, err := retry.Value(ctx, o.policy.send, func(ctx context.Context) (string, error) {
-		id, err := a.Send(ctx, addr, d.Text)
+		id, err := sendDelivery(ctx, a, addr, d)
 		if err == nil {
 			return id, nil
 		}
@@ -267,6 +276,37 @@ func (o *outbox) sendOne(ctx context.Context, a platform.Adapter, addr platform.
 		return "", fmt.Errorf("send to %s: %w", addr.Key(), err)
 	}
 	return id, nil
+}
+
+// sendDelivery sends d in one try: with its kind to an adapter that tells
+// kinds apart (platform.MessageSender), else its text.
+func sendDelivery(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
+	ms, ok := a.(platform.MessageSender)
+	if !ok {
+		return a.Send(ctx, addr, d.Text)
+	}
+	return ms.SendMessage(ctx, addr, platform.Message{
+		Text: d.Text, Kind: messageKind(d.Kind), Place: d.Data.Place,
+		Approval: platform.Approval{Tool: d.Data.Tool, Subject: d.Data.Subject, Choices: d.Data.Choices, Expires: d.Data.Expires},
+	})
+}
+
+// messageKind is the platform's name of a stored delivery's kind; one it
+// does not know is sent as an answer.
+func messageKind(k store.DeliveryKind) platform.MessageKind {
+	switch k {
+	case store.DeliveryApproval:
+		return platform.MessageApproval
+	case store.DeliveryApprovalExpired:
+		return platform.MessageApprovalExpired
+	case store.DeliveryElsewhere:
+		return platform.MessageElsewhere
+	case store.DeliveryGreeting:
+		return platform.MessageGreeting
+	case store.DeliveryNotice:
+		return platform.MessageNotice
+	}
+	return ""
 }
 
 // resend sends what waits for addr in the background, with the Resend

@@ -48,13 +48,6 @@ func Elsewhere(holder string, since, now time.Time) string {
 	return fmt.Sprintf("This conversation is in %s now, since %s. /continue to bring it here.", holder, Moment(since, now))
 }
 
-// IsElsewhere reports whether text is an Elsewhere or OnItsWay line, for a
-// place that marks what was typed there meanwhile as kept.
-func IsElsewhere(text string) bool {
-	return strings.HasPrefix(text, "This conversation is in ") && strings.HasSuffix(text, ". /continue to bring it here.") ||
-		strings.HasPrefix(text, "This conversation is on its way to ") && strings.HasSuffix(text, " until /continue brings it back.")
-}
-
 // Left tells the place a conversation left where it went.
 func Left(to string) string {
 	return fmt.Sprintf("This conversation continues in %s now. /continue to bring it back here.", to)

@@ -41,21 +41,3 @@ func TestName(t *testing.T) {
 		}
 	}
 }
-
-// A place tells an Elsewhere line from its other lines.
-func TestIsElsewhere(t *testing.T) {
-	now := time.Now()
-	for text, want := range map[string]bool{
-		place.Elsewhere("Telegram", now, now):               true,
-		place.Elsewhere("the terminal", time.Time{}, now):   true,
-		place.OnItsWay("the terminal"):                      true,
-		place.Left("Telegram"):                              false,
-		place.Here("session ab12", now, now):                false,
-		"This conversation is in good hands, thank you.":    false,
-		"Nothing is waiting. /continue to bring it here ok": false,
-	} {
-		if got := place.IsElsewhere(text); got != want {
-			t.Errorf("IsElsewhere(%q) = %v, want %v", text, got, want)
-		}
-	}
-}

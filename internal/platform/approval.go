@@ -2,62 +2,69 @@ package platform
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 )
 
-// An approval question is sent as an ordinary message, so every service
-// shows it; these functions keep its wording in one place, so a place
-// with buttons (the web page) can recognise it and offer them instead.
+// An approval question is sent as a message of kind MessageApproval: its
+// text words it for every service, and its data (Message.Approval) lets a
+// place with buttons (the web page) offer the answers instead. Nothing
+// reads the question back from its words.
 
+// The answers to an approval question, each typed as a slash command.
 const (
-	approvalLead = "May I run **"
-	approvalTail = "\nReply /approve (this once), /always (exactly this, for this session) or /deny."
-	expiredLead  = "No answer within "
-	expiredMid   = ", so "
-	expiredTail  = " did not run. Ask again when you are back."
+	AnswerApprove = "approve" // this once
+	AnswerAlways  = "always"  // exactly this call, for the rest of the session
+	AnswerDeny    = "deny"
 )
 
-// ApprovalQuestion asks the person whether tool may run on subject (a
-// command line, a path, or the call's arguments).
+// ApprovalAnswers are the answers to an approval question, in the order
+// they are offered.
+func ApprovalAnswers() []string { return []string{AnswerApprove, AnswerAlways, AnswerDeny} }
+
+// ApprovalAliases are the other words that give answer ("/yes" approves).
+// The command registry names its commands so, and ApprovalAnswer reads
+// them, so a place that shows who answered agrees with the gateway.
+func ApprovalAliases(answer string) []string {
+	switch answer {
+	case AnswerApprove:
+		return []string{"yes", "once"}
+	case AnswerDeny:
+		return []string{"no"}
+	}
+	return nil
+}
+
+// ApprovalAnswer is the answer a typed line gives to an approval question
+// ("/approve", "/Yes", " /no "), as the gateway's command parser reads it;
+// ok is false for anything else (arguments after it included).
+func ApprovalAnswer(text string) (answer string, ok bool) {
+	name, ok := strings.CutPrefix(strings.TrimSpace(text), "/")
+	if !ok || name == "" || strings.ContainsFunc(name, unicode.IsSpace) {
+		return "", false
+	}
+	name = strings.ToLower(name)
+	for _, a := range ApprovalAnswers() {
+		if name == a || slices.Contains(ApprovalAliases(a), name) {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+const approvalTail = "\nReply /approve (this once), /always (exactly this, for this session) or /deny."
+
+// ApprovalQuestion words the question whether tool may run on subject (a
+// command line, a path, or the call's arguments), for a place that shows
+// text.
 func ApprovalQuestion(tool, subject string) string {
-	return fmt.Sprintf("%s%s**?\n```\n%s\n```%s", approvalLead, tool, subject, approvalTail)
+	return fmt.Sprintf("May I run **%s**?\n```\n%s\n```%s", tool, subject, approvalTail)
 }
 
-// ParseApprovalQuestion recognises an ApprovalQuestion.
-func ParseApprovalQuestion(text string) (tool, subject string, ok bool) {
-	rest, ok := strings.CutPrefix(text, approvalLead)
-	if !ok {
-		return "", "", false
-	}
-	rest, ok = strings.CutSuffix(rest, approvalTail)
-	if !ok {
-		return "", "", false
-	}
-	tool, rest, ok = strings.Cut(rest, "**?\n```\n")
-	if !ok {
-		return "", "", false
-	}
-	subject, ok = strings.CutSuffix(rest, "\n```")
-	return tool, subject, ok
-}
-
-// ApprovalExpired tells that nobody answered the question about tool
-// within after, so it did not run.
+// ApprovalExpired words the note that nobody answered the question about
+// tool within after, so it did not run.
 func ApprovalExpired(tool string, after time.Duration) string {
-	return expiredLead + after.String() + expiredMid + tool + expiredTail
-}
-
-// ParseApprovalExpired recognises an ApprovalExpired note.
-func ParseApprovalExpired(text string) (tool string, ok bool) {
-	rest, ok := strings.CutPrefix(text, expiredLead)
-	if !ok {
-		return "", false
-	}
-	rest, ok = strings.CutSuffix(rest, expiredTail)
-	if !ok {
-		return "", false
-	}
-	_, tool, ok = strings.Cut(rest, expiredMid)
-	return tool, ok
+	return "No answer within " + after.String() + ", so " + tool + " did not run. Ask again when you are back."
 }

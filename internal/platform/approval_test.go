@@ -1,32 +1,32 @@
 package platform
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
 
-func TestApprovalWordsRoundTrip(t *testing.T) {
-	for _, c := range []struct{ tool, subject string }{
-		{"shell", "rm -rf build"},
-		{"write_file", "a/b.txt"},
-		{"shell", "printf '**?\\n```\\n'\nsecond line"}, // the markers inside the subject
+func TestApprovalAnswer(t *testing.T) {
+	for text, want := range map[string]string{
+		"/approve": AnswerApprove, "/Yes": AnswerApprove, " /once\n": AnswerApprove,
+		"/always": AnswerAlways, "/deny": AnswerDeny, "/NO": AnswerDeny,
+		"/approve now": "", "approve": "", "//approve": "", "/": "", "/approved": "", "/yes\tplease": "", "/handoff": "",
 	} {
-		q := ApprovalQuestion(c.tool, c.subject)
-		tool, subject, ok := ParseApprovalQuestion(q)
-		if !ok || tool != c.tool || subject != c.subject {
-			t.Errorf("ParseApprovalQuestion(%q) = %q %q %v", q, tool, subject, ok)
+		got, ok := ApprovalAnswer(text)
+		if got != want || ok != (want != "") {
+			t.Errorf("ApprovalAnswer(%q) = %q %v, want %q", text, got, ok, want)
 		}
 	}
-	for _, text := range []string{"May I run **shell**? please", "hello", ApprovalExpired("shell", time.Minute)} {
-		if _, _, ok := ParseApprovalQuestion(text); ok {
-			t.Errorf("%q taken for a question", text)
+}
+
+func TestApprovalWording(t *testing.T) {
+	q := ApprovalQuestion("shell", "rm -rf build")
+	for _, a := range ApprovalAnswers() {
+		if !strings.Contains(q, "/"+a) {
+			t.Errorf("the question %q does not offer /%s", q, a)
 		}
 	}
-	note := ApprovalExpired("shell", 10*time.Minute)
-	if tool, ok := ParseApprovalExpired(note); !ok || tool != "shell" {
-		t.Errorf("ParseApprovalExpired(%q) = %q %v", note, tool, ok)
-	}
-	if _, ok := ParseApprovalExpired(ApprovalQuestion("shell", "ls")); ok {
-		t.Error("a question taken for an expiry")
+	if n := ApprovalExpired("shell", 10*time.Minute); !strings.Contains(n, "shell") || !strings.Contains(n, "10m0s") {
+		t.Errorf("expired note %q", n)
 	}
 }

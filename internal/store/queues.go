@@ -37,6 +37,44 @@ type Delivery struct {
 	// there as it was written), if any.
 	PlatformMsgID string
 	Abandoned     bool // given up on: SentAt is when, LastError why
+	// Kind says what the delivery is beyond its text, and Data what that
+	// kind carries, so a place that shows it better (an approval
+	// question as buttons) does so from them, never from the wording.
+	Kind DeliveryKind
+	Data DeliveryData
+}
+
+// DeliveryKind says what a delivery is. The empty kind is an ordinary
+// answer.
+type DeliveryKind string
+
+// Delivery kinds.
+const (
+	// DeliveryApproval asks whether a tool may run (Data: Tool, Subject,
+	// Choices, Expires).
+	DeliveryApproval DeliveryKind = "approval"
+	// DeliveryApprovalExpired tells that nobody answered an approval
+	// question in time, so the tool did not run (Data: Tool).
+	DeliveryApprovalExpired DeliveryKind = "approval-expired"
+	// DeliveryElsewhere tells a place that the conversation is held in
+	// another place (Data: Place), or on its way there: what is said
+	// here meanwhile is kept.
+	DeliveryElsewhere DeliveryKind = "elsewhere"
+	// DeliveryGreeting is a handoff's first message at its destination.
+	DeliveryGreeting DeliveryKind = "greeting"
+	// DeliveryNotice is something baton tells about the conversation (it
+	// moved, a handoff could not open a thread).
+	DeliveryNotice DeliveryKind = "notice"
+)
+
+// DeliveryData is what a delivery's kind carries beyond its text; each
+// kind uses the fields its constant names. Stored as JSON text.
+type DeliveryData struct {
+	Tool    string    `json:"tool,omitempty"`    // the tool an approval question is about
+	Subject string    `json:"subject,omitempty"` // what the call acts on: a command line, a path, its arguments
+	Choices []string  `json:"choices,omitempty"` // the answers offered, as commands without the slash
+	Expires time.Time `json:"expires,omitzero"`  // when an unanswered question is denied
+	Place   string    `json:"place,omitempty"`   // the place holding the conversation, as people name it
 }
 
 // Inbox stores inbound events until they have been handled.

@@ -259,7 +259,7 @@ func approvalButtons(t *testing.T, tab context.Context, w size) {
 	ctx := t.Context()
 	store.add(Home.Key(), Line{Role: "user", Text: "clean up", Time: time.Now()},
 		Line{Role: "tool", Tool: "shell", Call: "call", CallID: "c1", Detail: `{"command":"rm -rf build"}`, Time: time.Now()})
-	if _, err := c.a.Send(ctx, Home, platform.ApprovalQuestion("shell", "rm -rf build")); err != nil {
+	if _, err := c.a.SendMessage(ctx, Home, question("shell", "rm -rf build")); err != nil {
 		t.Fatal(err)
 	}
 	c.poll(t, "the question", `document.querySelectorAll('li.approval[data-state="pending"] button').length === 3`)
@@ -288,7 +288,7 @@ func approvalButtons(t *testing.T, tab context.Context, w size) {
 	}
 
 	// An answer typed instead of pressed answers the card too.
-	if _, err := c.a.Send(ctx, Home, platform.ApprovalQuestion("shell", "make deploy")); err != nil {
+	if _, err := c.a.SendMessage(ctx, Home, question("shell", "make deploy")); err != nil {
 		t.Fatal(err)
 	}
 	c.poll(t, "the second question", `document.querySelectorAll('li.approval[data-state="pending"]').length === 1`)
@@ -299,11 +299,11 @@ func approvalButtons(t *testing.T, tab context.Context, w size) {
 	c.poll(t, "the typed answer shown", `!document.querySelector('li.approval[data-state="pending"]') && !!document.querySelector('li.approval[data-state="deny"]')`)
 
 	// A question nobody answered in time is not left waiting.
-	if _, err := c.a.Send(ctx, Home, platform.ApprovalQuestion("shell", "make test")); err != nil {
+	if _, err := c.a.SendMessage(ctx, Home, question("shell", "make test")); err != nil {
 		t.Fatal(err)
 	}
 	c.poll(t, "the third question", `document.querySelectorAll('li.approval[data-state="pending"]').length === 1`)
-	if _, err := c.a.Send(ctx, Home, platform.ApprovalExpired("shell", time.Minute)); err != nil {
+	if _, err := c.a.SendMessage(ctx, Home, expired("shell", time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	c.poll(t, "the expired question", `!document.querySelector('li.approval[data-state="pending"]') && !!document.querySelector('li.approval[data-state="expired"]')`)
@@ -611,7 +611,7 @@ func TestPageScreenshots(t *testing.T) {
 		)
 		c := openChat(t, tab, store, w.width, w.height)
 		c.do(t, js(`document.querySelector('#conversations li[data-key="web:dm:main"]').click()`))
-		if _, err := c.a.Send(t.Context(), Home, platform.ApprovalQuestion("shell", "rm -rf build")); err != nil {
+		if _, err := c.a.SendMessage(t.Context(), Home, question("shell", "rm -rf build")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.a.Send(t.Context(), other, "I found three flights."); err != nil {
@@ -666,7 +666,7 @@ func TestTwoTabs(t *testing.T) {
 
 	// A question asked while tab B shows the conversation; a third tab
 	// opened afterwards shows it too, and can answer it.
-	if _, err := a.a.Send(t.Context(), Home, platform.ApprovalQuestion("shell", "make deploy")); err != nil {
+	if _, err := a.a.SendMessage(t.Context(), Home, question("shell", "make deploy")); err != nil {
 		t.Fatal(err)
 	}
 	b.poll(t, "the question in tab B", `document.querySelectorAll('li.approval[data-state="pending"] button').length === 3`)

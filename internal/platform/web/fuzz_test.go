@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -23,7 +22,7 @@ func FuzzFrame(f *testing.F) {
 			return
 		}
 		var got []platform.Event
-		a := &Adapter{cfg: Config{Transcripts: staticTranscripts{}}, cmds: command.Default(), clients: map[*client]bool{},
+		a := &Adapter{cfg: Config{Transcripts: staticTranscripts{}}, clients: map[*client]bool{},
 			askers: map[string]string{}, missed: map[string][]frame{}, questions: map[string]frame{},
 			recv: platform.ReceiverFunc(func(_ context.Context, ev platform.Event) error { got = append(got, ev); return nil })}
 		c := &client{tab: "t1", out: make(chan frame, 8)}

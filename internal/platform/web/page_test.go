@@ -78,7 +78,7 @@ func keptMessage(t *testing.T, tab context.Context, w size) {
 	c.do(t, chromedp.SendKeys(chromedp.CSS("#input"), "are you there?"), enter())
 	ev := c.said(t)
 	where := place.Elsewhere("Telegram", start, time.Now())
-	if _, err := c.a.Send(platform.WithDeliveryKey(t.Context(), "in:7:where"), Home, where); err != nil {
+	if _, err := c.a.SendMessage(platform.WithDeliveryKey(t.Context(), "in:7:where"), Home, elsewhere("Telegram", where)); err != nil {
 		t.Fatal(err)
 	}
 	c.poll(t, "the line saying where the conversation is", `document.getElementById("messages").innerText.includes("This conversation is in Telegram now")`)
@@ -355,7 +355,7 @@ func TestPageScreenshotsOfKeptAndHelp(t *testing.T) {
 			Line{Role: "user", Text: "and the race detector?", Time: now.Add(-time.Minute), ID: eventID(Home.Key(), "k1"), Kept: true},
 		)
 		c := openChat(t, tab, store, w.width, w.height)
-		if _, err := c.a.Send(t.Context(), Home, place.Elsewhere("Telegram", now.Add(-5*time.Minute), now)); err != nil {
+		if _, err := c.a.SendMessage(t.Context(), Home, elsewhere("Telegram", place.Elsewhere("Telegram", now.Add(-5*time.Minute), now))); err != nil {
 			t.Fatal(err)
 		}
 		c.poll(t, "the line", `document.getElementById("messages").innerText.includes("This conversation is in Telegram")`)

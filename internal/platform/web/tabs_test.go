@@ -139,7 +139,7 @@ func TestAnswerReachesTheTabThatAskedWhenItIsBack(t *testing.T) {
 func TestApprovalQuestionShownInEveryTab(t *testing.T) {
 	a := serve(t, Config{AckWait: time.Hour}, &asker{})
 	tabA, tabB := connectTab(t, a, "a"), connectTab(t, a, "b")
-	q := sendShown(t, a, tabA, Home, platform.ApprovalQuestion("shell", "rm -rf build"))
+	q := sendMessageShown(t, a, tabA, Home, question("shell", "rm -rf build"))
 
 	// openHome opens the home conversation in a new tab and returns the
 	// frames that came before the page's next request was answered.
@@ -174,11 +174,11 @@ func TestApprovalQuestionShownInEveryTab(t *testing.T) {
 	}
 
 	// A question that expires is not shown afterwards either.
-	sendShown(t, a, tabA, Home, platform.ApprovalQuestion("shell", "make deploy"))
+	sendMessageShown(t, a, tabA, Home, question("shell", "make deploy"))
 	if got := openHome("e"); len(got) != 2 || got[1].Approval == nil || got[1].Approval.Subject != "make deploy" {
 		t.Fatalf("the second question: %+v", got)
 	}
-	sendShown(t, a, tabA, Home, platform.ApprovalExpired("shell", time.Minute))
+	sendMessageShown(t, a, tabA, Home, expired("shell", time.Minute))
 	if got := openHome("f"); len(got) != 1 || got[0].Type != "history" {
 		t.Fatalf("a tab opened after the question expired got %+v, want only the history", got)
 	}

@@ -32,8 +32,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/baton-agent/baton/internal/command"
-	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -123,7 +121,6 @@ type Adapter struct {
 	cfg  Config
 	addr string // where the page is served, resolved once
 	log  *slog.Logger
-	cmds *command.Registry // to tell an answer to an approval question
 	// ackTimeout is when a Send stops waiting for a page: time.After, or
 	// a test's own signal.
 	ackTimeout func(time.Duration) <-chan time.Time
@@ -151,10 +148,11 @@ type Adapter struct {
 }
 
 var (
-	_ platform.Adapter  = (*Adapter)(nil)
-	_ platform.Threader = (*Adapter)(nil)
-	_ platform.Streamer = (*Adapter)(nil)
-	_ platform.Typer    = (*Adapter)(nil)
+	_ platform.Adapter       = (*Adapter)(nil)
+	_ platform.Threader      = (*Adapter)(nil)
+	_ platform.Streamer      = (*Adapter)(nil)
+	_ platform.Typer         = (*Adapter)(nil)
+	_ platform.MessageSender = (*Adapter)(nil)
 )
 
 // New listens on cfg.Listen at once, so URL is known before Run.
@@ -187,7 +185,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web chat: listen on %s: %w (set web.listen in config.yaml to another port)", cfg.Listen, err)
 	}
-	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, cmds: command.Default(), ackTimeout: time.After, clients: map[*client]bool{}, shown: map[string]*waiter{},
+	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, ackTimeout: time.After, clients: map[*client]bool{}, shown: map[string]*waiter{},
 		askers: map[string]string{}, missed: map[string][]frame{}, questions: map[string]frame{}, streams: map[string]*strings.Builder{}}, nil
 }
 
@@ -422,19 +420,28 @@ func (a *Adapter) unauthorized(w http.ResponseWriter, why string) {
 // connects: see Redeliver); when every page (or the one that asked) is
 // behind, or the page it waits for does not answer within Config.AckWait,
 // it fails to be tried again. Each try of a stored delivery carries the
-// same id, so a page shows it once however often it is sent. An approval
-// question comes with what the page needs to offer its answers as
-// buttons, and is shown to every page that opens the conversation until it
-// is answered or expires.
+// same id, so a page shows it once however often it is sent. Send's text
+// is an ordinary answer: see SendMessage for the kinds the page shows
+// otherwise.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	return a.SendMessage(ctx, to, platform.Message{Text: text})
+}
+
+// SendMessage is Send knowing what the message is: an approval question
+// comes with what the page needs to offer its answers as buttons, and is
+// shown to every page that opens the conversation until it is answered or
+// expires; an elsewhere line makes the page mark what was said meanwhile
+// as kept. Both are read from the message's kind and data.
+func (a *Adapter) SendMessage(ctx context.Context, to platform.Address, m platform.Message) (string, error) {
 	id := messageID(ctx, to)
-	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: text, HTML: renderMarkdown(text), ID: id, At: time.Now().UnixMilli()}
-	if tool, subject, ok := platform.ParseApprovalQuestion(text); ok {
-		f.Approval = &approval{Tool: tool, Subject: subject}
-	} else if tool, ok := platform.ParseApprovalExpired(text); ok {
-		f.Approval = &approval{Tool: tool, Expired: true}
-	} else {
-		f.Elsewhere = place.IsElsewhere(text)
+	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: m.Text, HTML: renderMarkdown(m.Text), ID: id, At: time.Now().UnixMilli()}
+	switch m.Kind {
+	case platform.MessageApproval:
+		f.Approval = &approval{Tool: m.Approval.Tool, Subject: m.Approval.Subject}
+	case platform.MessageApprovalExpired:
+		f.Approval = &approval{Tool: m.Approval.Tool, Expired: true}
+	case platform.MessageElsewhere:
+		f.Elsewhere = true
 	}
 	shown := make(chan struct{})
 	a.mu.Lock()
@@ -951,7 +958,7 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 	// Every other page shows what was said: an answer to an approval
 	// question as the answer on its card, anything else as said.
 	echo := frame{Type: "said", Key: f.Key, ID: f.ID, Text: f.Text, At: ev.Time.UnixMilli()}
-	answer, answered := a.approvalAnswer(f.Text)
+	answer, answered := platform.ApprovalAnswer(f.Text)
 	if answered {
 		echo = frame{Type: "answered", Key: f.Key, Text: answer}
 	}
@@ -966,21 +973,6 @@ func (a *Adapter) say(ctx context.Context, c *client, f frame) {
 	}
 	a.mu.Unlock()
 	c.send(frame{Type: "ack", ID: f.ID, Key: f.Key, At: time.Now().UnixMilli()})
-}
-
-// approvalAnswer is the answer to an approval question text gives
-// ("approve", "always" or "deny", whichever alias was typed), as the
-// gateway reads it.
-func (a *Adapter) approvalAnswer(text string) (string, bool) {
-	inv, err := a.cmds.Parse(text, command.Chat)
-	if err != nil {
-		return "", false
-	}
-	switch inv.Command.Name {
-	case "approve", "always", "deny":
-		return inv.Command.Name, true
-	}
-	return "", false
 }
 
 // sayTooBig says which bound a said message passes, or "".

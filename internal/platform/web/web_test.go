@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/testutil"
 )
@@ -151,9 +152,15 @@ func readFrame(t *testing.T, conn *websocket.Conn) frame {
 // that shows it and says so; Send must then succeed.
 func sendShown(t *testing.T, a *Adapter, conn *websocket.Conn, at platform.Address, text string) frame {
 	t.Helper()
+	return sendMessageShown(t, a, conn, at, platform.Message{Text: text})
+}
+
+// sendMessageShown is sendShown of a message with its kind.
+func sendMessageShown(t *testing.T, a *Adapter, conn *websocket.Conn, at platform.Address, m platform.Message) frame {
+	t.Helper()
 	sent := make(chan error, 1)
 	go func() {
-		_, err := a.Send(testutil.Context(t, 0), at, text)
+		_, err := a.SendMessage(testutil.Context(t, 0), at, m)
 		sent <- err
 	}()
 	f := readFrame(t, conn)
@@ -203,11 +210,40 @@ func TestFramesCarryRenderedText(t *testing.T) {
 	if f := readFrame(t, conn); f.HTML != "<p>next</p>\n" {
 		t.Errorf("a new reply's delta %+v carries the last one", f)
 	}
-	if f := sendShown(t, a, conn, Home, platform.ApprovalQuestion("shell", "rm -rf build")); f.Approval == nil || f.Approval.Tool != "shell" || f.Approval.Subject != "rm -rf build" || f.Approval.Expired {
+	if f := sendMessageShown(t, a, conn, Home, question("shell", "rm -rf build")); f.Approval == nil || f.Approval.Tool != "shell" || f.Approval.Subject != "rm -rf build" || f.Approval.Expired {
 		t.Errorf("approval question %+v", f)
 	}
-	if f := sendShown(t, a, conn, Home, platform.ApprovalExpired("shell", time.Minute)); f.Approval == nil || f.Approval.Tool != "shell" || !f.Approval.Expired {
+	if f := sendMessageShown(t, a, conn, Home, expired("shell", time.Minute)); f.Approval == nil || f.Approval.Tool != "shell" || !f.Approval.Expired {
 		t.Errorf("approval expiry %+v", f)
+	}
+}
+
+// What a message is comes from its kind and data, never its words: an
+// approval question shows its tool and subject exactly, whatever they
+// hold, and an ordinary answer worded like a question or an elsewhere
+// line is shown as the answer it is.
+func TestKindsComeFromTheMessageNotItsWords(t *testing.T) {
+	a, conn := start(t, func(context.Context, platform.Event) error { return nil })
+	if f := roundTrip(t, conn, `{"type":"list"}`); f.Type != "conversations" {
+		t.Fatalf("list: %+v", f)
+	}
+	m := question("sh**ell", "printf '**?\\n```\\n'\n```")
+	m.Text = "A question worded another way."
+	if f := sendMessageShown(t, a, conn, Home, m); f.Approval == nil || f.Approval.Tool != "sh**ell" || f.Approval.Subject != "printf '**?\\n```\\n'\n```" || f.Text != m.Text {
+		t.Errorf("approval question %+v", f)
+	}
+	if f := sendMessageShown(t, a, conn, Home, elsewhere("Telegram", "Over there now.")); !f.Elsewhere || f.Approval != nil {
+		t.Errorf("elsewhere line %+v", f)
+	}
+	for _, text := range []string{
+		platform.ApprovalQuestion("shell", "ls"),
+		platform.ApprovalExpired("shell", time.Minute),
+		place.Elsewhere("good hands", time.Now(), time.Now()),
+		place.OnItsWay("the moon"),
+	} {
+		if f := sendShown(t, a, conn, Home, text); f.Approval != nil || f.Elsewhere {
+			t.Errorf("an ordinary answer %q shown as %+v", text, f)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -150,23 +151,41 @@ func (s *Store) Unpark(ctx context.Context, id int64) error {
 	return nil
 }
 
-const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned`
+const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned, kind, data`
 
 func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {
 	var d store.Delivery
 	var created, sent int64
-	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID, &d.Abandoned)
+	var data string
+	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID, &d.Abandoned, &d.Kind, &data)
 	if err != nil {
 		return store.Delivery{}, err
 	}
 	d.CreatedAt, d.SentAt = fromNanos(created), fromNanos(sent)
+	if data != "" {
+		if err := json.Unmarshal([]byte(data), &d.Data); err != nil {
+			return store.Delivery{}, fmt.Errorf("delivery %d: read its %s data: %w", d.ID, d.Kind, err)
+		}
+	}
 	return d, nil
+}
+
+// deliveryData is d's data as stored: JSON, or "" when it has none.
+func deliveryData(d store.Delivery) (string, error) {
+	if d.Data.Tool == "" && d.Data.Subject == "" && len(d.Data.Choices) == 0 && d.Data.Expires.IsZero() && d.Data.Place == "" {
+		return "", nil
+	}
+	b, err := json.Marshal(d.Data)
+	if err != nil {
+		return "", fmt.Errorf("delivery %q: write its %s data: %w", d.Key, d.Kind, err)
+	}
+	return string(b), nil
 }
 
 // insertDeliverySQL stores a delivery unless its key is taken; then no row
 // comes back.
-const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id)
-	VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
+const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id, kind, data)
+	VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
 
 const deliveryByKeySQL = `SELECT ` + deliveryCols + ` FROM deliveries WHERE key = ? AND key <> ''`
 
@@ -190,9 +209,14 @@ const behindSQL = `SELECT EXISTS (SELECT 1 FROM deliveries WHERE sent_at = 0 AND
 // transaction; then it also tells whether ds wait behind an older unsent
 // delivery to their address.
 func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Delivery) (store.Answer, error) {
+	data := make([]string, len(ds))
 	for i, d := range ds {
 		if d.AddressKey == "" {
 			return store.Answer{}, fmt.Errorf("enqueue delivery %d (%q): no address key: %w", i, d.Key, store.ErrInvalid)
+		}
+		var err error
+		if data[i], err = deliveryData(d); err != nil {
+			return store.Answer{}, fmt.Errorf("enqueue delivery %d: %w", i, err)
 		}
 	}
 	if len(ds) == 0 && inboundID == 0 {
@@ -212,7 +236,7 @@ func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Deliver
 			if created == 0 {
 				created = t
 			}
-			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created, d.PlatformMsgID))
+			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created, d.PlatformMsgID, string(d.Kind), data[i]))
 			if errors.Is(err, sql.ErrNoRows) {
 				got, err = scanDelivery(tx.QueryRow(deliveryByKeySQL, d.Key))
 			}

@@ -329,4 +329,12 @@ CREATE TRIGGER sessions_last_deleted BEFORE DELETE ON sessions BEGIN
 	UPDATE store_meta SET last_deleted = max(last_deleted, (SELECT COALESCE(MAX(id), 0) FROM messages));
 END;
 `,
+	// 15: kind and data, what a delivery is beyond its text
+	// (store.DeliveryKind) and what that kind carries, as JSON text (''
+	// for none), so a place shows an approval question from its data
+	// rather than by parsing its wording. Rows before it are answers.
+	`
+ALTER TABLE deliveries ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+ALTER TABLE deliveries ADD COLUMN data TEXT NOT NULL DEFAULT '';
+`,
 }

@@ -222,6 +222,48 @@ func storedDelivery(t *testing.T, s store.Store, key string) store.Delivery {
 }
 
 var outboxTests = map[string]func(*testing.T, store.Store){
+	"KindAndDataAreKept": func(t *testing.T, s store.Store) {
+		expires := at.Add(10 * time.Minute)
+		want := []store.Delivery{
+			{Key: "approval:s:c:1:part:0", AddressKey: "web:dm:main", Text: "May I run **shell**?", Kind: store.DeliveryApproval,
+				Data: store.DeliveryData{Tool: "sh**ell", Subject: "printf '\\n```'\nrm -rf build", Choices: []string{"approve", "always", "deny"}, Expires: expires}},
+			{Key: "approval:s:c:1:timeout:part:0", AddressKey: "web:dm:main", Text: "No answer", Kind: store.DeliveryApprovalExpired,
+				Data: store.DeliveryData{Tool: "shell"}},
+			{Key: "in:7:where:part:0", AddressKey: "web:dm:main", Text: "This conversation is in Telegram now", Kind: store.DeliveryElsewhere,
+				Data: store.DeliveryData{Place: "Telegram"}},
+			{Key: "handoff:3:part:0", AddressKey: "web:dm:main", Text: "Hello again", Kind: store.DeliveryGreeting},
+			{Key: "handoff:3:left:part:0", AddressKey: "web:dm:main", Text: "It moved", Kind: store.DeliveryNotice},
+			{Key: "in:8:part:0", AddressKey: "web:dm:main", Text: "an answer"},
+		}
+		same := func(what string, got store.Delivery, w store.Delivery) {
+			t.Helper()
+			if got.Kind != w.Kind || got.Data.Tool != w.Data.Tool || got.Data.Subject != w.Data.Subject ||
+				strings.Join(got.Data.Choices, ",") != strings.Join(w.Data.Choices, ",") ||
+				!got.Data.Expires.Equal(w.Data.Expires) || got.Data.Place != w.Data.Place {
+				t.Errorf("%s %q: kind %q data %+v, want %q %+v", what, w.Key, got.Kind, got.Data, w.Kind, w.Data)
+			}
+		}
+		stored := must(s.EnqueueDeliveries(ctx(t), want...))
+		for i, d := range stored {
+			same("stored", d, want[i])
+		}
+		pending := must(s.PendingDeliveries(ctx(t), "web:dm:main", 0))
+		eq(t, "pending", len(pending), len(want))
+		for i, d := range pending {
+			same("pending", d, want[i])
+		}
+		for _, w := range want {
+			same("by key", must(s.DeliveryByKey(ctx(t), w.Key)), w)
+			same("enqueued again", storedDelivery(t, s, w.Key), w)
+		}
+		// An answer stored with its event done keeps them too.
+		in := must2First(s.AddInbound(ctx(t), inbound("web", "m1", "/where")))
+		ans := must(s.AnswerInbound(ctx(t), in.ID, store.Delivery{Key: "in:9:part:0", AddressKey: "web:dm:main", Text: "elsewhere",
+			Kind: store.DeliveryElsewhere, Data: store.DeliveryData{Place: "the terminal"}}))
+		same("answer", ans.Deliveries[0], store.Delivery{Key: "in:9:part:0", Kind: store.DeliveryElsewhere, Data: store.DeliveryData{Place: "the terminal"}})
+		noErr(t, s.MarkDelivered(ctx(t), ans.Deliveries[0].ID, "p1"))
+		same("sent", must(s.DeliveryByKey(ctx(t), "in:9:part:0")), store.Delivery{Key: "in:9:part:0", Kind: store.DeliveryElsewhere, Data: store.DeliveryData{Place: "the terminal"}})
+	},
 	"EnqueueKeepsTheMessageToEdit": func(t *testing.T, s store.Store) {
 		d := delivery("in:9:part:0", "telegram:dm:5", "the whole answer")
 		d.PlatformMsgID = "streamed-7"
