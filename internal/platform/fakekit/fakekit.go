@@ -429,6 +429,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	method := s.cfg.Method(r)
 	params, perr := ParseParams(r)
+	if errors.Is(perr, ErrBodyCut) {
+		// The sender went away mid-request (a process killed while it
+		// wrote): the service never had it whole, so nothing is refused
+		// and no handler runs. Recorded, for a test that counts calls.
+		s.mu.Lock()
+		s.calls = append(s.calls, Call{Method: method, Path: r.URL.Path, Params: params, Status: http.StatusBadRequest, Start: start, End: time.Now(), Note: perr.Error()})
+		s.changedLocked()
+		s.mu.Unlock()
+		return
+	}
 
 	s.mu.Lock()
 	down, mode := s.down, s.downMode
@@ -551,6 +561,10 @@ func WriteError(w http.ResponseWriter, _ *http.Request, f Failure) {
 	WriteJSON(w, f.Status, map[string]any{"error": msg})
 }
 
+// ErrBodyCut is why ParseParams failed when the request's body ended
+// before its length: the sender went away mid-request.
+var ErrBodyCut = errors.New("the request's body was cut off")
+
 // ParseParams reads a request's parameters however the client sent them —
 // query string, multipart/form-data, x-www-form-urlencoded or a JSON
 // object — as strings: JSON strings as they are, other JSON values as
@@ -567,7 +581,7 @@ func ParseParams(r *http.Request) (map[string]string, error) {
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return out, fmt.Errorf("read body: %w", err)
+		return out, fmt.Errorf("read body: %w: %w", ErrBodyCut, err)
 	}
 	ct, ctParams, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {

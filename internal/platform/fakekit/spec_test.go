@@ -2,10 +2,14 @@ package fakekit
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // recordingTB keeps what a server reports when it closes.
@@ -85,5 +89,31 @@ func TestExpectedRefusalsDoNotFailTheTest(t *testing.T) {
 	s.Close()
 	if len(tb.errors) != 0 {
 		t.Errorf("an expected refusal failed the test: %q", tb.errors)
+	}
+}
+
+// A request whose sender died mid-body (a gateway killed while it wrote)
+// never reached the service whole: nothing was refused, and the test the
+// kill belongs to must not fail on it.
+func TestCutBodyIsNoRefusal(t *testing.T) {
+	tb := &recordingTB{TB: t}
+	s := specServer(t, tb)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Says 100 bytes, sends 3 of them, and is gone.
+	fmt.Fprintf(conn, "POST /put HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nv=1")
+	conn.Close()
+	if _, _, _ = get(t, s, "/put?v=1"); len(s.Calls()) < 1 {
+		t.Fatal("the well-formed request was not recorded")
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(s.Calls()) == 2 }, "the cut request recorded")
+	if refs := s.Refusals(); len(refs) != 0 {
+		t.Errorf("a cut body counted as a refusal: %+v", refs)
+	}
+	s.Close()
+	if len(tb.errors) != 0 {
+		t.Errorf("a cut body failed the test: %q", tb.errors)
 	}
 }
