@@ -81,7 +81,7 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 	// Handled in the gateway's work context, not the adapter's: a page
 	// that disconnects does not cancel its turn, a shutdown past its grace
 	// period does.
-	r.boxes.push(in.AddressKey, func() { r.process(r.life.work(), in, true) })
+	r.boxes.push(in.AddressKey, func() { r.process(r.life.work(), ev.At, in, true) })
 	return nil
 }
 
@@ -91,12 +91,12 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 // conversation's later messages back so that order is kept; it is marked
 // done only once handled. fresh says this run stored the event just now
 // (AddInbound found it new), so no earlier try can have recorded a turn
-// for it.
-func (r *router) process(ctx context.Context, in store.Inbound, fresh bool) {
+// for it. addr is where it was said (in.AddressKey, parsed).
+func (r *router) process(ctx context.Context, addr platform.Address, in store.Inbound, fresh bool) {
 	key := inKey(in.ID)
 	defer r.turns.forgetTrouble(key)
 	err := retry.Do(ctx, r.cfg.rerecord, func(ctx context.Context) error {
-		err := r.handleOnce(ctx, &in, fresh)
+		err := r.handleOnce(ctx, addr, &in, fresh)
 		fresh = false // a failed try may have recorded part of the turn
 		if err != nil && !errors.Is(err, errNotRecorded) {
 			r.log.Error("handle message", "at", in.AddressKey, "err", err)
@@ -105,9 +105,7 @@ func (r *router) process(ctx context.Context, in store.Inbound, fresh bool) {
 		return err
 	}, func(err error, wait time.Duration) {
 		r.log.Warn("the store could not record a message's turn; trying again", "at", in.AddressKey, "in", wait.Round(time.Millisecond), "err", err)
-		if addr, perr := platform.ParseKey(in.AddressKey); perr == nil {
-			r.turns.tellTrouble(ctx, addr, key, err)
-		}
+		r.turns.tellTrouble(ctx, addr, key, err)
 	})
 	if err != nil || ctx.Err() != nil {
 		return // stopped mid-way: handled again at the next start
@@ -127,12 +125,7 @@ func (r *router) process(ctx context.Context, in store.Inbound, fresh bool) {
 // handleOnce is one try at handling an inbound event; an error marked
 // errNotRecorded means the store could not record it and it should be
 // tried again. fresh: see process.
-func (r *router) handleOnce(ctx context.Context, in *store.Inbound, fresh bool) error {
-	addr, err := platform.ParseKey(in.AddressKey)
-	if err != nil {
-		r.log.Error("inbound event with a bad address", "key", in.AddressKey, "err", err)
-		return nil
-	}
+func (r *router) handleOnce(ctx context.Context, addr platform.Address, in *store.Inbound, fresh bool) error {
 	text := strings.TrimSpace(in.Text)
 	if command.IsCommand(text) {
 		// A command whose answer is stored ran before a stop or crash:
@@ -273,7 +266,9 @@ func (r *router) recover(ctx context.Context) {
 				// terminal's to answer, never a chat's.
 				continue
 			}
-			r.boxes.push(in.AddressKey, func() { r.process(ctx, in, false) })
+			if addr, ok := r.stored(ctx, in); ok {
+				r.boxes.push(in.AddressKey, func() { r.process(ctx, addr, in, false) })
+			}
 		}
 		if len(pending) < recoverPage {
 			break
@@ -292,11 +287,30 @@ func (r *router) takeParked(ctx context.Context, dest platform.Address) {
 		return
 	}
 	for _, in := range parked {
+		addr, ok := r.stored(ctx, in)
+		if !ok {
+			continue
+		}
 		r.boxes.push(in.AddressKey, func() {
-			r.process(r.life.work(), in, false)
+			r.process(r.life.work(), addr, in, false)
 			if err := r.st.Unpark(r.life.work(), in.ID); err != nil {
 				r.log.Warn("unpark", "id", in.ID, "err", err)
 			}
 		})
 	}
+}
+
+// stored is where an inbound event read back from the store was said; ok
+// is false for an address no adapter could have made: it is logged and
+// marked done, as nothing can answer it.
+func (r *router) stored(ctx context.Context, in store.Inbound) (platform.Address, bool) {
+	addr, err := platform.ParseKey(in.AddressKey)
+	if err != nil {
+		r.log.Error("inbound event with a bad address; dropped", "key", in.AddressKey, "err", err)
+		if err := r.st.MarkInboundDone(ctx, in.ID); err != nil {
+			r.log.Warn("mark inbound done", "id", in.ID, "err", err)
+		}
+		return addr, false
+	}
+	return addr, true
 }
