@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"path/filepath"
@@ -68,7 +69,8 @@ type rigOpts struct {
 	// place of the real one (to inject failures); the rig's own reads
 	// use the real one.
 	wrapStore func(store.Store) store.Store
-	personal  []string // platforms on the owner's own account
+	personal  []string          // platforms on the owner's own account
+	display   map[string]string // more platforms' names as people read them
 	rate      gateway.Rate
 	// with builds adapters that need the rig's store (a platform's
 	// memory); they join extra.
@@ -152,7 +154,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		TrustedPlatforms:  []string{"web"},
 		PersonalPlatforms: o.personal,
 		Rate:              o.rate,
-		Display:           map[string]string{"web": web.Spec().Display, "telegram": "Telegram", "matrix": "Matrix"},
+		Display:           displays(o.display),
 		Places:            all.Names(),
 		Homes:             homes,
 		Socket:            sock,
@@ -189,6 +191,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	})
 	r.waitLive(t, "web")
 	return r
+}
+
+// displays names the web chat, Telegram and Matrix, and more.
+func displays(more map[string]string) map[string]string {
+	d := map[string]string{"web": web.Spec().Display, "telegram": "Telegram", "matrix": "Matrix"}
+	maps.Copy(d, more)
+	return d
 }
 
 func logLevel(quiet bool) slog.Level {

@@ -62,9 +62,11 @@ func scenarioRig(t testing.TB, s gatewaytest.Setup, again *rig) *rig {
 		with: func(st store.Store) []platform.Adapter {
 			return s.Adapters(gateway.PlatformMemory{Store: st, Platform: s.Platform})
 		},
-		owners: map[string][]string{s.Platform: s.Owners},
-		homes:  map[string]string{"web": web.Home.Key(), s.Platform: s.Home.Key()},
-		again:  again,
+		owners:  map[string][]string{s.Platform: s.Owners},
+		display: map[string]string{s.Platform: s.Display},
+		homes:   map[string]string{"web": web.Home.Key(), s.Platform: s.Home.Key()},
+		again:   again,
+		grace:   s.Grace,
 	})
 	if !s.NotLive {
 		r.waitLive(t, s.Platform)

@@ -7,6 +7,7 @@ package gatewaytest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
@@ -54,6 +55,9 @@ type Setup struct {
 	// NotLive: the platform is not expected to come live; Start returns
 	// once the gateway runs.
 	NotLive bool
+	// Grace is how long a stop waits for the turns in flight; 0: the
+	// gateway's own tests choose.
+	Grace time.Duration
 }
 
 // Person is who writes in a chat.

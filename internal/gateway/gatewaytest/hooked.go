@@ -279,3 +279,40 @@ func messageAckedOnlyOnceStored(t *testing.T, r *run) {
 		t.Errorf("answered %d times, want once", c)
 	}
 }
+
+// withShortGrace: a stop waits little for the turn in flight, so it is
+// cut off well before the stream's next edit (Matrix paces them 2 s
+// apart) and no edit is cut off mid-request.
+func withShortGrace(t *testing.T, r *run) { r.setup.Grace = 300 * time.Millisecond }
+
+// A reply half streamed by edits when the gateway stopped is finished in
+// place at the next start: the chat shows the one message, edited into
+// the answer, not the half-written one and the answer again below it.
+func frozenStreamedReplyFinishedInPlace(t *testing.T, r *run) {
+	home := r.setup.Home
+	long := make([]string, 80)
+	for i := range long {
+		long[i] = fmt.Sprintf("word%03d", i)
+	}
+	// 4 s of writing: past the stop's grace.
+	r.gw.Model().Push(llmtest.Reply{Text: "slowly: " + strings.Join(long, " "), Delay: 50 * time.Millisecond})
+	r.svc.Say(t, home, Owner, "tell me at length")
+	r.waitShown(t, "the reply's first words", at(home, "slowly: word000"))
+	r.gw.Stop()
+
+	// The next start writes the answer anew (the gateway's own tests'
+	// model then echoes).
+	r.again(t)
+	const answer = "echo: tell me at length"
+	r.waitShown(t, "the answer", at(home, answer))
+	r.waitAllSent(t)
+	var shown []string
+	for _, s := range r.svc.Shown() {
+		if samePlace(s.At, home) {
+			shown = append(shown, s.Text)
+		}
+	}
+	if len(shown) != 1 || shown[0] != answer {
+		t.Errorf("the chat shows %q; want the first message edited into the answer, alone", shown)
+	}
+}

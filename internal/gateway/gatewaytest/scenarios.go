@@ -48,6 +48,7 @@ var scenarios = []scenario{
 	{name: "RefusedCredentialsAreNotLive", needs: always, hook: has[CredentialRefuser]("the service has no credentials the harness can make it refuse"), before: withRefusedCredentials, run: refusedCredentialsAreNotLive},
 	{name: "HandoffWithoutOptionalMethods", needs: always, hook: has[OptionalRefuser]("the service has no optional methods to do without"), before: withoutOptionalMethods, run: handoffWithoutOptionalMethods},
 	{name: "LostAnswerShowsTheHandoffOnce", needs: always, hook: has[Loser]("the service has no key that makes a post tried again land once (a lost answer would show it twice)"), run: lostAnswerShowsTheHandoffOnce},
+	{name: "FrozenStreamedReplyFinishedInPlace", needs: always, hook: has[EditCounter]("the service shows each reply whole: nothing is streamed by edits"), before: withShortGrace, run: frozenStreamedReplyFinishedInPlace},
 	{name: "MessageAckedOnlyOnceStored", needs: always, hook: has[AckWaiter]("the service does not wait for the bot to acknowledge a message"), run: messageAckedOnlyOnceStored},
 }
 

@@ -173,3 +173,5 @@ func (s *slackService) SayUnacked(t testing.TB, at platform.Address, text string
 	_, env := s.fake.PushMessage(slacktest.Message{Channel: at.Chat, User: slackOwner, Text: text, ThreadTS: at.Thread})
 	return func() bool { return s.fake.Acked(env) }, func() int { return s.fake.Deliveries(env) }
 }
+
+func (s *slackService) Edits() int { return s.fake.CallCount("chat.update") }

@@ -187,3 +187,5 @@ func (s *telegramService) RefusedCredentials() (func(platform.Memory) []platform
 func (s *telegramService) RefuseOptional() {
 	s.fake.Unsupported("createForumTopic", "sendChatAction", "setMyCommands", "editMessageText")
 }
+
+func (s *telegramService) Edits() int { return s.fake.CallCount("editMessageText") }

@@ -88,6 +88,15 @@ func (s *webService) RefuseThreads()             {}
 // ThreadName is the conversation's title as the page lists it.
 func (s *webService) ThreadName(at platform.Address) string { return s.current().title(at.Key()) }
 
+// SayRepeated: again is the page sending the message again under its
+// id, as after a reconnection that lost the chat's acknowledgement.
+func (s *webService) SayRepeated(t testing.TB, at platform.Address, text string) func(testing.TB) {
+	t.Helper()
+	p := s.current()
+	id := p.say(t, at, text)
+	return func(t testing.TB) { p.sayAs(t, at, text, id) }
+}
+
 // WantLink: the terminal is given the page's address.
 func (s *webService) WantLink(platform.Address) string { return s.url }
 
@@ -196,11 +205,21 @@ func (p *page) write(f frame) error {
 
 // say types text in the conversation at and returns once the chat stored
 // it.
-func (p *page) say(t testing.TB, at platform.Address, text string) {
+func (p *page) say(t testing.TB, at platform.Address, text string) (id string) {
 	t.Helper()
 	p.mu.Lock()
 	p.said++
-	id := "s" + strconv.Itoa(p.said)
+	id = "s" + strconv.Itoa(p.said)
+	p.mu.Unlock()
+	p.sayAs(t, at, text, id)
+	return id
+}
+
+// sayAs says text under the page's id for it.
+func (p *page) sayAs(t testing.TB, at platform.Address, text, id string) {
+	t.Helper()
+	p.mu.Lock()
+	delete(p.acks, id)
 	p.mu.Unlock()
 	if err := p.write(frame{Type: "say", Key: at.Key(), Text: text, ID: id}); err != nil {
 		t.Fatalf("say %q: %v", text, err)
