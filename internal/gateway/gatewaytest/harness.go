@@ -31,6 +31,9 @@ type Caps struct {
 	Threads bool
 	// Refuses: RefuseThreads makes the service refuse the next thread.
 	Refuses bool
+	// ThreadRoot: a thread hangs from a message the bot posts in the home
+	// chat (else the home chat shows nothing of it).
+	ThreadRoot bool
 	// Drops: the Service is a Dropper.
 	Drops bool
 	// CatchesUp: the Service is a CatchUp.

@@ -19,7 +19,7 @@ func Matrix(hs *matrixtest.Shared) Harness { return matrixHarness{hs: hs} }
 type matrixHarness struct{ hs *matrixtest.Shared }
 
 func (matrixHarness) Caps() Caps {
-	return Caps{Threads: true, Refuses: true, Drops: true, CatchesUp: true}
+	return Caps{Threads: true, Refuses: true, ThreadRoot: true, Drops: true, CatchesUp: true}
 }
 
 func (h matrixHarness) Start(t testing.TB) Service {
@@ -161,6 +161,21 @@ func (s *matrixService) Closed() bool {
 	return true
 }
 
-// Forget: the homeserver keeps the room's history; the adapter syncs from
-// the token it stored, so nothing is left to forget.
-func (s *matrixService) Forget(testing.TB) func(testing.TB) { return func(testing.TB) {} }
+// Forget: the homeserver keeps the room's history, so nothing is left to
+// forget; after checks that the new adapter's first sync went on from the
+// token the last run stored in the gateway's store, not from scratch.
+func (s *matrixService) Forget(testing.TB) func(testing.TB) {
+	before := len(s.proxy.Calls())
+	return func(t testing.TB) {
+		t.Helper()
+		for _, c := range s.proxy.Calls()[before:] {
+			if c.Method == "sync" {
+				if c.Params["since"] == "" {
+					t.Errorf("the restarted adapter synced from scratch, not from the stored token")
+				}
+				return
+			}
+		}
+		t.Errorf("the restarted adapter never synced")
+	}
+}

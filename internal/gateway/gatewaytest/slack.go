@@ -27,7 +27,7 @@ const (
 type slackHarness struct{}
 
 func (slackHarness) Caps() Caps {
-	return Caps{Threads: true, Refuses: true, Drops: true, CatchesUp: true}
+	return Caps{Threads: true, Refuses: true, ThreadRoot: true, Drops: true, CatchesUp: true}
 }
 
 func (slackHarness) Start(t testing.TB) Service {
