@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"path/filepath"
@@ -26,6 +27,8 @@ import (
 	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/all"
+	"github.com/baton-agent/baton/internal/platform/telegram"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
@@ -66,7 +69,8 @@ type rigOpts struct {
 	// place of the real one (to inject failures); the rig's own reads
 	// use the real one.
 	wrapStore func(store.Store) store.Store
-	personal  []string // platforms on the owner's own account
+	personal  []string          // platforms on the owner's own account
+	display   map[string]string // more platforms' names as people read them
 	rate      gateway.Rate
 	// with builds adapters that need the rig's store (a platform's
 	// memory); they join extra.
@@ -150,7 +154,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		TrustedPlatforms:  []string{"web"},
 		PersonalPlatforms: o.personal,
 		Rate:              o.rate,
-		Display:           map[string]string{"web": web.Spec().Display, "telegram": "Telegram", "matrix": "Matrix"},
+		Display:           displays(o.display),
 		Places:            all.Names(),
 		Homes:             homes,
 		Socket:            sock,
@@ -187,6 +191,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	})
 	r.waitLive(t, "web")
 	return r
+}
+
+// displays names the web chat, Telegram and Matrix, and more.
+func displays(more map[string]string) map[string]string {
+	d := map[string]string{"web": web.Spec().Display, "telegram": "Telegram", "matrix": "Matrix"}
+	maps.Copy(d, more)
+	return d
 }
 
 func logLevel(quiet bool) slog.Level {
@@ -615,6 +626,51 @@ func TestExpiredClaimIsRetried(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// waitFor waits until shown (what a fake shows now) has an item match
+// accepts, and returns it.
+func waitFor[T any](t testing.TB, what string, shown func() []T, match func(T) bool) T {
+	t.Helper()
+	var found T
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
+		for _, it := range shown() {
+			if match(it) {
+				found = it
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("the bot never showed %s; it showed %+v", what, shown())
+	}
+	return found
+}
+
+// The Telegram rig: tests of behaviours the scenario suite does not take
+// (the one-holder line, the kit's outage handling) drive the Bot API fake.
+const (
+	botToken = "123456:test-token"
+	ownerTG  = 42
+	forum    = -100777
+)
+
+var ownerUser = telegramtest.User{ID: ownerTG, FirstName: "Owner"}
+
+func telegramRig(t *testing.T, fake *telegramtest.Server, home string) *rig {
+	t.Helper()
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{
+		extra:  []platform.Adapter{tg},
+		owners: map[string][]string{"telegram": {"42"}},
+		homes:  map[string]string{"web": web.Home.Key(), "telegram": home},
+	})
+	r.waitLive(t, "telegram")
+	return r
+}
 
 // countMatching counts the items match accepts.
 func countMatching[T any](items []T, match func(T) bool) int {

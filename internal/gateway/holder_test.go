@@ -65,7 +65,7 @@ func TestOneHolderWebTelegramAndBack(t *testing.T) {
 	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
 		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
 	}
-	sentWhere(t, fake, "the greeting", inTopic("Hi on Telegram."))
+	waitFor(t, "the greeting", fake.Shown, inTopic("Hi on Telegram."))
 	topicKey := holder(sid)
 	if !strings.HasPrefix(topicKey, "telegram:thread:") {
 		t.Fatalf("holder after the handoff: %q", topicKey)
@@ -116,10 +116,10 @@ func TestOneHolderWebTelegramAndBack(t *testing.T) {
 
 	// The topic was told where the conversation went, and now answers
 	// only with the line.
-	sentWhere(t, fake, "the notice in the topic", inTopic("continues in"))
+	waitFor(t, "the notice in the topic", fake.Shown, inTopic("continues in"))
 	calls = len(r.model.Requests())
 	fake.PushMessage(forum, topic, ownerUser, "hello topic")
-	sentWhere(t, fake, "the line in the topic", inTopic("/continue to bring it here"))
+	waitFor(t, "the line in the topic", fake.Shown, inTopic("/continue to bring it here"))
 	testutil.Eventually(t, testutil.Patience, func() bool {
 		ps, _ := r.st.Parked(ctx, topicKey)
 		return len(ps) == 1 && ps[0].Text == "hello topic"
@@ -140,7 +140,7 @@ func TestLinkedAccountIsTheOwner(t *testing.T) {
 
 	calls := len(r.model.Requests())
 	fake.PushMessage(77, 0, second, "hello before linking")
-	sentWhere(t, fake, "the pairing answer", func(m telegramtest.SentMessage) bool { return m.ChatID == "77" })
+	waitFor(t, "the pairing answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.ChatID == "77" })
 	if n := len(r.model.Requests()); n != calls {
 		t.Fatalf("an unlinked account got %d model calls", n-calls)
 	}
@@ -150,9 +150,9 @@ func TestLinkedAccountIsTheOwner(t *testing.T) {
 	}
 	r.model.Push(llmtest.Reply{Text: "Hello, other phone."})
 	fake.PushMessage(77, 0, second, "hello after linking")
-	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.ChatID == "77" && m.Plain == "Hello, other phone." })
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.ChatID == "77" && m.Plain == "Hello, other phone." })
 	fake.PushMessage(77, 0, second, "/whoami")
-	sentWhere(t, fake, "whoami", func(m telegramtest.SentMessage) bool {
+	waitFor(t, "whoami", fake.Shown, func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "77" && strings.Contains(m.Plain, "telegram 77 (linked)") && strings.Contains(m.Plain, "telegram 42 (config.yaml)")
 	})
 }
@@ -172,7 +172,7 @@ func TestContinueOfferOnANewPlace(t *testing.T) {
 		return func(m telegramtest.SentMessage) bool { return m.ChatID == "42" && strings.Contains(m.Plain, sub) }
 	}
 	// The offer ends the first answer, in the same message.
-	answer := sentWhere(t, fake, "the answer", dm("Hello on Telegram."))
+	answer := waitFor(t, "the answer", fake.Shown, dm("Hello on Telegram."))
 	if !strings.Contains(answer.Plain, "Hello on Telegram.\n\nYou were working on «Trip planning") ||
 		!strings.HasSuffix(answer.Plain, "in the terminal just now — /continue to pick it up here.") {
 		t.Errorf("the first answer %q does not end with the offer", answer.Plain)
@@ -181,16 +181,16 @@ func TestContinueOfferOnANewPlace(t *testing.T) {
 	// The second message is no new place: no second offer.
 	r.model.Push(llmtest.Reply{Text: "Still here."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "again")
-	sentWhere(t, fake, "the second answer", dm("Still here."))
+	waitFor(t, "the second answer", fake.Shown, dm("Still here."))
 
 	r.model.Push(llmtest.Reply{Text: "Picked up the trip."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "/continue")
-	sentWhere(t, fake, "the greeting", dm("Picked up the trip."))
+	waitFor(t, "the greeting", fake.Shown, dm("Picked up the trip."))
 	testutil.Eventually(t, testutil.Patience, func() bool {
 		s, _ := r.st.GetSession(ctx, sess.ID)
 		return s.Holder == "telegram:dm:42"
 	}, "the trip to be held in the Telegram chat")
-	if n := countSent(fake, dm("You were working on")); n != 1 {
+	if n := countMatching(fake.Shown(), dm("You were working on")); n != 1 {
 		t.Errorf("offered %d times", n)
 	}
 
@@ -198,8 +198,8 @@ func TestContinueOfferOnANewPlace(t *testing.T) {
 	stranger := telegramtest.User{ID: 555, FirstName: "Stranger"}
 	fake.AddChat(telegramtest.Chat{ID: 555, Type: "private"})
 	fake.PushMessage(555, 0, stranger, "hi")
-	sentWhere(t, fake, "the stranger's pairing answer", func(m telegramtest.SentMessage) bool { return m.ChatID == "555" })
-	if n := countSent(fake, func(m telegramtest.SentMessage) bool {
+	waitFor(t, "the stranger's pairing answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.ChatID == "555" })
+	if n := countMatching(fake.Shown(), func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "555" && (strings.Contains(m.Plain, "You were working on") || strings.Contains(m.Plain, "Trip"))
 	}); n != 0 {
 		t.Errorf("the stranger was offered the owner's session")
@@ -245,7 +245,7 @@ func TestApprovalAskedWhereTheSessionIsHeld(t *testing.T) {
 	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
 		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
 	}
-	sentWhere(t, fake, "the greeting", inTopic("Hi on Telegram."))
+	waitFor(t, "the greeting", fake.Shown, inTopic("Hi on Telegram."))
 	b, _ := r.st.LookupBinding(ctx, key)
 	topicKey := fmt.Sprintf("telegram:thread:%d:%d", forum, topic)
 	if s, _ := r.st.GetSession(ctx, b.SessionID); s.Holder != topicKey {
@@ -255,7 +255,7 @@ func TestApprovalAskedWhereTheSessionIsHeld(t *testing.T) {
 	// A turn in the topic needs approval: asked there.
 	r.model.Push(llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "touch", Args: `{}`}}}, llmtest.Reply{Text: "Touched it."})
 	fake.PushMessage(forum, topic, ownerUser, "touch the notes")
-	sentWhere(t, fake, "the question in the topic", inTopic("May I run"))
+	waitFor(t, "the question in the topic", fake.Shown, inTopic("May I run"))
 
 	// The page, not holding the session, cannot answer it.
 	pg.send(map[string]any{"type": "say", "key": key, "text": "/approve", "id": "p3"})
@@ -270,7 +270,7 @@ func TestApprovalAskedWhereTheSessionIsHeld(t *testing.T) {
 	}
 
 	fake.PushMessage(forum, topic, ownerUser, "/approve")
-	sentWhere(t, fake, "the answer in the topic", inTopic("Touched it."))
+	waitFor(t, "the answer in the topic", fake.Shown, inTopic("Touched it."))
 	if runs.Load() != 1 {
 		t.Fatalf("tool ran %d times after /approve", runs.Load())
 	}
@@ -292,7 +292,7 @@ func TestApprovalAskedWhereTheSessionIsHeld(t *testing.T) {
 	}, "nothing left pending in the topic")
 	// A later /approve in the topic finds nothing waiting.
 	fake.PushMessage(forum, topic, ownerUser, "/approve")
-	sentWhere(t, fake, "nothing waiting", inTopic("Nothing is waiting for approval."))
+	waitFor(t, "nothing waiting", fake.Shown, inTopic("Nothing is waiting for approval."))
 }
 
 // A /continue is recorded as coming from the place that held the
@@ -330,7 +330,7 @@ func TestContinueRecordsTheHolderAsOrigin(t *testing.T) {
 	}
 	// The topic it left is told, as after any move.
 	topic := fake.Topics()[0].ThreadID
-	sentWhere(t, fake, "the notice in the topic", func(m telegramtest.SentMessage) bool {
+	waitFor(t, "the notice in the topic", fake.Shown, func(m telegramtest.SentMessage) bool {
 		return m.ThreadID == topic && strings.Contains(m.Plain, "continues in the web chat now")
 	})
 }
@@ -449,10 +449,10 @@ func TestTopicIsToldWhenTheDirectChatTakesIt(t *testing.T) {
 
 	r.model.Push(llmtest.Reply{Text: "Hi in the direct chat."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "/continue")
-	sentWhere(t, fake, "the greeting in the direct chat", func(m telegramtest.SentMessage) bool {
+	waitFor(t, "the greeting in the direct chat", fake.Shown, func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "42" && strings.Contains(m.Plain, "Hi in the direct chat.")
 	})
-	sentWhere(t, fake, "the notice in the topic", func(m telegramtest.SentMessage) bool {
+	waitFor(t, "the notice in the topic", fake.Shown, func(m telegramtest.SentMessage) bool {
 		return m.ThreadID == topic && strings.Contains(m.Plain, "This conversation continues in Telegram now.")
 	})
 }

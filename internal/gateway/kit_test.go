@@ -108,7 +108,7 @@ func TestTelegramDownAtStartComesUpByItself(t *testing.T) {
 	if err != nil || final.State != "completed" {
 		t.Fatalf("handoff after the outage: %+v %v", final, err)
 	}
-	sentWhere(t, fake, "the greeting", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Back on Telegram.") })
+	waitFor(t, "the greeting", fake.Shown, func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Back on Telegram.") })
 }
 
 // A refused token is said plainly and not retried.
@@ -153,7 +153,7 @@ func TestTelegramTopicsRefusedFallBackAtOnce(t *testing.T) {
 				if err != nil || final.State != "completed" || final.Destination != "telegram:group:-100777" {
 					t.Fatalf("handoff %d: %+v %v; want completed in the home chat", i, final, err)
 				}
-				sentWhere(t, fake, "the greeting", func(m telegramtest.SentMessage) bool {
+				waitFor(t, "the greeting", fake.Shown, func(m telegramtest.SentMessage) bool {
 					return m.ChatID == "-100777" && m.ThreadID == 0 && strings.Contains(m.Plain, text)
 				})
 				if n := fake.CallCount("createForumTopic"); n != 1 {
@@ -175,11 +175,11 @@ func TestRepliesAreResentAfterAnOutage(t *testing.T) {
 	r.model.Push(llmtest.Reply{Text: "This waited out the outage."})
 	fake.PushMessage(ownerTG, 0, ownerUser, "are you there?")
 	match := func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "This waited out the outage.") }
-	sentWhere(t, fake, "the reply after the outage", match)
+	waitFor(t, "the reply after the outage", fake.Shown, match)
 	// Once nothing is left unsent no resend is running, so a duplicate
 	// would be posted by now.
 	waitAllSent(t, r.st)
-	if n := countSent(fake, match); n != 1 {
+	if n := countMatching(fake.Shown(), match); n != 1 {
 		t.Errorf("the reply was posted %d times, want 1", n)
 	}
 	if n := fake.CallCount("sendMessage"); n < 13 {
@@ -223,9 +223,9 @@ func TestWaitingReplyGoesOutWhenTelegramIsBack(t *testing.T) {
 	r.waitPlatform(t, "telegram", "went down", func(p control.Platform) bool { return p.State == "down" })
 	fake.Up()
 	match := func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "This waited for Telegram.") }
-	sentWhere(t, fake, "the waiting reply once Telegram was back", match)
+	waitFor(t, "the waiting reply once Telegram was back", fake.Shown, match)
 	waitAllSent(t, r.st)
-	if n := countSent(fake, match); n != 1 {
+	if n := countMatching(fake.Shown(), match); n != 1 {
 		t.Errorf("the reply was posted %d times, want 1", n)
 	}
 }

@@ -200,11 +200,11 @@ func TestChatContinueStopsThePagesTurn(t *testing.T) {
 
 	fake.PushMessage(ownerTG, 0, ownerUser, "/continue")
 	pg.await("the stop on the page", isMsg("Stopped here: this conversation moved to Telegram"))
-	sentWhere(t, fake, "the greeting in the chat", func(m telegramtest.SentMessage) bool {
+	waitFor(t, "the greeting in the chat", fake.Shown, func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "42" && strings.Contains(m.Plain, "Greetings after the move.")
 	})
 	fake.PushMessage(ownerTG, 0, ownerUser, "on the phone")
-	sentWhere(t, fake, "the answer in the chat", func(m telegramtest.SentMessage) bool {
+	waitFor(t, "the answer in the chat", fake.Shown, func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "42" && strings.Contains(m.Plain, "echo: on the phone")
 	})
 	oneAnswerPerTurn(t, r.st, b.SessionID)

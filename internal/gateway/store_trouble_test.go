@@ -171,10 +171,10 @@ func TestFailedMarkSentDoesNotResend(t *testing.T) {
 
 	st.fails.Store(3)
 	fake.PushMessage(ownerTG, 0, ownerUser, "ping")
-	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == "echo: ping" })
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "echo: ping" })
 	testutil.Eventually(t, 0, func() bool { return st.fails.Load() < 0 }, "mark sent to fail three times, then succeed")
 	waitAllSent(t, r.st)
-	if n := countSent(fake, func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "echo: ping") }); n != 1 {
+	if n := countMatching(fake.Shown(), func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "echo: ping") }); n != 1 {
 		t.Errorf("the answer was posted %d times, want once: %+v", n, fake.Sent())
 	}
 }

@@ -70,7 +70,7 @@ func TestStreamedReplyGrowsByEdits(t *testing.T) {
 	reply := words(12)
 	r.model.Push(llmtest.Reply{Text: reply, Delay: 15 * time.Millisecond})
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
-	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	waitFor(t, "the whole reply", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == reply })
 	waitAllSent(t, r.st)
 
 	sent := inDM(fake)
@@ -106,7 +106,7 @@ func TestStreamedReplyIsPacedAndFinishedAtOnce(t *testing.T) {
 	// Written over a second: longer than the wait before the first post.
 	r.model.Push(llmtest.Reply{Text: reply, Delay: 100 * time.Millisecond})
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
-	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	waitFor(t, "the whole reply", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == reply })
 	waitAllSent(t, r.st)
 
 	sent := inDM(fake)
@@ -129,7 +129,7 @@ func TestQuickReplyIsPostedOnce(t *testing.T) {
 	reply := words(10)
 	r.model.Push(llmtest.Reply{Text: reply})
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
-	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	waitFor(t, "the whole reply", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == reply })
 	waitAllSent(t, r.st)
 	if sent := inDM(fake); len(sent) != 1 || sent[0].Method != "sendMessage" {
 		t.Errorf("want the reply posted once, got %+v", sent)
@@ -149,7 +149,7 @@ func TestTypingShowsWhileAReplyIsWritten(t *testing.T) {
 	reply := words(10)
 	r.model.Push(llmtest.Reply{Text: reply, Delay: 100 * time.Millisecond}) // a second in all
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
-	sentWhere(t, fake, "the whole reply", func(m telegramtest.SentMessage) bool { return m.Plain == reply })
+	waitFor(t, "the whole reply", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == reply })
 	if n := fake.CallCount("sendChatAction"); n == 0 {
 		t.Errorf("no typing while the reply was written")
 	}
@@ -164,7 +164,7 @@ func TestStreamedReplyOverflowsIntoANewMessage(t *testing.T) {
 	reply := words(700) // 5,599 characters: two messages
 	r.model.Push(llmtest.Reply{Text: reply, Delay: time.Millisecond})
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me a lot")
-	sentWhere(t, fake, "the reply's end", func(m telegramtest.SentMessage) bool { return strings.HasSuffix(m.Plain, "word699") })
+	waitFor(t, "the reply's end", fake.Shown, func(m telegramtest.SentMessage) bool { return strings.HasSuffix(m.Plain, "word699") })
 	waitAllSent(t, r.st)
 
 	shown := fake.Shown()
@@ -253,7 +253,7 @@ func TestFrozenStreamedReplyIsFinishedInPlace(t *testing.T) {
 
 			answer := "Here it is, written again from the start."
 			r2 := editRig(t, fake, time.Millisecond, rigOpts{again: again, script: []llmtest.Step{llmtest.Reply{Text: answer}}})
-			sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == answer })
+			waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == answer })
 			waitAllSent(t, r2.st)
 			var shown []telegramtest.SentMessage
 			for _, m := range fake.Shown() {
@@ -341,7 +341,7 @@ func streamedAnswerStoredBeforeAKill(t *testing.T, transcriptOnly bool) {
 	posts := fake.CallCount("sendMessage")
 
 	r2 := editRig(t, fake, time.Millisecond, rigOpts{again: again})
-	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == answer })
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == answer })
 	waitAllSent(t, r2.st)
 	var shown []telegramtest.SentMessage
 	for _, m := range fake.Shown() {
@@ -382,7 +382,7 @@ func TestStreamedAnswerRefusedOnceStillEditsItsMessage(t *testing.T) {
 		wrapStore: func(st store.Store) store.Store { refusing.Store = st; return refusing },
 		script:    []llmtest.Step{llmtest.Reply{Text: answer, Delay: 20 * time.Millisecond}}})
 	fake.PushMessage(ownerTG, 0, ownerUser, "tell me")
-	sentWhere(t, fake, "the answer", func(m telegramtest.SentMessage) bool { return m.Plain == answer })
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == answer })
 	waitAllSent(t, r.st)
 	if !refusing.refused.Load() {
 		t.Fatal("the store never refused the answer")

@@ -1,6 +1,8 @@
 package gatewaytest
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +25,9 @@ var (
 
 type discordHarness struct{}
 
-func (discordHarness) Caps() Caps { return Caps{Threads: true, Drops: true, CatchesUp: true} }
+func (discordHarness) Caps() Caps {
+	return Caps{Threads: true, Refuses: true, Drops: true, CatchesUp: true}
+}
 
 func (discordHarness) Start(t testing.TB) Service {
 	t.Helper()
@@ -37,7 +41,11 @@ type discordService struct {
 }
 
 func (s *discordService) adapters(mem platform.Memory) []platform.Adapter {
-	a, err := discord.New(discord.Config{Token: discordToken, APIURL: s.fake.APIURL(), RequestTimeout: 5 * time.Second, Memory: mem, Logger: quiet()})
+	return s.adaptersWith(mem, discordToken)
+}
+
+func (s *discordService) adaptersWith(mem platform.Memory, token string) []platform.Adapter {
+	a, err := discord.New(discord.Config{Token: token, APIURL: s.fake.APIURL(), RequestTimeout: 5 * time.Second, Memory: mem, Logger: quiet()})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -142,3 +150,53 @@ func (s *discordService) ThreadName(at platform.Address) string {
 	}
 	return ""
 }
+
+// Pings: what the bot's posts would notify by Discord's rules, and any
+// post that did not tell Discord to notify no one.
+func (s *discordService) Pings() []string {
+	var out []string
+	for _, p := range s.fake.Posts() {
+		out = append(out, p.Pings...)
+		if !strings.Contains(p.AllowedMentions, `"parse":[]`) {
+			out = append(out, "allowed_mentions "+p.AllowedMentions)
+		}
+	}
+	return out
+}
+
+func (s *discordService) TypingShownAt(at platform.Address) bool {
+	channel := at.Chat
+	if at.Thread != "" {
+		channel = at.Thread
+	}
+	for _, c := range s.fake.Calls() {
+		if c.Method == discordtest.RouteTyping && strings.Contains(c.Path, "/channels/"+channel+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *discordService) RateLimitNextPost() {
+	s.fake.FailNext(discordtest.RouteCreateMessage, 429, time.Second)
+}
+
+// StrangerSaysDirect: stranger n's DM channel with the bot.
+func (s *discordService) StrangerSaysDirect(t testing.TB, n int, text string) platform.Address {
+	t.Helper()
+	who := discordtest.User{ID: "70" + strconv.Itoa(n), Username: "stranger" + strconv.Itoa(n)}
+	dm := s.fake.AddDM(who)
+	if _, err := s.fake.Say(dm, who, text); err != nil {
+		t.Fatal(err)
+	}
+	return platform.Address{Platform: "discord", Kind: platform.DM, Chat: dm}
+}
+
+func (s *discordService) RefusedCredentials() (func(platform.Memory) []platform.Adapter, string) {
+	const wrong = "MTIz.refused.token"
+	return func(mem platform.Memory) []platform.Adapter { return s.adaptersWith(mem, wrong) }, wrong
+}
+
+// LoseNextPost loses the answer to the next message created: the handoff
+// tries it again with the same enforced nonce.
+func (s *discordService) LoseNextPost() { s.fake.LoseNext(discordtest.RouteCreateMessage) }

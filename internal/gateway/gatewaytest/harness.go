@@ -7,6 +7,7 @@ package gatewaytest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
@@ -25,8 +26,14 @@ type Harness interface {
 
 // Caps are what a platform offers that some scenarios need.
 type Caps struct {
-	// Threads: a handoff opens a thread under the home chat.
+	// Threads: a handoff opens a thread (the web chat: a conversation)
+	// under the home chat.
 	Threads bool
+	// Refuses: RefuseThreads makes the service refuse the next thread.
+	Refuses bool
+	// ThreadRoot: a thread hangs from a message the bot posts in the home
+	// chat (else the home chat shows nothing of it).
+	ThreadRoot bool
 	// Drops: the Service is a Dropper.
 	Drops bool
 	// CatchesUp: the Service is a CatchUp.
@@ -48,6 +55,12 @@ type Setup struct {
 	// Personal: baton runs on the owner's own account (the gateway is
 	// told so); the home is the owner's chat with themselves.
 	Personal bool
+	// NotLive: the platform is not expected to come live; Start returns
+	// once the gateway runs.
+	NotLive bool
+	// Grace is how long a stop waits for the turns in flight; 0: the
+	// gateway's own tests choose.
+	Grace time.Duration
 }
 
 // Person is who writes in a chat.
@@ -130,6 +143,90 @@ type CatchUp interface {
 	Forget(t testing.TB) (after func(t testing.TB))
 }
 
+// The hooks below are what only some services do; a Service that has
+// none leaves the interface out, and the scenarios that need it skip
+// saying why.
+
+// Linker is a Service whose places have an address the terminal is given
+// to open.
+type Linker interface {
+	WantLink(at platform.Address) string
+}
+
+// Pinger is a Service that can tell whom the bot's posts could notify
+// beyond the chat (everyone, a role, a person).
+type Pinger interface {
+	Pings() []string
+}
+
+// Typist is a Service that shows when the bot is typing.
+type Typist interface {
+	TypingShownAt(at platform.Address) bool
+}
+
+// Menu is a Service that keeps a menu of the bot's commands.
+type Menu interface {
+	CommandMenu() string
+}
+
+// RateLimiter is a Service that can ask the bot to slow down.
+type RateLimiter interface {
+	// RateLimitNextPost answers the bot's next post "too many requests,
+	// retry after a moment".
+	RateLimitNextPost()
+}
+
+// Repeater is a Service that may hand over a message again.
+type Repeater interface {
+	// SayRepeated says text as the owner at at; again hands the same
+	// message over again, as the service does after a lost answer.
+	SayRepeated(t testing.TB, at platform.Address, text string) (again func(t testing.TB))
+}
+
+// StrangerChats is a Service where strangers can write to the bot in a
+// direct chat.
+type StrangerChats interface {
+	// StrangerSaysDirect is stranger n (0, 1, …) writing text to the bot
+	// directly; it returns where the bot answers them.
+	StrangerSaysDirect(t testing.TB, n int, text string) platform.Address
+}
+
+// ForGoodRefuser is a Service that can refuse a post for good (the bot
+// was blocked, the chat is gone).
+type ForGoodRefuser interface {
+	// RefuseForGood refuses every post containing sub.
+	RefuseForGood(sub string)
+}
+
+// CredentialRefuser is a Service that can refuse the bot's credentials.
+type CredentialRefuser interface {
+	// RefusedCredentials builds the adapters with credentials the service
+	// refuses; secret is what must never show in the gateway's status.
+	RefusedCredentials() (adapters func(platform.Memory) []platform.Adapter, secret string)
+}
+
+// OptionalRefuser is a Service that can answer none of its optional
+// methods (threads, typing, commands, edits), as an older server would.
+type OptionalRefuser interface {
+	RefuseOptional()
+}
+
+// Loser is a Service that can carry out a call and lose its answer.
+type Loser interface {
+	// LoseNextPost carries out the bot's next post (a thread's root or
+	// a message) and cuts the connection before the answer.
+	LoseNextPost()
+}
+
+// AckWaiter is a Service that hands a message over until the bot
+// acknowledges it.
+type AckWaiter interface {
+	// SayUnacked says text as the owner at at and returns at once; acked
+	// tells whether the bot acknowledged it, deliveries how many times
+	// the service handed it over.
+	SayUnacked(t testing.TB, at platform.Address, text string) (acked func() bool, deliveries func() int)
+}
+
 // Gateway is a running gateway for the suite: the store, the fake model
 // and the control socket's client.
 type Gateway interface {
@@ -139,6 +236,11 @@ type Gateway interface {
 	// TerminalSession is a session as the terminal leaves it, titled
 	// "Trip planning #…": four messages about a train to Lisbon.
 	TerminalSession(t testing.TB) store.Session
+	// WebURL is the running gateway's web chat, with its token.
+	WebURL() string
+	// HoldWrites takes the store's write lock, as another writer would,
+	// until release is called.
+	HoldWrites(t testing.TB) (release func())
 	// Stop stops the gateway and waits until it has.
 	Stop()
 	// Again runs a new gateway on the stopped one's home and store, and

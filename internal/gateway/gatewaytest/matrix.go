@@ -18,7 +18,9 @@ func Matrix(hs *matrixtest.Shared) Harness { return matrixHarness{hs: hs} }
 
 type matrixHarness struct{ hs *matrixtest.Shared }
 
-func (matrixHarness) Caps() Caps { return Caps{Threads: true} }
+func (matrixHarness) Caps() Caps {
+	return Caps{Threads: true, Refuses: true, ThreadRoot: true, Drops: true, CatchesUp: true}
+}
 
 func (h matrixHarness) Start(t testing.TB) Service {
 	t.Helper()
@@ -37,8 +39,12 @@ type matrixService struct {
 }
 
 func (s *matrixService) adapters(mem platform.Memory) []platform.Adapter {
+	return s.adaptersWith(mem, s.world.Bot.Token)
+}
+
+func (s *matrixService) adaptersWith(mem platform.Memory, token string) []platform.Adapter {
 	a, err := matrix.New(matrix.Config{
-		HomeserverURL: s.proxy.URL(), UserID: s.world.Bot.ID, AccessToken: s.world.Bot.Token,
+		HomeserverURL: s.proxy.URL(), UserID: s.world.Bot.ID, AccessToken: token,
 		Owners: []string{s.world.Owner.ID}, SyncTimeout: 2 * time.Second, Memory: mem, Logger: quiet(),
 	})
 	if err != nil {
@@ -47,12 +53,19 @@ func (s *matrixService) adapters(mem platform.Memory) []platform.Adapter {
 	return []platform.Adapter{a}
 }
 
+// Setup: the home is written as the README shows it, the room id with its
+// ':', and read as the daemon reads gateway.homes.
 func (s *matrixService) Setup() Setup {
+	written := "matrix:group:" + s.world.Room
+	home, err := platform.ParseWritten(written, matrix.Spec().CheckAddress)
+	if err != nil {
+		s.t.Fatalf("the home as written, %s: %v", written, err)
+	}
 	return Setup{
 		Platform: matrix.Name, Display: "Matrix",
 		Adapters:      s.adapters,
 		Owners:        []string{s.world.Owner.ID},
-		Home:          platform.Address{Platform: matrix.Name, Kind: platform.Group, Chat: s.world.Room},
+		Home:          home,
 		RefusalReason: "M_FORBIDDEN",
 	}
 }
@@ -110,4 +123,59 @@ func (s *matrixService) ThreadName(at platform.Address) string {
 		}
 	}
 	return ""
+}
+
+func (s *matrixService) TypingShownAt(platform.Address) bool { return s.proxy.CallCount("typing") > 0 }
+
+// LoseNextPost loses the answer to the next event sent (a handoff's thread
+// root): it is sent again under the same transaction id.
+func (s *matrixService) LoseNextPost() { s.proxy.LoseNext("send") }
+
+func (s *matrixService) RefusedCredentials() (func(platform.Memory) []platform.Adapter, string) {
+	const wrong = "syt_refused_access_token"
+	return func(mem platform.Memory) []platform.Adapter { return s.adaptersWith(mem, wrong) }, wrong
+}
+
+// DropDuringHandoff cuts every connection to the homeserver once the
+// thread's root is sent, and brings it back once the adapter met the cut;
+// the adapter must come back by itself (it asks who it is again).
+func (s *matrixService) DropDuringHandoff(t testing.TB) func(testing.TB) {
+	return func(t testing.TB) {
+		t.Helper()
+		testutil.Eventually(t, testutil.Patience, func() bool { return s.proxy.CallCount("send") >= 1 }, "the thread's root sent")
+		whoami, calls := s.proxy.CallCount("whoami"), len(s.proxy.Calls())
+		s.proxy.DownWith(0)
+		testutil.Eventually(t, testutil.Patience, func() bool { return len(s.proxy.Calls()) > calls }, "the adapter to meet the cut")
+		s.proxy.Up()
+		testutil.Eventually(t, testutil.Patience, func() bool { return s.proxy.CallCount("whoami") > whoami }, "the adapter back after the cut")
+	}
+}
+
+// Closed: no sync request is left open.
+func (s *matrixService) Closed() bool {
+	for _, c := range s.proxy.Calls() {
+		if c.Method == "sync" && c.End.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// Forget: the homeserver keeps the room's history, so nothing is left to
+// forget; after checks that the new adapter's first sync went on from the
+// token the last run stored in the gateway's store, not from scratch.
+func (s *matrixService) Forget(testing.TB) func(testing.TB) {
+	before := len(s.proxy.Calls())
+	return func(t testing.TB) {
+		t.Helper()
+		for _, c := range s.proxy.Calls()[before:] {
+			if c.Method == "sync" {
+				if c.Params["since"] == "" {
+					t.Errorf("the restarted adapter synced from scratch, not from the stored token")
+				}
+				return
+			}
+		}
+		t.Errorf("the restarted adapter never synced")
+	}
 }

@@ -20,25 +20,65 @@ import (
 type scenario struct {
 	name  string
 	needs func(Caps) string // why the platform cannot run it; "" if it can
-	run   func(t *testing.T, sc *run)
+	// hook, when set, says why the service cannot run it (a hook it
+	// lacks); "" if it can.
+	hook func(Service) string
+	// before, when set, runs once the service's fake is up and before the
+	// gateway starts.
+	before func(t *testing.T, r *run)
+	run    func(t *testing.T, sc *run)
 }
 
 var scenarios = []scenario{
-	{"HandoffThereAndBack", always, handoffThereAndBack},
-	{"RefusedThreadLandsInHome", needsThreads, refusedThreadLandsInHome},
-	{"StrangerNotAnswered", always, strangerNotAnswered},
-	{"HomeHeldByAnotherSession", always, homeHeldByAnotherSession},
-	{"ConnectionDroppedMidHandoff", needsDropper, connectionDroppedMidHandoff},
-	{"LongReplySplitInOrder", always, longReplySplitInOrder},
-	{"CatchUpAfterTheGatewayWasStopped", needsCatchUp, catchUpAfterStop},
-	{"ContinueOfferEndsTheFirstAnswer", always, continueOfferEndsTheFirstAnswer},
+	{name: "HandoffThereAndBack", needs: always, run: handoffThereAndBack},
+	{name: "RefusedThreadLandsInHome", needs: needsRefusals, run: refusedThreadLandsInHome},
+	{name: "StrangerNotAnswered", needs: always, run: strangerNotAnswered},
+	{name: "HomeHeldByAnotherSession", needs: needsHandoffsHome, run: homeHeldByAnotherSession},
+	{name: "ConnectionDroppedMidHandoff", needs: needsDropper, run: connectionDroppedMidHandoff},
+	{name: "LongReplySplitInOrder", needs: always, run: longReplySplitInOrder},
+	{name: "CatchUpAfterTheGatewayWasStopped", needs: needsCatchUp, run: catchUpAfterStop},
+	{name: "ContinueOfferEndsTheFirstAnswer", needs: always, run: continueOfferEndsTheFirstAnswer(150 * time.Millisecond)},
+	{name: "ContinueOfferEndsAnAnswerPostedWhole", needs: always, run: continueOfferEndsTheFirstAnswer(0)},
+	{name: "HandoffFromTheWebChat", needs: always, hook: notTheWebChat, run: handoffFromTheWebChat},
+	{name: "RateLimitedReplyShownOnce", needs: always, hook: has[RateLimiter]("the harness cannot make the service ask the bot to slow down"), run: rateLimitedReplyShownOnce},
+	{name: "RepeatedMessageAnsweredOnce", needs: always, hook: has[Repeater]("the service never hands a message over twice"), run: repeatedMessageAnsweredOnce},
+	{name: "StrangerInADirectChatGetsACode", needs: always, hook: strangerChats, run: strangerInADirectChatGetsACode},
+	{name: "StrangersCannotFillThePairingDoor", needs: always, hook: strangerChats, run: strangersCannotFillThePairingDoor},
+	{name: "PostRefusedForGoodDoesNotBlock", needs: always, hook: has[ForGoodRefuser]("the harness cannot make the service refuse a post for good"), run: postRefusedForGoodDoesNotBlock},
+	{name: "RefusedCredentialsAreNotLive", needs: always, hook: has[CredentialRefuser]("the service has no credentials the harness can make it refuse"), before: withRefusedCredentials, run: refusedCredentialsAreNotLive},
+	{name: "HandoffWithoutOptionalMethods", needs: always, hook: has[OptionalRefuser]("the service has no optional methods to do without"), before: withoutOptionalMethods, run: handoffWithoutOptionalMethods},
+	{name: "LostAnswerShowsTheHandoffOnce", needs: always, hook: has[Loser]("the service has no key that makes a post tried again land once (a lost answer would show it twice)"), run: lostAnswerShowsTheHandoffOnce},
+	{name: "FrozenStreamedReplyFinishedInPlace", needs: always, hook: has[EditCounter]("the service shows each reply whole: nothing is streamed by edits"), before: withShortGrace, run: frozenStreamedReplyFinishedInPlace},
+	{name: "MessageAckedOnlyOnceStored", needs: always, hook: has[AckWaiter]("the service does not wait for the bot to acknowledge a message"), run: messageAckedOnlyOnceStored},
 }
 
 func always(Caps) string { return "" }
 
-func needsThreads(c Caps) string {
-	if !c.Threads {
+// has is the need for the Service to have the hook H.
+func has[H any](why string) func(Service) string {
+	return func(s Service) string {
+		if _, ok := s.(H); !ok {
+			return why
+		}
+		return ""
+	}
+}
+
+func needsRefusals(c Caps) string {
+	switch {
+	case !c.Threads:
 		return "the platform opens no threads"
+	case !c.Refuses:
+		return "the service never refuses a new thread (the web chat opens a conversation itself)"
+	}
+	return ""
+}
+
+// needsHandoffsHome: a handoff lands in the home chat only where the
+// platform opens no threads or can refuse one.
+func needsHandoffsHome(c Caps) string {
+	if c.Threads && !c.Refuses {
+		return "every handoff opens a new conversation there: the home chat is never handed a session"
 	}
 	return ""
 }
@@ -57,6 +97,20 @@ func needsCatchUp(c Caps) string {
 	return ""
 }
 
+func strangerChats(s Service) string {
+	if s.Setup().Personal {
+		return "on the owner's own account a stranger writes to the owner, not to baton: no pairing"
+	}
+	return has[StrangerChats]("the harness has no direct chat a stranger can open with the bot")(s)
+}
+
+func notTheWebChat(s Service) string {
+	if s.Setup().Platform == webName {
+		return "the handoff starts in the web chat: the platform under test"
+	}
+	return ""
+}
+
 // RunScenarios runs every scenario the harness's capabilities allow, each
 // as a subtest with its own fake and gateway; the others are skipped with
 // the reason.
@@ -67,13 +121,21 @@ func RunScenarios(t *testing.T, h Harness, start Start) {
 				t.Skip(why)
 			}
 			svc := h.Start(t)
+			if s.hook != nil {
+				if why := s.hook(svc); why != "" {
+					t.Skip(why)
+				}
+			}
 			r := &run{svc: svc, setup: svc.Setup(), caps: h.Caps()}
+			if s.before != nil {
+				s.before(t, r)
+			}
 			build := r.setup.Adapters
 			r.setup.Adapters = func(mem platform.Memory) []platform.Adapter {
 				r.adapters = build(mem)
 				return r.adapters
 			}
-			r.gw = start(t, r.setup)
+			r.started(t, start(t, r.setup))
 			s.run(t, r)
 		})
 	}
@@ -86,7 +148,26 @@ type run struct {
 	gw       Gateway
 	caps     Caps
 	adapters []platform.Adapter // the running gateway's
+	final    control.Progress   // the last handoff watched to its end
+	secret   string             // credentials the service refuses
 }
+
+// attacher is a Service that reaches the bot through the running gateway
+// (the web chat's page): it is told of each gateway started.
+type attacher interface {
+	attach(t testing.TB, gw Gateway)
+}
+
+func (r *run) started(t testing.TB, gw Gateway) {
+	t.Helper()
+	r.gw = gw
+	if a, ok := r.svc.(attacher); ok {
+		a.attach(t, gw)
+	}
+}
+
+// again starts a new gateway on the stopped one's home and store.
+func (r *run) again(t testing.TB) { r.started(t, r.gw.Again(t)) }
 
 // at matches what the bot shows at a chat or thread containing sub.
 func at(where platform.Address, sub string) func(Shown) bool {
@@ -99,10 +180,17 @@ func samePlace(a, b platform.Address) bool { return a.Chat == b.Chat && a.Thread
 // returns it with its index in Shown.
 func (r *run) waitShown(t *testing.T, what string, match func(Shown) bool) (Shown, int) {
 	t.Helper()
+	return waitShown(t, what, r.svc.Shown, match)
+}
+
+// waitShown waits until shown (what a person sees now) has a message
+// match accepts, and returns it with its index.
+func waitShown(t testing.TB, what string, shown func() []Shown, match func(Shown) bool) (Shown, int) {
+	t.Helper()
 	var found Shown
 	idx := -1
 	if !testutil.Poll(testutil.Context(t, 0), func() bool {
-		for i, s := range r.svc.Shown() {
+		for i, s := range shown() {
 			if match(s) {
 				found, idx = s, i
 				return true
@@ -110,7 +198,7 @@ func (r *run) waitShown(t *testing.T, what string, match func(Shown) bool) (Show
 		}
 		return false
 	}) {
-		t.Fatalf("the bot never showed %s; it showed %+v", what, r.svc.Shown())
+		t.Fatalf("the bot never showed %s; it showed %+v", what, shown())
 	}
 	return found, idx
 }
@@ -140,6 +228,7 @@ func (r *run) watch(t *testing.T, h control.Handoff) (platform.Address, []string
 	if err != nil || final.State != "completed" {
 		t.Fatalf("handoff %+v %v (steps %q)", final, err, steps)
 	}
+	r.final = final
 	dest, err := platform.ParseKey(final.Destination)
 	if err != nil {
 		t.Fatalf("destination %q: %v", final.Destination, err)
@@ -163,10 +252,16 @@ func (r *run) settled(t *testing.T, sessionID, answer string) []store.Message {
 // session: the reply shows there and both are the transcript's end.
 func (r *run) continues(t *testing.T, where platform.Address, sessionID, text, reply string) []store.Message {
 	t.Helper()
-	r.gw.Model().Push(llmtest.Reply{Text: reply})
+	return r.continuesWith(t, where, sessionID, text, llmtest.Reply{Text: reply})
+}
+
+// continuesWith is continues with the reply as the model gives it.
+func (r *run) continuesWith(t *testing.T, where platform.Address, sessionID, text string, reply llmtest.Reply) []store.Message {
+	t.Helper()
+	r.gw.Model().Push(reply)
 	r.svc.Say(t, where, Owner, text)
-	r.waitShown(t, "the answer to "+text, at(where, reply))
-	msgs := r.settled(t, sessionID, reply)
+	r.waitShown(t, "the answer to "+text, at(where, reply.Text))
+	msgs := r.settled(t, sessionID, reply.Text)
 	if m := msgs[len(msgs)-2]; m.Content != text || m.Platform != r.setup.Platform {
 		t.Fatalf("what the owner said at %s went to %+v", where.Key(), m)
 	}
@@ -203,7 +298,20 @@ func handoffThereAndBack(t *testing.T, r *run) {
 		}
 	}
 
-	msgs := r.continues(t, dest, sess.ID, "book it please", "Done, it is booked.")
+	if l, ok := r.svc.(Linker); ok {
+		if want := l.WantLink(dest); r.final.Link != want {
+			t.Errorf("the terminal was given the link %q, want %q", r.final.Link, want)
+		}
+	}
+
+	// A reply slow enough (four words, 150 ms apart) for typing to show.
+	msgs := r.continuesWith(t, dest, sess.ID, "book it please", llmtest.Reply{Text: "Done, it is booked.", Delay: 150 * time.Millisecond})
+	if ty, ok := r.svc.(Typist); ok && !ty.TypingShownAt(dest) {
+		t.Errorf("no typing shown at %s while the turn ran", dest.Key())
+	}
+	if m, ok := r.svc.(Menu); ok && !strings.Contains(m.CommandMenu(), "handoff") {
+		t.Errorf("the command menu was not published: %q", m.CommandMenu())
+	}
 	if msgs[0].Content != "plan a trip to Lisbon" {
 		t.Errorf("the transcript lost its start: %+v", msgs[0])
 	}
@@ -221,8 +329,8 @@ func handoffThereAndBack(t *testing.T, r *run) {
 	if err != nil || len(waiting) != 1 || waiting[0].SessionID != sess.ID || waiting[0].FromPlatform != r.setup.Platform {
 		t.Fatalf("waiting for the terminal: %+v %v", waiting, err)
 	}
-	// The conversation stayed in its thread: in the home chat at most the
-	// message the thread hangs from.
+	// The conversation stayed in its thread: in the home chat only the
+	// message the thread hangs from, where threads hang from one.
 	if dest.Key() != home.Key() {
 		var atHome []string
 		for _, s := range r.svc.Shown() {
@@ -230,10 +338,35 @@ func handoffThereAndBack(t *testing.T, r *run) {
 				atHome = append(atHome, s.Text)
 			}
 		}
-		if len(atHome) > 1 || (len(atHome) == 1 && !strings.Contains(atHome[0], "Trip planning")) {
-			t.Errorf("shown in the home chat besides the thread's root: %q", atHome)
+		if want := r.roots(); len(atHome) != want || (want == 1 && !strings.Contains(atHome[0], "Trip planning")) {
+			t.Errorf("shown in the home chat: %q; want %d thread root(s) alone", atHome, want)
 		}
 	}
+	r.pingsNoOne(t)
+}
+
+// pingsNoOne checks that nothing the bot posted could notify anyone.
+func (r *run) pingsNoOne(t *testing.T) {
+	t.Helper()
+	if p, ok := r.svc.(Pinger); ok {
+		if pings := p.Pings(); len(pings) > 0 {
+			t.Errorf("the bot's posts could notify %q", pings)
+		}
+	}
+}
+
+// roots is how many thread roots a handoff to a thread posts in the home
+// chat.
+func (r *run) roots() int {
+	if r.caps.ThreadRoot {
+		return 1
+	}
+	return 0
+}
+
+// rootsShown counts the thread roots the bot showed in the home chat.
+func (r *run) rootsShown() int {
+	return r.count(at(r.setup.Home, "Trip planning"))
 }
 
 // The service refuses the new thread: the handoff lands in the home chat
@@ -389,6 +522,9 @@ func connectionDroppedMidHandoff(t *testing.T, r *run) {
 			t.Errorf("%q was shown %d times, want once", said, n)
 		}
 	}
+	if n, want := r.rootsShown(), r.roots(); dest.Key() != r.setup.Home.Key() && n != want {
+		t.Errorf("%d thread roots in the home chat, want %d", n, want)
+	}
 	asked := 0
 	for _, m := range r.settled(t, sess.ID, "Answer after the reconnect.") {
 		if m.Content == "are you still there?" {
@@ -413,14 +549,25 @@ func (r *run) count(match func(Shown) bool) int {
 // waitLive waits until the gateway reports the platform live.
 func (r *run) waitLive(t *testing.T) {
 	t.Helper()
-	testutil.Eventually(t, testutil.Patience, func() bool {
+	r.waitPlatform(t, "live again", func(p control.Platform) bool { return p.Live })
+}
+
+// waitPlatform waits until the gateway reports the platform in a state
+// cond accepts, and returns it.
+func (r *run) waitPlatform(t *testing.T, what string, cond func(control.Platform) bool) control.Platform {
+	t.Helper()
+	var last control.Platform
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
 		s, err := r.gw.Control().Status(context.Background())
 		if err != nil {
 			return false
 		}
-		p, _ := s.Platform(r.setup.Platform)
-		return p.Live
-	}, r.setup.Display+" live again")
+		last, _ = s.Platform(r.setup.Platform)
+		return cond(last)
+	}) {
+		t.Fatalf("%s never %s; last status %+v", r.setup.Display, what, last)
+	}
+	return last
 }
 
 // waitAllSent waits until nothing is left to send.
@@ -494,7 +641,7 @@ func catchUpAfterStop(t *testing.T, r *run) {
 		r.svc.Say(t, home, Owner, text)
 	}
 	after := c.Forget(t)
-	r.gw = r.gw.Again(t)
+	r.again(t)
 	r.waitShown(t, "the answer to the last message written while stopped", at(home, "echo: and once more"))
 	r.waitAllSent(t)
 	after(t)
@@ -523,13 +670,19 @@ func catchUpAfterStop(t *testing.T, r *run) {
 
 // The first answer in the home chat, which holds no session while the
 // terminal holds one, ends with the offer to continue that session, in the
-// same message; where the service streams by edits, the answer grew by
-// them and the last edit brought the offer; nothing is posted after it.
-func continueOfferEndsTheFirstAnswer(t *testing.T, r *run) {
+// same message, whether the model wrote it slowly (delay between words)
+// or at once; where the service streams by edits, a slow answer grew by
+// them and the last edit brought the offer, and one given at once was
+// posted whole; nothing is posted after it.
+func continueOfferEndsTheFirstAnswer(delay time.Duration) func(t *testing.T, r *run) {
+	return func(t *testing.T, r *run) { continueOffer(t, r, delay) }
+}
+
+func continueOffer(t *testing.T, r *run, delay time.Duration) {
 	r.gw.TerminalSession(t)
 	home := r.setup.Home
 	const answer = "Hello there, one word at a time."
-	r.gw.Model().Push(llmtest.Reply{Text: answer, Delay: 150 * time.Millisecond})
+	r.gw.Model().Push(llmtest.Reply{Text: answer, Delay: delay})
 	r.svc.Say(t, home, Owner, "hi")
 	r.waitShown(t, "the offer", func(s Shown) bool {
 		return samePlace(s.At, home) && strings.HasSuffix(s.Text, " — /continue to pick it up here.")
@@ -544,7 +697,7 @@ func continueOfferEndsTheFirstAnswer(t *testing.T, r *run) {
 	if len(shown) != 1 || !strings.HasPrefix(shown[0], answer+"\n\nYou were working on «Trip planning") {
 		t.Errorf("the bot showed %q; want one message, the answer ending with the offer", shown)
 	}
-	if e, ok := r.svc.(EditCounter); ok && e.Edits() == 0 {
-		t.Errorf("the answer did not grow by edits")
+	if e, ok := r.svc.(EditCounter); ok && (e.Edits() > 0) != (delay > 0) {
+		t.Errorf("the answer was edited %d times; written with %v between words", e.Edits(), delay)
 	}
 }

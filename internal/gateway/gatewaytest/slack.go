@@ -1,8 +1,10 @@
 package gatewaytest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/slack"
@@ -24,7 +26,9 @@ const (
 
 type slackHarness struct{}
 
-func (slackHarness) Caps() Caps { return Caps{Threads: true, Drops: true, CatchesUp: true} }
+func (slackHarness) Caps() Caps {
+	return Caps{Threads: true, Refuses: true, ThreadRoot: true, Drops: true, CatchesUp: true}
+}
 
 func (slackHarness) Start(t testing.TB) Service {
 	t.Helper()
@@ -38,7 +42,11 @@ type slackService struct {
 }
 
 func (s *slackService) adapters(mem platform.Memory) []platform.Adapter {
-	a, err := slack.New(slack.Config{BotToken: slackBot, AppToken: slackApp, APIURL: s.fake.APIURL(), Memory: mem, Logger: quiet()})
+	return s.adaptersWith(mem, slackBot)
+}
+
+func (s *slackService) adaptersWith(mem platform.Memory, bot string) []platform.Adapter {
+	a, err := slack.New(slack.Config{BotToken: bot, AppToken: slackApp, APIURL: s.fake.APIURL(), Memory: mem, Logger: quiet()})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -63,18 +71,28 @@ func (s *slackService) Say(t testing.TB, at platform.Address, who Person, text s
 	if who == Stranger {
 		user = slackStranger
 	}
-	mention := "<@" + slacktest.BotUserID + ">"
-	_, env := s.fake.PushMessage(slacktest.Message{Channel: at.Chat, User: user, Text: text, ThreadTS: at.Thread, Mention: strings.Contains(text, mention)})
+	s.say(t, slacktest.Message{Channel: at.Chat, User: user, Text: text, ThreadTS: at.Thread})
+}
+
+func (s *slackService) say(t testing.TB, m slacktest.Message) {
+	t.Helper()
+	m.Mention = strings.Contains(m.Text, "<@"+slacktest.BotUserID+">")
+	_, env := s.fake.PushMessage(m)
+	text := m.Text
 	if s.fake.OpenSockets() == 0 {
 		return
 	}
 	testutil.Eventually(t, testutil.Patience, func() bool { return s.fake.Acked(env) }, "Slack's event for "+text+" acknowledged")
 }
 
+// Shown: a thread reply broadcast to the channel shows in both.
 func (s *slackService) Shown() []Shown {
 	var out []Shown
 	for _, p := range s.fake.Shown() {
 		out = append(out, Shown{At: platform.Address{Platform: "slack", Chat: p.Channel, Thread: p.ThreadTS}, Text: p.Text})
+		if p.Broadcast {
+			out = append(out, Shown{At: platform.Address{Platform: "slack", Chat: p.Channel}, Text: p.Text})
+		}
 	}
 	return out
 }
@@ -120,3 +138,40 @@ func (s *slackService) ThreadName(at platform.Address) string {
 	}
 	return ""
 }
+
+// TypingShownAt: the assistant thread's status (Slack's typing) set there.
+func (s *slackService) TypingShownAt(at platform.Address) bool {
+	for _, st := range s.fake.Statuses() {
+		if st.Channel == at.Chat && st.ThreadTS == at.Thread {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *slackService) RateLimitNextPost() { s.fake.FailNext("chat.postMessage", 429, time.Second) }
+
+// StrangerSaysDirect: stranger n's DM with the bot.
+func (s *slackService) StrangerSaysDirect(t testing.TB, n int, text string) platform.Address {
+	t.Helper()
+	dm := "D0EVE" + strconv.Itoa(n)
+	s.say(t, slacktest.Message{Channel: dm, ChannelType: "im", User: "U0EVE" + strconv.Itoa(n), Text: text})
+	return platform.Address{Platform: "slack", Kind: platform.DM, Chat: dm}
+}
+
+// RefuseForGood: channel_not_found, which no retry changes.
+func (s *slackService) RefuseForGood(sub string) { s.fake.Forbid(sub) }
+
+func (s *slackService) RefusedCredentials() (func(platform.Memory) []platform.Adapter, string) {
+	const wrong = "xoxb-9-refused-token"
+	return func(mem platform.Memory) []platform.Adapter { return s.adaptersWith(mem, wrong) }, wrong
+}
+
+// SayUnacked: Socket Mode hands the envelope over again on the next
+// connection until the bot acknowledges it.
+func (s *slackService) SayUnacked(t testing.TB, at platform.Address, text string) (func() bool, func() int) {
+	_, env := s.fake.PushMessage(slacktest.Message{Channel: at.Chat, User: slackOwner, Text: text, ThreadTS: at.Thread})
+	return func() bool { return s.fake.Acked(env) }, func() int { return s.fake.Deliveries(env) }
+}
+
+func (s *slackService) Edits() int { return s.fake.CallCount("chat.update") }
