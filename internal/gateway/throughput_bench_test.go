@@ -227,7 +227,7 @@ func (l *load) check() ([]time.Duration, error) {
 // does, a message sent again under the same id (its acknowledgement came
 // late, so the gateway tried once more) is shown, and counted, once. The
 // offer to continue the conversation held elsewhere, which ends the first
-// answer in each new conversation, is not part of the reply.
+// answer in each new conversation, is not part of the reply (withoutOffer).
 func (l *load) readPage(ctx context.Context, pg *page) {
 	shown := map[string]bool{}
 	for {
@@ -239,9 +239,7 @@ func (l *load) readPage(ctx context.Context, pg *page) {
 			if f["type"] == "message" && f["role"] == "assistant" {
 				key, _ := f["key"].(string)
 				text, _ := f["text"].(string)
-				if i := strings.LastIndex(text, "\n\nYou were working on "); i >= 0 && strings.HasSuffix(text, "/continue to pick it up here.") {
-					text = text[:i]
-				}
+				text = withoutOffer(text)
 				if id, _ := f["id"].(string); id != "" {
 					if shown[id] {
 						continue
@@ -259,7 +257,7 @@ func (l *load) readPage(ctx context.Context, pg *page) {
 }
 
 // readTelegram records each message the bot posted as a reply once its
-// text is whole: the gateway may post a draft and edit it as the answer
+// text (without the offer, as on the page) is whole: the gateway may post a draft and edit it as the answer
 // streams, so a message counts once, when its text first reads as a
 // whole reply ("echo: t<conversation> m<digit>").
 func (l *load) readTelegram(ctx context.Context, fake *telegramtest.Server) {
@@ -291,9 +289,9 @@ func (l *load) readTelegram(ctx context.Context, fake *telegramtest.Server) {
 				p = &posted{thread: m.ThreadID}
 				msgs[id] = p
 			}
-			if !p.counted && wholeReply.MatchString(m.Plain) {
+			if text := withoutOffer(m.Plain); !p.counted && wholeReply.MatchString(text) {
 				p.counted = true
-				l.got(tgKey(p.thread), m.Plain, now)
+				l.got(tgKey(p.thread), text, now)
 			}
 		}
 		seen += len(sent)
@@ -301,6 +299,16 @@ func (l *load) readTelegram(ctx context.Context, fake *telegramtest.Server) {
 }
 
 var wholeReply = regexp.MustCompile(`^echo: t\d+ m\d$`)
+
+// withoutOffer is a reply without the offer to continue the conversation
+// held elsewhere, which ends the first answer in each new conversation
+// and is not part of the reply.
+func withoutOffer(text string) string {
+	if i := strings.LastIndex(text, "\n\nYou were working on "); i >= 0 && strings.HasSuffix(text, "/continue to pick it up here.") {
+		return text[:i]
+	}
+	return text
+}
 
 // selfCPU is the CPU time (user and system) this process has used.
 func selfCPU() (time.Duration, error) {
