@@ -1,62 +1,38 @@
-package platform_test
+package platform
 
 import (
-	"io"
-	"net"
+	"bytes"
+	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"testing"
-
-	"github.com/baton-agent/baton/internal/platform"
+	"time"
 )
 
-// A burst of requests far over the bound shares the client's kept
-// connections: none is opened only to be closed again.
-func TestHTTPClientBurstStaysWithinTheConnectionBound(t *testing.T) {
-	var opened atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok"))
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			opened.Add(1)
-		}
+// What an adapter's configuration leaves zero is filled one way for all.
+func TestAdapterDefaults(t *testing.T) {
+	if got := RequestTimeout(0); got != DefaultRequestTimeout {
+		t.Errorf("RequestTimeout(0) = %v", got)
 	}
-	srv.Start()
-	defer srv.Close()
-
-	c := platform.NewHTTPClient()
-	defer c.CloseIdleConnections()
-	const requests = 4 * platform.MaxServiceConns
-	var wg sync.WaitGroup
-	errs := make(chan error, requests)
-	for range requests {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
-			if err != nil {
-				errs <- err
-				return
-			}
-			resp, err := c.Do(req)
-			if err != nil {
-				errs <- err
-				return
-			}
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				errs <- err
-			}
-		})
+	if got := RequestTimeout(-time.Second); got != DefaultRequestTimeout {
+		t.Errorf("RequestTimeout(-1s) = %v", got)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if got := RequestTimeout(5 * time.Second); got != 5*time.Second {
+		t.Errorf("RequestTimeout(5s) = %v", got)
 	}
-	if n := opened.Load(); n > platform.MaxServiceConns {
-		t.Errorf("%d requests at once opened %d connections; the bound is %d", requests, n, platform.MaxServiceConns)
+	if HTTPClientOr(nil) == nil {
+		t.Error("no client where none was given")
+	}
+	own := &http.Client{}
+	if HTTPClientOr(own) != own {
+		t.Error("the configured client was replaced")
+	}
+	var buf bytes.Buffer
+	Logger(slog.New(slog.NewTextHandler(&buf, nil)), "slack").Info("hello")
+	if !strings.Contains(buf.String(), "platform=slack") {
+		t.Errorf("log line %q is not tagged with its platform", buf.String())
+	}
+	if Logger(nil, "slack") == nil {
+		t.Error("no log where none was given")
 	}
 }

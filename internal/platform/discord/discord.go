@@ -155,18 +155,9 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.APIURL = DefaultAPIURL
 	}
 	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 30 * time.Second
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = platform.NewHTTPClient()
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("platform", Name)
+	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
+	client := platform.HTTPClientOr(cfg.HTTPClient)
+	log := platform.Logger(cfg.Logger, Name)
 	restClient := rest.NewClient(cfg.Token,
 		rest.WithURL(cfg.APIURL),
 		rest.WithHTTPClient(client),

@@ -126,22 +126,14 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.CheckEvery <= 0 {
 		cfg.CheckEvery = 30 * time.Second
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 30 * time.Second
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = platform.NewHTTPClient()
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
+	client := platform.HTTPClientOr(cfg.HTTPClient)
+	log := platform.Logger(cfg.Logger, Name)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("imessage: webhook listener on %s: %w", cfg.Listen, err)
 	}
-	return &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), addr: ln.Addr().String(), ln: ln, handed: platform.NewSeen(1000)}, nil
+	return &Adapter{cfg: cfg, client: client, log: log, addr: ln.Addr().String(), ln: ln, handed: platform.NewSeen(1000)}, nil
 }
 
 // Name is "imessage".

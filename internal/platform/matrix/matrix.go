@@ -147,9 +147,7 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.SyncTimeout <= 0 {
 		cfg.SyncTimeout = 30 * time.Second
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 30 * time.Second
-	}
+	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
 	if cfg.TimelineLimit <= 0 {
 		cfg.TimelineLimit = 50
 	}
@@ -163,17 +161,14 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	cli.DefaultHTTPRetries = 0 // the gateway owns retries
 	cli.UserAgent = "baton"
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := platform.Logger(cfg.Logger, Name)
 	owners := map[id.UserID]bool{}
 	for _, o := range cfg.Owners {
 		if o = strings.TrimSpace(o); o != "" {
 			owners[id.UserID(o)] = true
 		}
 	}
-	return &Adapter{cfg: cfg, cli: cli, log: log.With("platform", Name), owners: owners,
+	return &Adapter{cfg: cfg, cli: cli, log: log, owners: owners,
 		latest: map[string]id.EventID{}, newestSeen: map[id.RoomID]string{}, warned: map[id.RoomID]bool{}}, nil
 }
 

@@ -102,18 +102,8 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.URL = "http://127.0.0.1:8080"
 	}
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 30 * time.Second
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = platform.NewHTTPClient()
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Adapter{cfg: cfg, client: client, log: log.With("platform", Name)}, nil
+	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
+	return &Adapter{cfg: cfg, client: platform.HTTPClientOr(cfg.HTTPClient), log: platform.Logger(cfg.Logger, Name)}, nil
 }
 
 // Name is "signal".

@@ -132,27 +132,19 @@ func New(cfg Config) (*Adapter, error) {
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 30 * time.Second
-	}
+	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
 	if cfg.PingEvery <= 0 {
 		cfg.PingEvery = 30 * time.Second
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = platform.NewHTTPClient()
-	}
+	log := platform.Logger(cfg.Logger, Name)
+	client := platform.HTTPClientOr(cfg.HTTPClient)
 	// Retries stay off (the library's default): the gateway owns them.
 	api := slack.New(cfg.BotToken,
 		slack.OptionAPIURL(cfg.APIURL),
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionHTTPClient(client),
 	)
-	return &Adapter{cfg: cfg, api: api, log: log.With("platform", Name),
+	return &Adapter{cfg: cfg, api: api, log: log,
 		seen: platform.NewSeen(platform.SeenLimit), marks: platform.NewMarks[place](maxMarked, newerTS)}, nil
 }
 

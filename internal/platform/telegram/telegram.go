@@ -132,9 +132,7 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.EditEvery <= 0 {
 		cfg.EditEvery = 1500 * time.Millisecond
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 30 * time.Second
-	}
+	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
 	base := cfg.HTTPClient
 	if base == nil {
 		base = platform.NewHTTPClient()
@@ -146,11 +144,8 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	c.Transport = statusAnswers{next: next}
 	client := &c
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	a := &Adapter{cfg: cfg, client: client, log: log.With("platform", Name), seenUpdate: platform.NewSeen(platform.SeenLimit), seenMsg: platform.NewSeen(platform.SeenLimit)}
+	log := platform.Logger(cfg.Logger, Name)
+	a := &Adapter{cfg: cfg, client: client, log: log, seenUpdate: platform.NewSeen(platform.SeenLimit), seenMsg: platform.NewSeen(platform.SeenLimit)}
 	api, err := bot.New(cfg.Token,
 		bot.WithServerURL(cfg.ServerURL),
 		bot.WithHTTPClient(cfg.PollTimeout, client),
