@@ -149,6 +149,9 @@ type Message struct {
 	PlatformMsgID string
 	CreatedAt     time.Time
 	Superseded    bool // replaced by ReplaceTranscript; kept for history
+	// Attachments are the files the message carries, in order; each
+	// names bytes put with Files.PutFile before the message is stored.
+	Attachments []Attachment
 }
 
 // SessionFilter narrows ListSessions. Zero values mean "any".
@@ -361,6 +364,7 @@ type Store interface {
 	Pairings
 	PlatformStates
 	Notes
+	Files
 	Close() error
 }
 

@@ -143,6 +143,9 @@ func clone(msgs []store.Message) []store.Message {
 		if out[i].ToolCalls != nil {
 			out[i].ToolCalls = slices.Clone(out[i].ToolCalls)
 		}
+		if out[i].Attachments != nil {
+			out[i].Attachments = slices.Clone(out[i].Attachments)
+		}
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 	}
 	var out []store.Message
 	err := s.tx(ctx, func(tx *wtx) (err error) {
-		if out, err = appendMessages(tx, sessionID, msgs); err != nil || u == (store.Usage{}) {
+		if out, err = s.appendMessages(tx, sessionID, msgs); err != nil || u == (store.Usage{}) {
 			return err
 		}
 		_, err = tx.Exec(addUsageSQL, u.InputTokens, u.OutputTokens, sessionID)
@@ -75,8 +75,8 @@ const insertMessageSQL = `INSERT INTO messages (session_id, seq, role, content, 
 	SELECT id, next_seq, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 FROM sessions WHERE id = ?1
 	RETURNING id, seq`
 
-// appendMessages inserts msgs in order in tx.
-func appendMessages(tx *wtx, sessionID string, msgs []store.Message) ([]store.Message, error) {
+// appendMessages inserts msgs in order in tx, with their attachments.
+func (s *Store) appendMessages(tx *wtx, sessionID string, msgs []store.Message) ([]store.Message, error) {
 	t := now()
 	out := make([]store.Message, len(msgs))
 	for i, m := range msgs {
@@ -95,6 +95,9 @@ func appendMessages(tx *wtx, sessionID string, msgs []store.Message) ([]store.Me
 		}
 		if err != nil {
 			return nil, err
+		}
+		if err := s.insertAttachments(tx, &m); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		out[i] = m
 	}
@@ -228,6 +231,13 @@ func (s *Store) transcriptIn(ctx context.Context, sessionID string, also func(sn
 	if out, err = s.loadRange(ctx, tx, sessionID, v, max(from, liveFrom), out, &made); err != nil {
 		return nil, fmt.Errorf("load transcript %s: %w", sessionID, err)
 	}
+	// Packs and chunks hold no attachments: the few messages that have
+	// any get them from one indexed read of those loaded here.
+	if loaded := out[len(have):]; len(loaded) > 0 {
+		if err := attachmentsIn(ctx, tx, sessionID, loaded); err != nil {
+			return nil, fmt.Errorf("load transcript %s: attachments: %w", sessionID, err)
+		}
+	}
 	s.savePacks(sessionID, v, &made)
 	if s.transcripts == nil {
 		return out, nil
@@ -262,7 +272,17 @@ func (s *Store) History(ctx context.Context, sessionID string) ([]store.Message,
 		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil || len(out) == 0 {
+		return out, err
+	}
+	arows, err := s.read(ctx, sessionAttachmentsSQL, sessionID, out[0].ID)
+	if err == nil {
+		err = fillAttachments(out, arows)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load history %s: attachments: %w", sessionID, err)
+	}
+	return out, nil
 }
 
 // ReplaceTranscript supersedes the live transcript with msgs atomically.
@@ -282,7 +302,7 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 		if _, err := tx.Exec(`DELETE FROM transcript_packs WHERE session_id = ?`, sessionID); err != nil {
 			return err
 		}
-		out, err = appendMessages(tx, sessionID, msgs)
+		out, err = s.appendMessages(tx, sessionID, msgs)
 		return err
 	})
 	if err != nil {
@@ -320,6 +340,15 @@ func (s *Store) FindPlatformMessage(ctx context.Context, platform, platformMsgID
 	}
 	if err != nil {
 		return store.Message{}, fmt.Errorf("find message %s/%s: %w", platform, platformMsgID, err)
+	}
+	rows, err := s.read(ctx, `SELECT `+attachmentCols+` FROM attachments WHERE message_id = ? ORDER BY ordinal`, m.ID)
+	if err == nil {
+		msgs := []store.Message{m}
+		err = fillAttachments(msgs, rows)
+		m = msgs[0]
+	}
+	if err != nil {
+		return store.Message{}, fmt.Errorf("find message %s/%s: attachments: %w", platform, platformMsgID, err)
 	}
 	return m, nil
 }

@@ -337,4 +337,28 @@ END;
 ALTER TABLE deliveries ADD COLUMN kind TEXT NOT NULL DEFAULT '';
 ALTER TABLE deliveries ADD COLUMN data TEXT NOT NULL DEFAULT '';
 `,
+	// 16: attachments, the files messages carry. Their bytes are kept
+	// beside the store, one file per content under files/ (files.go);
+	// a row is written only once its bytes are, and goes with its message.
+	// session_id is the message's, so a transcript load finds its
+	// attachments without a join, and a deleted session's files are
+	// found before its rows go.
+	`
+CREATE TABLE attachments (
+	id         INTEGER PRIMARY KEY,
+	message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	session_id TEXT NOT NULL,
+	ordinal    INTEGER NOT NULL,
+	name       TEXT NOT NULL DEFAULT '',
+	media_type TEXT NOT NULL,
+	size       INTEGER NOT NULL,
+	sha256     TEXT NOT NULL,
+	width      INTEGER NOT NULL DEFAULT 0,
+	height     INTEGER NOT NULL DEFAULT 0,
+	duration   INTEGER NOT NULL DEFAULT 0, -- nanoseconds
+	UNIQUE (message_id, ordinal)
+);
+CREATE INDEX attachments_session ON attachments(session_id, message_id);
+CREATE INDEX attachments_sha ON attachments(sha256);
+`,
 }

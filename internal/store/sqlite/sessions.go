@@ -213,12 +213,6 @@ func (s *Store) ReopenSession(ctx context.Context, id string) error {
 	return affected(res, err, "reopen session "+id)
 }
 
-// DeleteSession removes a session with its messages, bindings and handoffs.
-func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	res, err := s.exec(ctx, `DELETE FROM sessions WHERE id = ?`, id)
-	return affected(res, err, "delete session "+id)
-}
-
 // AddUsage adds token counts to a session.
 func (s *Store) AddUsage(ctx context.Context, id string, u store.Usage) error {
 	res, err := s.exec(ctx, addUsageSQL, u.InputTokens, u.OutputTokens, id)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -64,6 +65,8 @@ type Store struct {
 	index            *indexer      // the full-text index's background (index.go)
 	noIndexer        bool          // no background indexing (tests, ForInspection)
 	noIdleCheckpoint bool          // tests: no checkpoint for being idle
+
+	maxFileBytes int64 // PutFile's bound (WithMaxFileBytes)
 
 	recorded     bool // the store passed its record's check: keep the record
 	recordFrozen bool // ForInspection
@@ -156,7 +159,8 @@ func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// reading the schema and preparing its statements anew.
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
-	s := &Store{path: path, w: w, r: r, closing: make(chan struct{}), rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{}, transcripts: newTranscriptCache(defaultCacheMessages)}
+	s := &Store{path: path, w: w, r: r, closing: make(chan struct{}), rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{},
+		transcripts: newTranscriptCache(defaultCacheMessages), maxFileBytes: store.DefaultMaxFileBytes}
 	for _, o := range opts {
 		o(s)
 	}
@@ -196,6 +200,13 @@ func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s.startIndexer()
+	if !s.recordFrozen {
+		// Leftovers cost only disk space: a sweep that fails is tried
+		// again at the next open.
+		if err := s.sweepFiles(ctx); err != nil {
+			slog.Warn("remove files of the store no message names", "dir", s.FilesPath(), "err", err)
+		}
+	}
 	// What a transcript load runs inside its read transaction (the
 	// session beside it only on the readers' pool: TurnStart).
 	if _, err := s.readStmt(ctx, turnStartSQL); err != nil {

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Attachment is one file a message carries. Its bytes are kept once per
+// content (SHA256) by the store's Files; the row names them.
+type Attachment struct {
+	ID        int64 // set when stored with a message
+	MessageID int64 // the message carrying it; 0 until stored
+	Ordinal   int   // its place among the message's attachments, from 0
+	Name      string
+	// MediaType is sniffed from the bytes (attach.Sniff), never taken
+	// from the name or from what the sender claimed.
+	MediaType string
+	Size      int64
+	SHA256    string // hex, lower case: the bytes' address
+	Width     int    // images, when the header gives them; else 0
+	Height    int
+	Duration  time.Duration // Ogg Opus audio; 0 when unknown
+}
+
+// DefaultMaxFileBytes is the per-file bound a store keeps unless told
+// otherwise (25 MiB).
+const DefaultMaxFileBytes = 25 << 20
+
+// ErrFileTooLarge is what a refused file's error Is: it branches callers.
+var ErrFileTooLarge = errors.New("file too large")
+
+// FileTooLargeError says how large a refused file is and the bound. When
+// the file was streamed without a known size, Size is the bytes read
+// before refusing (one more than Limit) and AtLeast is set.
+type FileTooLargeError struct {
+	Size    int64
+	Limit   int64
+	AtLeast bool
+}
+
+func (e *FileTooLargeError) Error() string {
+	more := ""
+	if e.AtLeast {
+		more = "more than "
+	}
+	return fmt.Sprintf("file too large: %s%s, the bound is %s", more, HumanBytes(e.Size-boolInt(e.AtLeast)), HumanBytes(e.Limit))
+}
+
+// Is makes errors.Is(err, ErrFileTooLarge) hold.
+func (e *FileTooLargeError) Is(target error) bool { return target == ErrFileTooLarge }
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// HumanBytes writes n as people read sizes: 25 MiB, 812 KiB, 17 bytes.
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Files keeps attachments' bytes, content-addressed. A file is put
+// first, then named by the message that carries it (Message.Attachments,
+// stored by AppendMessages, which refuses an attachment whose bytes are
+// not kept): no row ever names bytes the store does not hold. Bytes no
+// row names are removed when the last session naming them is deleted;
+// bytes put and never named are removed some time later.
+type Files interface {
+	// PutFile reads r to its end, keeps the bytes under their SHA-256
+	// (once, however often they are put) and returns what they are, with
+	// Name set to name (for people; never used to tell the type). More
+	// bytes than the store's bound are refused with a *FileTooLargeError
+	// (ErrFileTooLarge) and nothing is kept.
+	PutFile(ctx context.Context, r io.Reader, name string) (Attachment, error)
+	// OpenFile reads back the bytes kept under sha256 (hex); ErrNotFound
+	// when none are.
+	OpenFile(ctx context.Context, sha256 string) (io.ReadCloser, error)
+}
