@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"PlatformStates", platformStateTests},
 		{"Holders", holderTests},
 		{"Notes", noteTests},
+		{"Files", fileTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
