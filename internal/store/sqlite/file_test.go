@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperDurable(os.Getenv("DB_DIR")))
 	case "hold":
 		os.Exit(helperHold())
+	case "put":
+		os.Exit(helperPut())
 	}
 	os.Exit(m.Run())
 }
