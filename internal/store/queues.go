@@ -16,7 +16,12 @@ type Inbound struct {
 	SenderID      string // platform user id
 	Sender        string // display name
 	Text          string
-	ReceivedAt    time.Time // set to now when zero
+	// Attachments are the files that came with the event, put with
+	// Files.PutFile before it is stored; their bytes are kept while the
+	// event is pending or parked, and after as long as a message names
+	// them.
+	Attachments []Attachment
+	ReceivedAt  time.Time // set to now when zero
 	DoneAt        time.Time // zero until MarkInboundDone
 }
 

@@ -218,14 +218,8 @@ func (s *Store) insertAttachments(tx *wtx, m *store.Message) error {
 	}
 	as := make([]store.Attachment, len(m.Attachments))
 	for i, a := range m.Attachments {
-		if !validSHA(a.SHA256) {
-			return fmt.Errorf("attachment %d (%q): SHA256 %q is not a SHA-256 in hex: %w", i, a.Name, a.SHA256, store.ErrInvalid)
-		}
-		if _, err := os.Stat(s.filePath(a.SHA256)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				err = store.ErrNotFound
-			}
-			return fmt.Errorf("attachment %d (%q): its bytes (%s) are not kept, put them first: %w", i, a.Name, a.SHA256, err)
+		if err := s.checkKept(i, a); err != nil {
+			return err
 		}
 		a.MessageID, a.Ordinal = m.ID, i
 		if err := tx.QueryRow(insertAttachmentSQL, a.MessageID, m.SessionID, a.Ordinal, a.Name, a.MediaType, a.Size,
@@ -237,6 +231,29 @@ func (s *Store) insertAttachments(tx *wtx, m *store.Message) error {
 	m.Attachments = as
 	return nil
 }
+
+// checkKept refuses an attachment whose bytes the store does not hold;
+// run under the write lock, a removal of unnamed bytes cannot slip in
+// before the row naming them commits.
+func (s *Store) checkKept(i int, a store.Attachment) error {
+	if !validSHA(a.SHA256) {
+		return fmt.Errorf("attachment %d (%q): SHA256 %q is not a SHA-256 in hex: %w", i, a.Name, a.SHA256, store.ErrInvalid)
+	}
+	if _, err := os.Stat(s.filePath(a.SHA256)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = store.ErrNotFound
+		}
+		return fmt.Errorf("attachment %d (%q): its bytes (%s) are not kept, put them first: %w", i, a.Name, a.SHA256, err)
+	}
+	return nil
+}
+
+// namedSQL tells whether a row needs the bytes of sha: a message's
+// attachment, or an inbound event's while it waits to be handled or is
+// parked.
+const namedSQL = `SELECT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?1)
+	OR EXISTS (SELECT 1 FROM inbound_files f JOIN inbound i ON i.id = f.inbound_id
+		WHERE f.sha256 = ?1 AND (i.done_at = 0 OR EXISTS (SELECT 1 FROM parked p WHERE p.inbound_id = i.id)))`
 
 const attachmentCols = `id, message_id, ordinal, name, media_type, size, sha256, width, height, duration`
 
@@ -315,7 +332,7 @@ func (s *Store) removeUnnamed(ctx context.Context, shas []string, cutoff time.Ti
 	return s.tx(ctx, func(tx *wtx) error {
 		for _, sha := range shas {
 			var named int
-			if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)`, sha).Scan(&named); err != nil {
+			if err := tx.QueryRow(namedSQL, sha).Scan(&named); err != nil {
 				return err
 			}
 			if named != 0 {

@@ -308,3 +308,55 @@ func TestOpenKeepsOldFilesMessagesName(t *testing.T) {
 		t.Fatalf("files after open %q, want the named one", got)
 	}
 }
+
+// An inbound event's files are kept while it waits or is parked, and
+// swept once it is handled and nothing names them.
+func TestInboundFilesKeptUntilHandled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a, err := s.PutFile(ctx, bytes.NewReader(storetest.PDF), "in.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _, err := s.AddInbound(ctx, store.Inbound{Platform: "telegram", AddressKey: "telegram:dm:1", Attachments: []store.Attachment{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	age := func() {
+		old := time.Now().Add(-2 * time.Hour)
+		if err := os.Chtimes(filepath.Join(s.FilesPath(), a.SHA256[:2], a.SHA256), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopen := func() int {
+		s.Close()
+		if s, err = sqlite.Open(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		return len(filesOnDisk(t, s))
+	}
+	age()
+	if n := reopen(); n != 1 {
+		t.Fatalf("a pending event's file was swept (%d files)", n)
+	}
+	sess, _ := s.CreateSession(ctx, store.Session{OwnerID: "u"})
+	if err := s.ParkInbound(ctx, in.ID, sess.ID, "telegram:dm:1"); err != nil {
+		t.Fatal(err)
+	}
+	age()
+	if n := reopen(); n != 1 {
+		t.Fatalf("a parked event's file was swept (%d files)", n)
+	}
+	if err := s.Unpark(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	age()
+	if n := reopen(); n != 0 {
+		t.Fatalf("a handled event's file was kept (%d files)", n)
+	}
+	s.Close()
+}

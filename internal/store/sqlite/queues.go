@@ -10,15 +10,21 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
-const inboundCols = `id, platform, platform_msg_id, address_key, sender_id, sender, text, received_at, done_at`
+const inboundCols = `id, platform, platform_msg_id, address_key, sender_id, sender, text, received_at, done_at, attachments`
 
 func scanInbound(row interface{ Scan(...any) error }) (store.Inbound, error) {
 	var in store.Inbound
 	var received, done int64
+	var files string
 	err := row.Scan(&in.ID, &in.Platform, &in.PlatformMsgID, &in.AddressKey, &in.SenderID, &in.Sender, &in.Text,
-		&received, &done)
+		&received, &done, &files)
 	if err != nil {
 		return store.Inbound{}, err
+	}
+	if files != "" {
+		if err := json.Unmarshal([]byte(files), &in.Attachments); err != nil {
+			return store.Inbound{}, fmt.Errorf("inbound %d: attachments: %w", in.ID, err)
+		}
 	}
 	in.ReceivedAt, in.DoneAt = fromNanos(received), fromNanos(done)
 	return in, nil
@@ -26,8 +32,8 @@ func scanInbound(row interface{ Scan(...any) error }) (store.Inbound, error) {
 
 // insertInboundSQL stores an event unless the partial unique index on
 // (platform, platform_msg_id) already holds it; then no row comes back.
-const insertInboundSQL = `INSERT INTO inbound (platform, platform_msg_id, address_key, sender_id, sender, text, received_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + inboundCols
+const insertInboundSQL = `INSERT INTO inbound (platform, platform_msg_id, address_key, sender_id, sender, text, received_at, attachments)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + inboundCols
 
 // AddInbound stores an inbound event, or returns the one stored before
 // under the same platform message id.
@@ -40,6 +46,19 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 	if received == 0 {
 		received = now()
 	}
+	var files string
+	if len(in.Attachments) > 0 {
+		as := make([]store.Attachment, len(in.Attachments))
+		for i, a := range in.Attachments {
+			a.ID, a.MessageID, a.Ordinal = 0, 0, i
+			as[i] = a
+		}
+		data, err := json.Marshal(as)
+		if err != nil {
+			return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: %w", in.Platform, in.PlatformMsgID, err)
+		}
+		files = string(data)
+	}
 	// The insert and, for a redelivery, the read of the earlier row are
 	// one write: the earlier row may be in the same group commit, not yet
 	// visible to a reader. Inbound rows are never deleted, so it is there.
@@ -48,11 +67,22 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 		isNew bool
 	)
 	err := s.tx(ctx, func(tx *wtx) error {
+		for i, a := range in.Attachments {
+			if err := s.checkKept(i, a); err != nil {
+				return err
+			}
+		}
 		var err error
 		got, err = scanInbound(tx.QueryRow(insertInboundSQL,
-			in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received))
+			in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received, files))
 		if err == nil {
 			isNew = true
+			for _, a := range got.Attachments {
+				if _, err := tx.Exec(`INSERT INTO inbound_files (inbound_id, sha256) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+					got.ID, a.SHA256); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

@@ -342,7 +342,9 @@ ALTER TABLE deliveries ADD COLUMN data TEXT NOT NULL DEFAULT '';
 	// a row is written only once its bytes are, and goes with its message.
 	// session_id is the message's, so a transcript load finds its
 	// attachments without a join, and a deleted session's files are
-	// found before its rows go.
+	// found before its rows go. An inbound event keeps its attachments
+	// as JSON, read with it, and names their bytes in inbound_files
+	// while it is pending or parked.
 	`
 CREATE TABLE attachments (
 	id         INTEGER PRIMARY KEY,
@@ -360,5 +362,12 @@ CREATE TABLE attachments (
 );
 CREATE INDEX attachments_session ON attachments(session_id, message_id);
 CREATE INDEX attachments_sha ON attachments(sha256);
+ALTER TABLE inbound ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
+CREATE TABLE inbound_files (
+	inbound_id INTEGER NOT NULL REFERENCES inbound(id) ON DELETE CASCADE,
+	sha256     TEXT NOT NULL,
+	PRIMARY KEY (inbound_id, sha256)
+) WITHOUT ROWID;
+CREATE INDEX inbound_files_sha ON inbound_files(sha256);
 `,
 }

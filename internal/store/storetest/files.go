@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"image"
@@ -137,6 +138,49 @@ var fileTests = map[string]func(*testing.T, store.Store){
 		noErr(t, s.DeleteSession(ctx(t), b.ID))
 		_, err = readFile(t, s, shared.SHA256)
 		wantErr(t, err, store.ErrNotFound)
+	},
+	"InboundKeepsItsAttachments": func(t *testing.T, s store.Store) {
+		img := must(s.PutFile(ctx(t), bytes.NewReader(PNG(t, 2, 3)), "photo.jpg"))
+		in, isNew := must2(s.AddInbound(ctx(t), store.Inbound{Platform: "telegram", PlatformMsgID: "9",
+			AddressKey: "telegram:dm:5", Attachments: []store.Attachment{img}}))
+		eq(t, "new", isNew, true)
+		check := func(what string, got store.Inbound) {
+			t.Helper()
+			eq(t, what+": attachments", len(got.Attachments), 1)
+			eq(t, what+": attachment", got.Attachments[0], img)
+		}
+		check("stored", in)
+		again, isNew := must2(s.AddInbound(ctx(t), store.Inbound{Platform: "telegram", PlatformMsgID: "9",
+			AddressKey: "telegram:dm:5", Attachments: []store.Attachment{img}}))
+		eq(t, "redelivery new", isNew, false)
+		check("redelivered", again)
+		check("pending", must(s.PendingInbound(ctx(t), 0, 0))[0])
+		sess := newSession(t, s, "u", "")
+		noErr(t, s.ParkInbound(ctx(t), in.ID, sess.ID, "telegram:dm:5"))
+		check("parked", must(s.Parked(ctx(t), "telegram:dm:5"))[0])
+
+		ghost := store.Attachment{Name: "ghost", SHA256: hexSum([]byte("not put"))}
+		_, _, err := s.AddInbound(ctx(t), store.Inbound{Platform: "telegram", PlatformMsgID: "10",
+			AddressKey: "telegram:dm:5", Attachments: []store.Attachment{ghost}})
+		wantErr(t, err, store.ErrNotFound)
+	},
+	"ExportCarriesTheFiles": func(t *testing.T, s store.Store) {
+		sess := newSession(t, s, "u", "")
+		img := PNG(t, 2, 2)
+		a := must(s.PutFile(ctx(t), bytes.NewReader(img), "a.png"))
+		must(s.AppendMessages(ctx(t), sess.ID,
+			store.Message{Role: store.RoleUser, Content: "one", Attachments: []store.Attachment{a}},
+			store.Message{Role: store.RoleUser, Content: "same again", Attachments: []store.Attachment{a}}))
+		e := must(store.ExportSession(ctx(t), s, sess.ID))
+		eq(t, "files", len(e.Files), 1)
+		eq(t, "sha", e.Files[0].SHA256, a.SHA256)
+		eq(t, "type", e.Files[0].MediaType, "image/png")
+		eq(t, "bytes", bytes.Equal(e.Files[0].Data, img), true)
+		eq(t, "message attachment", e.Messages[1].Attachments[0].SHA256, a.SHA256)
+		data := must(store.MarshalExport(e))
+		if !bytes.Contains(data, []byte(base64.StdEncoding.EncodeToString(img))) {
+			t.Fatal("the JSON does not carry the file's bytes in base64")
+		}
 	},
 	"OverTheBoundIsRefused": func(t *testing.T, s store.Store) {
 		over := int64(store.DefaultMaxFileBytes + 1)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ var inboxTests = map[string]func(*testing.T, store.Store){
 			t.Fatalf("times: received %v done %v", got.ReceivedAt, got.DoneAt)
 		}
 		got.ID, got.ReceivedAt, in.ReceivedAt = 0, time.Time{}, time.Time{}
-		eq(t, "stored event", got, in)
+		eq(t, "stored event", fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", in))
 		pending := must(s.PendingInbound(ctx(t), 0, 0))
 		eq(t, "pending", len(pending), 1)
 		eq(t, "pending text", pending[0].Text, "hello\x00 wörld")
