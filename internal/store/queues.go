@@ -22,7 +22,7 @@ type Inbound struct {
 	// them.
 	Attachments []Attachment
 	ReceivedAt  time.Time // set to now when zero
-	DoneAt        time.Time // zero until MarkInboundDone
+	DoneAt      time.Time // zero until MarkInboundDone
 }
 
 // Delivery is one outgoing message. The gateway stores it before sending,
