@@ -123,6 +123,11 @@ func asLoaded(m store.Message) store.Message {
 	} else {
 		m.ToolCalls = slices.Clone(m.ToolCalls)
 	}
+	if len(m.Attachments) == 0 {
+		m.Attachments = nil
+	} else {
+		m.Attachments = slices.Clone(m.Attachments)
+	}
 	return m
 }
 
