@@ -47,6 +47,10 @@ type Delivery struct {
 	// question as buttons) does so from them, never from the wording.
 	Kind DeliveryKind
 	Data DeliveryData
+	// Attachments are files sent with the text, put with Files.PutFile
+	// before the delivery is stored; their bytes are kept while it is
+	// unsent, and after as long as a message names them.
+	Attachments []Attachment
 }
 
 // DeliveryKind says what a delivery is. The empty kind is an ordinary

@@ -113,7 +113,7 @@ func (s *Store) backupFiles(ctx context.Context, name, dir string) error {
 		return err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT sha256 FROM attachments UNION SELECT sha256 FROM inbound_files`)
+	rows, err := db.QueryContext(ctx, `SELECT sha256 FROM attachments UNION SELECT sha256 FROM inbound_files UNION SELECT sha256 FROM delivery_files`)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -249,11 +250,28 @@ func (s *Store) checkKept(i int, a store.Attachment) error {
 }
 
 // namedSQL tells whether a row needs the bytes of sha: a message's
-// attachment, or an inbound event's while it waits to be handled or is
-// parked.
+// attachment, an inbound event's while it waits to be handled or is
+// parked, a delivery's while it is unsent.
 const namedSQL = `SELECT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?1)
 	OR EXISTS (SELECT 1 FROM inbound_files f JOIN inbound i ON i.id = f.inbound_id
-		WHERE f.sha256 = ?1 AND (i.done_at = 0 OR EXISTS (SELECT 1 FROM parked p WHERE p.inbound_id = i.id)))`
+		WHERE f.sha256 = ?1 AND (i.done_at = 0 OR EXISTS (SELECT 1 FROM parked p WHERE p.inbound_id = i.id)))
+	OR EXISTS (SELECT 1 FROM delivery_files f JOIN deliveries d ON d.id = f.delivery_id
+		WHERE f.sha256 = ?1 AND d.sent_at = 0)`
+
+// attachmentsJSON is as, as a queue row keeps them: JSON, "" for none,
+// each with its place and no row of its own.
+func attachmentsJSON(as []store.Attachment) (string, error) {
+	if len(as) == 0 {
+		return "", nil
+	}
+	out := make([]store.Attachment, len(as))
+	for i, a := range as {
+		a.ID, a.MessageID, a.Ordinal = 0, 0, i
+		out[i] = a
+	}
+	data, err := json.Marshal(out)
+	return string(data), err
+}
 
 const attachmentCols = `id, message_id, ordinal, name, media_type, size, sha256, width, height, duration`
 

@@ -360,3 +360,42 @@ func TestInboundFilesKeptUntilHandled(t *testing.T) {
 	}
 	s.Close()
 }
+
+// A delivery's files are kept while it is unsent.
+func TestDeliveryFilesKeptUntilSent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a, err := s.PutFile(ctx, bytes.NewReader(storetest.PDF), "out.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.EnqueueDeliveries(ctx, store.Delivery{AddressKey: "telegram:dm:1", Attachments: []store.Attachment{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopenAged := func() int {
+		old := time.Now().Add(-2 * time.Hour)
+		if err := os.Chtimes(filepath.Join(s.FilesPath(), a.SHA256[:2], a.SHA256), old, old); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if s, err = sqlite.Open(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		return len(filesOnDisk(t, s))
+	}
+	if n := reopenAged(); n != 1 {
+		t.Fatalf("an unsent delivery's file was swept (%d files)", n)
+	}
+	if err := s.MarkDelivered(ctx, ds[0].ID, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := reopenAged(); n != 0 {
+		t.Fatalf("a sent delivery's file was kept (%d files)", n)
+	}
+	s.Close()
+}

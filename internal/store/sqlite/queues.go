@@ -46,18 +46,9 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 	if received == 0 {
 		received = now()
 	}
-	var files string
-	if len(in.Attachments) > 0 {
-		as := make([]store.Attachment, len(in.Attachments))
-		for i, a := range in.Attachments {
-			a.ID, a.MessageID, a.Ordinal = 0, 0, i
-			as[i] = a
-		}
-		data, err := json.Marshal(as)
-		if err != nil {
-			return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: %w", in.Platform, in.PlatformMsgID, err)
-		}
-		files = string(data)
+	files, err := attachmentsJSON(in.Attachments)
+	if err != nil {
+		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: %w", in.Platform, in.PlatformMsgID, err)
 	}
 	// The insert and, for a redelivery, the read of the earlier row are
 	// one write: the earlier row may be in the same group commit, not yet
@@ -66,7 +57,7 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 		got   store.Inbound
 		isNew bool
 	)
-	err := s.tx(ctx, func(tx *wtx) error {
+	err = s.tx(ctx, func(tx *wtx) error {
 		for i, a := range in.Attachments {
 			if err := s.checkKept(i, a); err != nil {
 				return err
@@ -181,15 +172,20 @@ func (s *Store) Unpark(ctx context.Context, id int64) error {
 	return nil
 }
 
-const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned, kind, data`
+const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned, kind, data, attachments`
 
 func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {
 	var d store.Delivery
 	var created, sent int64
-	var data string
-	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID, &d.Abandoned, &d.Kind, &data)
+	var data, files string
+	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID, &d.Abandoned, &d.Kind, &data, &files)
 	if err != nil {
 		return store.Delivery{}, err
+	}
+	if files != "" {
+		if err := json.Unmarshal([]byte(files), &d.Attachments); err != nil {
+			return store.Delivery{}, fmt.Errorf("delivery %d: attachments: %w", d.ID, err)
+		}
 	}
 	d.CreatedAt, d.SentAt = fromNanos(created), fromNanos(sent)
 	if data != "" {
@@ -214,8 +210,8 @@ func deliveryData(d store.Delivery) (string, error) {
 
 // insertDeliverySQL stores a delivery unless its key is taken; then no row
 // comes back.
-const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id, kind, data)
-	VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
+const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id, kind, data, attachments)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
 
 const deliveryByKeySQL = `SELECT ` + deliveryCols + ` FROM deliveries WHERE key = ? AND key <> ''`
 
@@ -239,13 +235,16 @@ const behindSQL = `SELECT EXISTS (SELECT 1 FROM deliveries WHERE sent_at = 0 AND
 // transaction; then it also tells whether ds wait behind an older unsent
 // delivery to their address.
 func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Delivery) (store.Answer, error) {
-	data := make([]string, len(ds))
+	data, files := make([]string, len(ds)), make([]string, len(ds))
 	for i, d := range ds {
 		if d.AddressKey == "" {
 			return store.Answer{}, fmt.Errorf("enqueue delivery %d (%q): no address key: %w", i, d.Key, store.ErrInvalid)
 		}
 		var err error
 		if data[i], err = deliveryData(d); err != nil {
+			return store.Answer{}, fmt.Errorf("enqueue delivery %d: %w", i, err)
+		}
+		if files[i], err = attachmentsJSON(d.Attachments); err != nil {
 			return store.Answer{}, fmt.Errorf("enqueue delivery %d: %w", i, err)
 		}
 	}
@@ -266,7 +265,20 @@ func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Deliver
 			if created == 0 {
 				created = t
 			}
-			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created, d.PlatformMsgID, string(d.Kind), data[i]))
+			for j, f := range d.Attachments {
+				if err := s.checkKept(j, f); err != nil {
+					return fmt.Errorf("delivery %d (%q): %w", i, d.Key, err)
+				}
+			}
+			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created, d.PlatformMsgID, string(d.Kind), data[i], files[i]))
+			if err == nil {
+				for _, f := range got.Attachments {
+					if _, err := tx.Exec(`INSERT INTO delivery_files (delivery_id, sha256) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+						got.ID, f.SHA256); err != nil {
+						return fmt.Errorf("delivery %d (%q): %w", i, d.Key, err)
+					}
+				}
+			}
 			if errors.Is(err, sql.ErrNoRows) {
 				got, err = scanDelivery(tx.QueryRow(deliveryByKeySQL, d.Key))
 			}

@@ -342,9 +342,10 @@ ALTER TABLE deliveries ADD COLUMN data TEXT NOT NULL DEFAULT '';
 	// a row is written only once its bytes are, and goes with its message.
 	// session_id is the message's, so a transcript load finds its
 	// attachments without a join, and a deleted session's files are
-	// found before its rows go. An inbound event keeps its attachments
-	// as JSON, read with it, and names their bytes in inbound_files
-	// while it is pending or parked.
+	// found before its rows go. An inbound event and a delivery keep
+	// their attachments as JSON, read with them, and name their bytes in
+	// inbound_files and delivery_files: for as long as the event is
+	// pending or parked, the delivery unsent.
 	`
 CREATE TABLE attachments (
 	id         INTEGER PRIMARY KEY,
@@ -369,5 +370,12 @@ CREATE TABLE inbound_files (
 	PRIMARY KEY (inbound_id, sha256)
 ) WITHOUT ROWID;
 CREATE INDEX inbound_files_sha ON inbound_files(sha256);
+ALTER TABLE deliveries ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
+CREATE TABLE delivery_files (
+	delivery_id INTEGER NOT NULL REFERENCES deliveries(id) ON DELETE CASCADE,
+	sha256      TEXT NOT NULL,
+	PRIMARY KEY (delivery_id, sha256)
+) WITHOUT ROWID;
+CREATE INDEX delivery_files_sha ON delivery_files(sha256);
 `,
 }

@@ -164,6 +164,23 @@ var fileTests = map[string]func(*testing.T, store.Store){
 			AddressKey: "telegram:dm:5", Attachments: []store.Attachment{ghost}})
 		wantErr(t, err, store.ErrNotFound)
 	},
+	"DeliveryKeepsItsAttachments": func(t *testing.T, s store.Store) {
+		doc := must(s.PutFile(ctx(t), bytes.NewReader(PDF), "log.pdf"))
+		d := store.Delivery{Key: "file:1", AddressKey: "slack:C1:T1", Text: "here it is", Attachments: []store.Attachment{doc}}
+		got := must(s.EnqueueDeliveries(ctx(t), d))
+		eq(t, "attachments", len(got[0].Attachments), 1)
+		eq(t, "attachment", got[0].Attachments[0], doc)
+		again := must(s.EnqueueDeliveries(ctx(t), d))
+		eq(t, "same delivery for the same key", again[0].ID, got[0].ID)
+		pending := must(s.PendingDeliveries(ctx(t), "slack:C1:T1", 0))
+		eq(t, "pending attachment", pending[0].Attachments[0], doc)
+		byKey := must(s.DeliveryByKey(ctx(t), "file:1"))
+		eq(t, "by key", byKey.Attachments[0], doc)
+
+		ghost := store.Attachment{Name: "ghost", SHA256: hexSum([]byte("not put"))}
+		_, err := s.EnqueueDeliveries(ctx(t), store.Delivery{AddressKey: "slack:C1:T1", Attachments: []store.Attachment{ghost}})
+		wantErr(t, err, store.ErrNotFound)
+	},
 	"ExportCarriesTheFiles": func(t *testing.T, s store.Store) {
 		sess := newSession(t, s, "u", "")
 		img := PNG(t, 2, 2)
