@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -420,4 +421,30 @@ func attachmentsIn(ctx context.Context, tx snapshot, sessionID string, msgs []st
 		return err
 	}
 	return fillAttachments(msgs, rows)
+}
+
+// startSweeper sweeps files/ again every orphanGrace while the store is
+// open: a gateway runs for weeks, and the files of events it handled
+// without storing a message (a stranger's photo) would wait for the next
+// open otherwise.
+func (s *Store) startSweeper() {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
+		return
+	}
+	s.bg.Go(func() {
+		tick := time.NewTicker(orphanGrace)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.closing:
+				return
+			case <-tick.C:
+				if err := s.sweepFiles(context.Background()); err != nil {
+					slog.Warn("remove files of the store no message names", "dir", s.FilesPath(), "err", err)
+				}
+			}
+		}
+	})
 }

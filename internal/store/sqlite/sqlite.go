@@ -206,6 +206,7 @@ func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if err := s.sweepFiles(ctx); err != nil {
 			slog.Warn("remove files of the store no message names", "dir", s.FilesPath(), "err", err)
 		}
+		s.startSweeper()
 	}
 	// What a transcript load runs inside its read transaction (the
 	// session beside it only on the readers' pool: TurnStart).
