@@ -46,7 +46,7 @@ func newSessions() *cobra.Command {
 		},
 		&cobra.Command{
 			Use:   "export <id or title>",
-			Short: "Write a session, its whole history and bindings as JSON",
+			Short: "Write a session, its whole history, bindings and attached files as JSON",
 			Args:  cobra.ExactArgs(1),
 			RunE: withApp(func(ctx context.Context, app *app.App, cmd *cobra.Command, args []string) error {
 				return cli.ExportSession(ctx, app, cmd.OutOrStdout(), args[0])

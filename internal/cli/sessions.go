@@ -174,7 +174,8 @@ func SearchSessions(ctx context.Context, a *app.App, w io.Writer, query string) 
 	return nil
 }
 
-// ExportSession writes a session as JSON, superseded rows included.
+// ExportSession writes a session as JSON, superseded rows included, with
+// the bytes of its attachments (base64, once per file).
 func ExportSession(ctx context.Context, a *app.App, w io.Writer, ref string) error {
 	s, err := a.Resolve(ctx, ref)
 	if err != nil {
