@@ -151,7 +151,7 @@ type Message struct {
 	Superseded    bool // replaced by ReplaceTranscript; kept for history
 	// Attachments are the files the message carries, in order; each
 	// names bytes put with Files.PutFile before the message is stored.
-	Attachments []Attachment
+	Attachments []Attachment `json:",omitempty"`
 }
 
 // SessionFilter narrows ListSessions. Zero values mean "any".

@@ -433,7 +433,8 @@ func (s *Store) startSweeper() {
 	if s.bgClosed {
 		return
 	}
-	s.bg.Go(func() {
+	// Not on s.bg: waiting for the packs being saved must not wait for it.
+	s.sweeper.Go(func() {
 		tick := time.NewTicker(orphanGrace)
 		defer tick.Stop()
 		for {

@@ -61,10 +61,11 @@ type Store struct {
 	bgMu             sync.Mutex
 	bg               sync.WaitGroup
 	bgClosed         bool
-	closing          chan struct{} // closed by Close: background work stops
-	index            *indexer      // the full-text index's background (index.go)
-	noIndexer        bool          // no background indexing (tests, ForInspection)
-	noIdleCheckpoint bool          // tests: no checkpoint for being idle
+	closing          chan struct{}  // closed by Close: background work stops
+	sweeper          sync.WaitGroup // the hourly sweep of files/ (files.go)
+	index            *indexer       // the full-text index's background (index.go)
+	noIndexer        bool           // no background indexing (tests, ForInspection)
+	noIdleCheckpoint bool           // tests: no checkpoint for being idle
 
 	maxFileBytes int64 // PutFile's bound (WithMaxFileBytes)
 
@@ -358,6 +359,7 @@ func (s *Store) Close() error {
 		<-s.index.done
 	}
 	s.bg.Wait()
+	s.sweeper.Wait()
 	if first && s.recorded {
 		s.keepRecord(context.Background())
 	}
