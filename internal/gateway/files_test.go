@@ -28,7 +28,9 @@ func TestFilesAreAnsweredUntilTheyAreTaken(t *testing.T) {
 	r.model.Push(llmtest.Reply{Text: "A nice caption."})
 	fake.PushPhoto(ownerTG, 0, ownerUser, png, "what is this?")
 	waitFor(t, "the caption's answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "A nice caption." })
-	if n := countMatching(fake.Shown(), func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "cannot take photos or files yet") }); n != 2 {
+	if n := countMatching(fake.Shown(), func(m telegramtest.SentMessage) bool {
+		return strings.Contains(m.Plain, "cannot take photos or files yet")
+	}); n != 2 {
 		t.Errorf("the line about files was shown %d times, want once per message with a file", n)
 	}
 }
