@@ -24,10 +24,11 @@ const (
 // Message is one transcript entry as a provider sees it.
 type Message struct {
 	Role    Role
-	Content string // the message's text; a user turn's text comes before its Parts
+	Content string
 	// Parts are what a user turn carries besides its text: images,
-	// documents, inlined files. Providers send them in their own shape;
-	// other roles ignore them.
+	// documents, inlined files. Providers send them in their own shape,
+	// before Content (images first, then what is asked about them); other
+	// roles ignore them.
 	Parts      []Part
 	ToolCalls  []ToolCall // assistant messages that call tools
 	ToolCallID string     // tool results: the call they answer

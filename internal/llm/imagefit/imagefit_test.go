@@ -6,67 +6,11 @@ import (
 	"errors"
 	"hash/crc32"
 	"image"
-	"image/color"
-	"image/jpeg"
 	"image/png"
 	"testing"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
 )
-
-// photo is a w×h JPEG with a gradient, so it compresses like a picture.
-func photo(t testing.TB, w, h int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x + y), 255})
-		}
-	}
-	var b bytes.Buffer
-	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// gpsPlace is the text the test's EXIF carries in its GPS IFD.
-const gpsPlace = "BATON-GPS-52.5200N"
-
-// withEXIF inserts an APP1 EXIF segment after the JPEG's SOI, as a phone
-// camera writes one: IFD0 with the orientation and a GPS IFD pointer, and a
-// GPS IFD whose latitude reference is followed by gpsPlace as a
-// GPSAreaInformation value.
-func withEXIF(jpg []byte, orientation uint16) []byte {
-	le := binary.LittleEndian
-	var t bytes.Buffer
-	t.WriteString("II*\x00")
-	_ = binary.Write(&t, le, uint32(8)) // IFD0 at 8
-	// IFD0: 2 entries (8 + 2 + 24 + 4 = 38): GPS IFD at 38.
-	_ = binary.Write(&t, le, uint16(2))
-	entry := func(tag, typ uint16, count, value uint32) {
-		_ = binary.Write(&t, le, tag)
-		_ = binary.Write(&t, le, typ)
-		_ = binary.Write(&t, le, count)
-		_ = binary.Write(&t, le, value)
-	}
-	entry(0x0112, 3, 1, uint32(orientation))
-	entry(0x8825, 4, 1, 38)
-	_ = binary.Write(&t, le, uint32(0)) // no next IFD
-	// GPS IFD: 2 entries (38 + 2 + 24 + 4 = 68): area text at 68.
-	_ = binary.Write(&t, le, uint16(2))
-	entry(0x0001, 2, 2, uint32('N'))            // GPSLatitudeRef "N"
-	entry(0x001C, 7, uint32(len(gpsPlace)), 68) // GPSAreaInformation
-	_ = binary.Write(&t, le, uint32(0))
-	t.WriteString(gpsPlace)
-
-	seg := append([]byte("Exif\x00\x00"), t.Bytes()...)
-	var out bytes.Buffer
-	out.Write(jpg[:2])
-	out.Write([]byte{0xFF, 0xE1})
-	_ = binary.Write(&out, binary.BigEndian, uint16(len(seg)+2))
-	out.Write(seg)
-	out.Write(jpg[2:])
-	return out.Bytes()
-}
 
 func dims(t *testing.T, data []byte) (int, int, string) {
 	t.Helper()
@@ -78,7 +22,7 @@ func dims(t *testing.T, data []byte) (int, int, string) {
 }
 
 func TestFitScalesALargePhotoToTheBound(t *testing.T) {
-	out, mt, err := Fit(photo(t, 4000, 3000), 2048)
+	out, mt, err := Fit(llmtest.Photo(4000, 3000), 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +33,8 @@ func TestFitScalesALargePhotoToTheBound(t *testing.T) {
 }
 
 func TestFitStripsEXIFLocation(t *testing.T) {
-	in := withEXIF(photo(t, 64, 48), 1)
-	if !bytes.Contains(in, []byte(gpsPlace)) {
+	in := llmtest.WithEXIF(llmtest.Photo(64, 48), 1)
+	if !bytes.Contains(in, []byte(llmtest.GPSPlace)) {
 		t.Fatal("test photo lacks its GPS EXIF")
 	}
 	if _, _, err := image.Decode(bytes.NewReader(in)); err != nil {
@@ -102,25 +46,25 @@ func TestFitStripsEXIFLocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(out, []byte(gpsPlace)) || bytes.Contains(out, []byte("Exif\x00")) {
+	if bytes.Contains(out, []byte(llmtest.GPSPlace)) || bytes.Contains(out, []byte("Exif\x00")) {
 		t.Fatal("EXIF (with its GPS location) survived Fit")
 	}
 	if w, h, _ := dims(t, out); w != 64 || h != 48 {
 		t.Fatalf("got %d×%d, want 64×48", w, h)
 	}
 	// Scaled, too.
-	out, _, err = Fit(withEXIF(photo(t, 3000, 2000), 1), 1568)
+	out, _, err = Fit(llmtest.WithEXIF(llmtest.Photo(3000, 2000), 1), 1568)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(out, []byte(gpsPlace)) {
+	if bytes.Contains(out, []byte(llmtest.GPSPlace)) {
 		t.Fatal("EXIF survived scaling")
 	}
 }
 
 func TestFitTurnsAPhotoAsItsEXIFSays(t *testing.T) {
 	// Orientation 6: the camera was held upright, the pixels lie on their side.
-	out, _, err := Fit(withEXIF(photo(t, 400, 300), 6), 2048)
+	out, _, err := Fit(llmtest.WithEXIF(llmtest.Photo(400, 300), 6), 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +74,7 @@ func TestFitTurnsAPhotoAsItsEXIFSays(t *testing.T) {
 }
 
 func TestFitLeavesACleanImageThatFitsAsItIs(t *testing.T) {
-	in := photo(t, 640, 480)
+	in := llmtest.Photo(640, 480)
 	out, mt, err := Fit(in, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +83,7 @@ func TestFitLeavesACleanImageThatFitsAsItIs(t *testing.T) {
 		t.Fatal("a clean JPEG within the bound was re-encoded")
 	}
 	// Fit's own output passes through again untouched.
-	once, _, _ := Fit(photo(t, 4000, 3000), 2048)
+	once, _, _ := Fit(llmtest.Photo(4000, 3000), 2048)
 	twice, _, _ := Fit(once, 2048)
 	if &once[0] != &twice[0] {
 		t.Fatal("Fit re-encoded its own output")
@@ -184,7 +128,7 @@ func TestFitRefusesWhatIsNoImage(t *testing.T) {
 // BenchmarkFit12MP prepares a 12-megapixel phone photo (4032×3024 JPEG)
 // for a model: decode, scale to 2048 px, re-encode.
 func BenchmarkFit12MP(b *testing.B) {
-	in := withEXIF(photo(b, 4032, 3024), 1)
+	in := llmtest.WithEXIF(llmtest.Photo(4032, 3024), 1)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
