@@ -137,3 +137,18 @@ func BenchmarkFit12MP(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFitAlreadyFitted is the cost on every later turn: Fit's own
+// output passes on after its header is read.
+func BenchmarkFitAlreadyFitted(b *testing.B) {
+	in, _, err := Fit(llmtest.Photo(4032, 3024), 2048)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Fit(in, 2048); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -4,19 +4,23 @@ import (
 	"bytes"
 	"encoding/binary"
 	"image"
-	"image/color"
 	"image/jpeg"
 )
 
 // Images for tests of what reaches a model: a photo, and the EXIF segment a
 // phone camera adds (with a location in it).
 
-// Photo is a w×h JPEG with a gradient, so it compresses like a picture.
+// Photo is a w×h JPEG: a gradient with sensor-like grain, so it is about
+// the size a phone camera writes (a 12-megapixel one ~3 MB).
 func Photo(w, h int) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	seed := uint32(1)
 	for y := range h {
 		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x + y), 255})
+			seed = seed*1664525 + 1013904223 // a fixed sequence: same photo every time
+			grain := uint8(seed>>24) & 15
+			p := img.Pix[img.PixOffset(x, y):]
+			p[0], p[1], p[2], p[3] = uint8(x/16)+grain, uint8(y/12)+grain, uint8((x+y)/24)+grain, 255
 		}
 	}
 	var b bytes.Buffer
