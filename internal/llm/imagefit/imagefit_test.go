@@ -6,6 +6,8 @@ import (
 	"errors"
 	"hash/crc32"
 	"image"
+	"image/color"
+	"image/jpeg"
 	"image/png"
 	"testing"
 
@@ -70,6 +72,39 @@ func TestFitTurnsAPhotoAsItsEXIFSays(t *testing.T) {
 	}
 	if w, h, _ := dims(t, out); w != 300 || h != 400 {
 		t.Fatalf("got %d×%d, want 300×400 (turned upright)", w, h)
+	}
+}
+
+func TestFitTurnsClockwiseForOrientation6(t *testing.T) {
+	// Left half red, right half blue; turned clockwise, red is on top.
+	img := image.NewRGBA(image.Rect(0, 0, 64, 32))
+	for y := range 32 {
+		for x := range 64 {
+			c := color.RGBA{255, 0, 0, 255}
+			if x >= 32 {
+				c = color.RGBA{0, 0, 255, 255}
+			}
+			img.SetRGBA(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := Fit(llmtest.WithEXIF(b.Bytes(), 6), 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := jpeg.Decode(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, bottom := got.At(16, 8), got.At(16, 56)
+	if r, _, bl, _ := top.RGBA(); r < bl {
+		t.Errorf("top is %v, want red", top)
+	}
+	if r, _, bl, _ := bottom.RGBA(); bl < r {
+		t.Errorf("bottom is %v, want blue", bottom)
 	}
 }
 
