@@ -21,6 +21,7 @@ require (
 	github.com/yuin/goldmark v1.8.7
 	go.mau.fi/whatsmeow v0.0.0-20260821141805-33cfac511629
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/image v0.46.0
 	golang.org/x/tools v0.50.0
 	google.golang.org/protobuf v1.36.12
 	maunium.net/go/mautrix v0.31.0

@@ -30,6 +30,10 @@ func (r *router) command(ctx context.Context, addr platform.Address, line string
 	if err != nil {
 		return err.Error()
 	}
+	if !inv.Command.On(addr.Platform) {
+		// Left out of this platform's help too (command.Command.NotOn).
+		return fmt.Sprintf("/%s does not work in %s.", inv.Command.Name, r.places.placeName(addr.Platform))
+	}
 	args := inv.Args
 	if inv.Command.Category == command.CategoryTurn && inv.Command.Name != "approve" && inv.Command.Name != "always" && inv.Command.Name != "deny" {
 		// Only the holder changes the conversation.

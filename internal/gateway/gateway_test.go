@@ -481,15 +481,9 @@ func TestHandoffRefusals(t *testing.T) {
 		t.Errorf("a refused handoff left state %s", st.State)
 	}
 
-	// /sethome typed in the page makes it the home; then the handoff works.
-	pg := r.openPage(t)
-	pg.send(map[string]any{"type": "say", "key": web.Home.Key(), "text": "/sethome", "id": "s1"})
-	pg.await("sethome answer", func(f map[string]any) bool {
-		return f["type"] == "message" && strings.Contains(f["text"].(string), "now land in this chat")
-	})
-	homes, _ := r.st.HomeChannels(ctx)
-	if homes["web"] != web.Home.Key() {
-		t.Fatalf("home not persisted: %v", homes)
+	// Once a home is set (/sethome in a chat, stored), the handoff works.
+	if err := r.st.SetHomeChannel(ctx, "web", web.Home.Key()); err != nil {
+		t.Fatal(err)
 	}
 	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
 	if err != nil {
@@ -505,6 +499,40 @@ func TestHandoffRefusals(t *testing.T) {
 	_, err = r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "web"})
 	if !errors.Is(err, control.ErrInFlight) {
 		t.Errorf("second handoff in flight: %v", err)
+	}
+}
+
+// /sethome typed in a chat makes it the platform's home, kept in the
+// store, and a handoff there then lands in it.
+func TestSetHomeInAChat(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton"})
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOpts{extra: []platform.Adapter{tg}, owners: map[string][]string{"telegram": {"42"}},
+		homes: map[string]string{"web": web.Home.Key()}})
+	r.waitLive(t, "telegram")
+	ctx := context.Background()
+	sess := r.terminalSession(t)
+	if _, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"}); !errors.Is(err, control.ErrNoHome) {
+		t.Fatalf("a handoff to Telegram without a home: %v", err)
+	}
+	fake.PushMessage(forum, 0, ownerUser, "/sethome")
+	waitFor(t, "the answer to /sethome", fake.Shown, func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "now land in this chat") })
+	homes, err := r.st.HomeChannels(ctx)
+	if err != nil || homes["telegram"] != "telegram:group:-100777" {
+		t.Fatalf("home after /sethome: %v %v", homes, err)
+	}
+	r.model.Push(llmtest.Reply{Text: "Hi in the group."})
+	h, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := r.client.Watch(ctx, h.ID, nil); err != nil || p.State != "completed" {
+		t.Fatalf("handoff after /sethome: %+v %v", p, err)
 	}
 }
 

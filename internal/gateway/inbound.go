@@ -58,6 +58,12 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 		r.log.Debug("duplicate inbound message", "platform", ev.At.Platform, "id", ev.ID)
 		return nil
 	}
+	if len(ev.Attachments) > 0 {
+		// Files are received but not yet kept or shown to the model: say
+		// so rather than answer a photo with silence. A caption still runs
+		// as a message.
+		r.out.sendNow(ctx, ev.At, filesNotTaken(ev.Attachments))
+	}
 	// Bounded per person: a runaway script or a leaked account cannot
 	// flood the agent (and the owner's model bill). Counted after the
 	// duplicate check, so that a client sending again what was not
@@ -313,4 +319,16 @@ func (r *router) stored(ctx context.Context, in store.Inbound) (platform.Address
 		return addr, false
 	}
 	return addr, true
+}
+
+// filesNotTaken tells a person that what they sent was not kept, in one
+// line, naming it as they sent it.
+func filesNotTaken(files []platform.Attachment) string {
+	what := "file"
+	if len(files) == 1 && files[0].Kind == platform.KindPhoto {
+		what = "photo"
+	} else if len(files) > 1 {
+		what = "files"
+	}
+	return "baton cannot take photos or files yet, so this " + what + " was not kept; send what it shows as text."
 }

@@ -111,6 +111,26 @@ func TestPageHelpListsWhatWorksThere(t *testing.T) {
 	}
 }
 
+// A command the page has no use for is not run there: /sethome would move
+// the web chat's fixed home, /pairing is for strangers who never reach
+// the page. It says so, and nothing changes.
+func TestPageRefusesCommandsWithNoUseThere(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	pg := r.openPage(t)
+	pg.send(map[string]any{"type": "say", "key": "web:thread:main:elsewhere", "text": "/sethome", "id": "s1"})
+	got := pg.await("the answer to /sethome", isMsg("/sethome"))["text"].(string)
+	if !strings.Contains(got, "does not work in the web chat") {
+		t.Errorf("/sethome in the page answered %q", got)
+	}
+	homes, err := r.st.HomeChannels(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := homes["web"]; ok {
+		t.Errorf("/sethome in the page moved the web chat's home to %s", h)
+	}
+}
+
 // The same in a real browser on the real gateway, at a phone's width and
 // a desktop's: the message typed while the session is in Telegram shows
 // at once, marked kept (the gateway parks it only after its line was

@@ -5,8 +5,10 @@ package llm_test
 // provider's own tests.
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image/jpeg"
 	"strings"
 	"sync"
 	"testing"
@@ -379,4 +381,30 @@ func TestUnreachableServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestImageReachesTheModelFitted(t *testing.T) {
+	forEach(t, func(t *testing.T, srv *llmtest.Server, p llm.Provider) {
+		photo := llmtest.WithEXIF(llmtest.Photo(4000, 3000), 1)
+		req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{
+			{Kind: llm.PartImage, Name: "board.jpg", MediaType: "image/jpeg", Data: photo},
+		}}}}
+		if _, err := p.Chat(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		images := srv.Requests()[0].Images()
+		if len(images) != 1 || images[0].MediaType != "image/jpeg" || images[0].Role != "user" {
+			t.Fatalf("images = %+v", images)
+		}
+		cfg, err := jpeg.DecodeConfig(bytes.NewReader(images[0].Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bound := llm.MaxImageSide(p); max(cfg.Width, cfg.Height) != bound {
+			t.Errorf("image arrived at %d×%d, want %d on its long side", cfg.Width, cfg.Height, bound)
+		}
+		if bytes.Contains(images[0].Data, []byte(llmtest.GPSPlace)) {
+			t.Error("the photo's EXIF location reached the model")
+		}
+	})
 }

@@ -23,11 +23,48 @@ const (
 
 // Message is one transcript entry as a provider sees it.
 type Message struct {
-	Role       Role
-	Content    string
+	Role    Role
+	Content string
+	// Parts are what a user turn carries besides its text: images,
+	// documents, inlined files. Providers send them in their own shape,
+	// before Content (images first, then what is asked about them); other
+	// roles ignore them.
+	Parts      []Part
 	ToolCalls  []ToolCall // assistant messages that call tools
 	ToolCallID string     // tool results: the call they answer
 	ToolName   string     // tool results: the tool that ran
+}
+
+// PartKind says how a provider sends a Part.
+type PartKind string
+
+const (
+	PartText     PartKind = "text"     // Text, sent as text
+	PartImage    PartKind = "image"    // Data is an image of MediaType
+	PartDocument PartKind = "document" // Data is a PDF (MediaType application/pdf)
+)
+
+// Part is one piece of a user turn beyond its text. Bytes are held whole:
+// images reach a provider already scaled (imagefit), and a PDF is sent whole
+// anyway, base64 in the JSON body.
+type Part struct {
+	Kind      PartKind
+	Text      string // PartText: the text; image/document: the one line said instead where the model cannot take the bytes
+	Name      string // file name, for a document's title and the one-line fallback
+	MediaType string // sniffed from the bytes: image/jpeg, image/png, application/pdf, …
+	Data      []byte
+}
+
+// Describe is the line a model gets in place of a part it cannot take.
+func (p Part) Describe() string {
+	if p.Text != "" {
+		return p.Text
+	}
+	name := p.Name
+	if name == "" {
+		name = "unnamed"
+	}
+	return fmt.Sprintf("[attached %s: %s, %s, %d bytes — not shown to this model]", p.Kind, name, p.MediaType, len(p.Data))
 }
 
 // ToolCall is the model asking for one tool to run.
@@ -93,6 +130,37 @@ type Prefiller interface {
 func CanPrefill(p Provider) bool {
 	pf, ok := p.(Prefiller)
 	return ok && pf.Prefills()
+}
+
+// Seer is the optional part of a Provider that says whether a model takes
+// image input. A provider that does not say is taken to see images.
+type Seer interface {
+	SeesImages(model string) bool
+}
+
+// SeesImages reports whether model on p takes image parts; where it does
+// not, the caller sends each image's one-line description instead and tells
+// the person once.
+func SeesImages(p Provider, model string) bool {
+	s, ok := p.(Seer)
+	return !ok || s.SeesImages(model)
+}
+
+// ImageSizer is the optional part of a Provider that names the longest
+// image side its models use; larger images are scaled down to it.
+type ImageSizer interface {
+	MaxImageSide() int
+}
+
+// DefaultMaxImageSide is the long-side bound for a provider that names none.
+const DefaultMaxImageSide = 2048
+
+// MaxImageSide is the longest side, in pixels, an image for p may have.
+func MaxImageSide(p Provider) int {
+	if s, ok := p.(ImageSizer); ok && s.MaxImageSide() > 0 {
+		return s.MaxImageSide()
+	}
+	return DefaultMaxImageSide
 }
 
 // Sentinel errors callers branch on; an *APIError wraps one of them.

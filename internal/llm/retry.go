@@ -53,6 +53,10 @@ func (r *retrying) Name() string { return r.inner.Name() }
 // Prefills is the wrapped provider's answer: retrying changes no capability.
 func (r *retrying) Prefills() bool { return CanPrefill(r.inner) }
 
+// SeesImages and MaxImageSide are the wrapped provider's answers too.
+func (r *retrying) SeesImages(model string) bool { return SeesImages(r.inner, model) }
+func (r *retrying) MaxImageSide() int            { return MaxImageSide(r.inner) }
+
 func (r *retrying) Chat(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
 	for attempt := 1; ; attempt++ {
 		delivered := false

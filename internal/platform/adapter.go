@@ -13,9 +13,13 @@ type Event struct {
 	At       Address   // where it was said
 	SenderID string    // platform user id; the router maps it to a user
 	Sender   string    // display name, for logs and greetings
-	Text     string    // the message; slash commands arrive as typed ("/handoff cli")
+	Text     string    // the message (a file's caption); slash commands arrive as typed ("/handoff cli")
 	ID       string    // platform message id, unique per platform, for dedupe
 	Time     time.Time // when the service says it was sent
+	// Attachments are the files sent with the message; their bytes are
+	// read (Attachment.Open) when the event is stored. A message may be
+	// only attachments, with no Text.
+	Attachments []Attachment
 }
 
 // Receiver takes what an adapter's Run hears from its service.

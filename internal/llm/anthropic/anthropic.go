@@ -3,6 +3,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/imagefit"
 )
 
 // DefaultBaseURL is Anthropic's endpoint; the SDK appends /v1/messages.
@@ -43,6 +45,11 @@ type Provider struct {
 
 var _ llm.Provider = (*Provider)(nil)
 var _ llm.Prefiller = (*Provider)(nil)
+var _ llm.ImageSizer = (*Provider)(nil)
+
+// MaxImageSide is the long edge Anthropic recommends: larger images are
+// scaled down on their side anyway, after costing the upload and latency.
+const MaxImageSide = 1568
 
 // New builds a provider. Environment defaults are switched off and base
 // URL, key and retries set explicitly: the SDK would otherwise pick up
@@ -76,6 +83,9 @@ func (p *Provider) Name() string { return p.name }
 // Prefills: a request ending in an assistant message is continued from
 // its last word.
 func (p *Provider) Prefills() bool { return true }
+
+// MaxImageSide: images are scaled to Anthropic's recommended long edge.
+func (p *Provider) MaxImageSide() int { return MaxImageSide }
 
 // Chat streams one message, handing text pieces to onDelta as they come.
 func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
@@ -163,7 +173,7 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 				params.System = append(params.System, sdk.TextBlockParam{Text: m.Content})
 			}
 		case llm.RoleUser:
-			params.Messages = append(params.Messages, sdk.NewUserMessage(sdk.NewTextBlock(m.Content)))
+			params.Messages = append(params.Messages, sdk.NewUserMessage(userBlocks(m)...))
 		case llm.RoleAssistant:
 			var blocks []sdk.ContentBlockParamUnion
 			if m.Content != "" { // the API rejects empty text blocks
@@ -204,6 +214,50 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tp})
 	}
 	return params, nil
+}
+
+// userBlocks are a user turn's parts (images as image blocks, PDFs as
+// document blocks, both base64) followed by its text.
+func userBlocks(m llm.Message) []sdk.ContentBlockParamUnion {
+	if len(m.Parts) == 0 {
+		return []sdk.ContentBlockParamUnion{sdk.NewTextBlock(m.Content)}
+	}
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(m.Parts)+1)
+	for _, part := range m.Parts {
+		blocks = append(blocks, partBlock(part))
+	}
+	if m.Content != "" { // the API rejects empty text blocks
+		blocks = append(blocks, sdk.NewTextBlock(m.Content))
+	}
+	return blocks
+}
+
+func partBlock(part llm.Part) sdk.ContentBlockParamUnion {
+	switch part.Kind {
+	case llm.PartImage:
+		data, mediaType, err := imagefit.Fit(part.Data, MaxImageSide)
+		if err != nil {
+			return sdk.NewTextBlock(part.Describe()) // an image the API could not read either
+		}
+		return sdk.NewImageBlockBase64(mediaType, base64.StdEncoding.EncodeToString(data))
+	case llm.PartDocument:
+		if part.MediaType != "application/pdf" {
+			return sdk.NewTextBlock(part.Describe())
+		}
+		doc := sdk.DocumentBlockParam{Source: sdk.DocumentBlockParamSourceUnion{
+			OfBase64: &sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(part.Data)},
+		}}
+		if part.Name != "" {
+			doc.Title = sdk.String(part.Name)
+		}
+		return sdk.ContentBlockParamUnion{OfDocument: &doc}
+	default:
+		text := part.Text
+		if text == "" {
+			text = part.Describe()
+		}
+		return sdk.NewTextBlock(text)
+	}
 }
 
 func isToolResults(m sdk.MessageParam) bool {

@@ -173,6 +173,9 @@ func (s *Server) next(req Request) (Step, int) {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var proto string
 	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case RecordPath:
+		s.serveRecord(w, r)
+		return
 	case "/v1/chat/completions", "/chat/completions":
 		proto = ProtocolOpenAI
 	case "/v1/messages", "/messages":

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -20,7 +21,8 @@ const maxErrorBody = 64 << 10
 // of an error event inside the stream.
 type exchange struct {
 	client           *http.Client
-	fillEmptyContent bool // the request has messages that need "content": ""
+	fillEmptyContent bool       // the request has messages that need "content": ""
+	files            []filePart // PDFs to write into the request's file placeholders
 
 	sent       bool // the request reached the HTTP client
 	status     int  // 0: no response
@@ -31,8 +33,8 @@ type exchange struct {
 
 // Do sends the request once.
 func (ex *exchange) Do(req *http.Request) (*http.Response, error) {
-	if ex.fillEmptyContent {
-		if err := fillEmptyContent(req); err != nil {
+	if ex.fillEmptyContent || len(ex.files) > 0 {
+		if err := rewriteBody(req, ex.files); err != nil {
 			return nil, err
 		}
 	}
@@ -53,11 +55,13 @@ func (ex *exchange) Do(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// fillEmptyContent adds "content": "" to every message that has neither
-// content nor tool calls. The library leaves empty content out
-// (sashabaranov/go-openai#1029), and OpenAI, OpenRouter and DeepSeek reject
-// a tool result or user turn without it, e.g. after reading an empty file.
-func fillEmptyContent(req *http.Request) error {
+// rewriteBody fixes what the library cannot say. It adds "content": "" to
+// every message that has neither content nor tool calls: the library leaves
+// empty content out (sashabaranov/go-openai#1029), and OpenAI, OpenRouter
+// and DeepSeek reject a tool result or user turn without it, e.g. after
+// reading an empty file. And it writes each PDF into its file part, a type
+// the library does not know.
+func rewriteBody(req *http.Request, files []filePart) error {
 	body, err := io.ReadAll(req.Body)
 	req.Body.Close()
 	if err != nil {
@@ -77,6 +81,11 @@ func fillEmptyContent(req *http.Request) error {
 		if !hasContent && !hasCalls {
 			m["content"] = json.RawMessage(`""`)
 		}
+		if len(files) > 0 && hasContent {
+			if err := fillFiles(m, files); err != nil {
+				return err
+			}
+		}
 	}
 	if top["messages"], err = json.Marshal(msgs); err != nil {
 		return fmt.Errorf("request messages: %w", err)
@@ -87,6 +96,47 @@ func fillEmptyContent(req *http.Request) error {
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
+}
+
+// fillFiles replaces the file placeholders in one message's content parts.
+func fillFiles(m map[string]json.RawMessage, files []filePart) error {
+	var content []map[string]json.RawMessage
+	if json.Unmarshal(m["content"], &content) != nil {
+		return nil // plain text content: no parts
+	}
+	changed := false
+	for _, part := range content {
+		var typ, text string
+		_ = json.Unmarshal(part["type"], &typ)
+		_ = json.Unmarshal(part["text"], &text)
+		if typ != string(partTypeFile) {
+			continue
+		}
+		i, err := strconv.Atoi(text)
+		if err != nil || i < 0 || i >= len(files) {
+			return fmt.Errorf("request body: file part %q has no file", text)
+		}
+		name := files[i].Name
+		if name == "" {
+			name = "document.pdf"
+		}
+		file, err := json.Marshal(map[string]string{"filename": name, "file_data": dataURL("application/pdf", files[i].Data)})
+		if err != nil {
+			return fmt.Errorf("request body: %w", err)
+		}
+		delete(part, "text")
+		part["file"] = file
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return fmt.Errorf("request body: %w", err)
+	}
+	m["content"] = raw
 	return nil
 }
 

@@ -34,6 +34,13 @@ type Config struct {
 	APIKey     string       // may be empty for local servers
 	Model      string       // used when Request.Model is empty
 	HTTPClient *http.Client // nil: http.DefaultClient
+	// NoImages says the model takes no image input (many local models):
+	// images are sent as their one-line description instead.
+	NoImages bool
+	// PDFFiles says the server takes PDFs as "file" content parts. OpenAI
+	// and OpenRouter do, and are recognised by their host; elsewhere a PDF
+	// is sent as its one-line description.
+	PDFFiles bool
 }
 
 // Provider talks to one OpenAI-compatible server.
@@ -46,9 +53,12 @@ type Provider struct {
 	// OpenAI's newer models refuse max_tokens, while many compatible servers
 	// only know it; pick by whether this is OpenAI itself.
 	maxCompletionTokens bool
+	noImages            bool
+	pdfFiles            bool
 }
 
 var _ llm.Provider = (*Provider)(nil)
+var _ llm.Seer = (*Provider)(nil)
 
 // New builds a provider. The client reads no environment variables and
 // never retries: retrying is llm.WithRetry's job.
@@ -79,19 +89,24 @@ func New(cfg Config) (*Provider, error) {
 		http:                cfg.HTTPClient,
 		client:              cc,
 		maxCompletionTokens: u.Hostname() == "api.openai.com",
+		noImages:            cfg.NoImages,
+		pdfFiles:            cfg.PDFFiles || u.Hostname() == "api.openai.com" || u.Hostname() == "openrouter.ai",
 	}, nil
 }
 
 // Name is the configured label, "openai" by default.
 func (p *Provider) Name() string { return p.name }
 
+// SeesImages is false when the config says the model takes no images.
+func (p *Provider) SeesImages(string) bool { return !p.noImages }
+
 // Chat streams one completion, handing text pieces to onDelta as they come.
 func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
-	creq, err := p.request(req)
+	creq, files, err := p.request(req)
 	if err != nil {
 		return llm.Response{}, err
 	}
-	ex := &exchange{client: p.http, fillEmptyContent: needsEmptyContent(creq.Messages)}
+	ex := &exchange{client: p.http, fillEmptyContent: needsEmptyContent(creq.Messages), files: files}
 	cc := p.client
 	cc.HTTPClient = ex
 	stream, err := oai.NewClientWithConfig(cc).CreateChatCompletionStream(ctx, creq)
@@ -153,21 +168,24 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.D
 	return out, nil
 }
 
-func (p *Provider) request(req llm.Request) (oai.ChatCompletionRequest, error) {
+// request builds the library's request, and the PDFs it carries as
+// placeholders for the exchange to fill in.
+func (p *Provider) request(req llm.Request) (oai.ChatCompletionRequest, []filePart, error) {
 	model := req.Model
 	if model == "" {
 		model = p.model
 	}
 	if model == "" {
-		return oai.ChatCompletionRequest{}, fmt.Errorf("%s: no model named in the request or the config", p.name)
+		return oai.ChatCompletionRequest{}, nil, fmt.Errorf("%s: no model named in the request or the config", p.name)
 	}
-	msgs, err := messages(req)
+	pc := parts{seesImages: !p.noImages, pdfFiles: p.pdfFiles}
+	msgs, err := messages(req, &pc)
 	if err != nil {
-		return oai.ChatCompletionRequest{}, fmt.Errorf("%s: %w", p.name, err)
+		return oai.ChatCompletionRequest{}, nil, fmt.Errorf("%s: %w", p.name, err)
 	}
 	tools, err := tools(req.Tools)
 	if err != nil {
-		return oai.ChatCompletionRequest{}, fmt.Errorf("%s: %w", p.name, err)
+		return oai.ChatCompletionRequest{}, nil, fmt.Errorf("%s: %w", p.name, err)
 	}
 	creq := oai.ChatCompletionRequest{
 		Model:         model,
@@ -184,17 +202,19 @@ func (p *Provider) request(req llm.Request) (oai.ChatCompletionRequest, error) {
 			creq.MaxTokens, creq.MaxCompletionTokens = 0, req.MaxTokens
 		}
 	}
-	return creq, nil
+	return creq, pc.files, nil
 }
 
-func messages(req llm.Request) ([]oai.ChatCompletionMessage, error) {
+func messages(req llm.Request, pc *parts) ([]oai.ChatCompletionMessage, error) {
 	out := make([]oai.ChatCompletionMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
 		out = append(out, oai.ChatCompletionMessage{Role: oai.ChatMessageRoleSystem, Content: req.System})
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
-		case llm.RoleSystem, llm.RoleUser:
+		case llm.RoleUser:
+			out = append(out, pc.user(m))
+		case llm.RoleSystem:
 			out = append(out, oai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content})
 		case llm.RoleAssistant:
 			a := oai.ChatCompletionMessage{Role: oai.ChatMessageRoleAssistant, Content: m.Content}
@@ -220,7 +240,7 @@ func messages(req llm.Request) ([]oai.ChatCompletionMessage, error) {
 // needs a content field, and strict servers reject one without it.
 func needsEmptyContent(msgs []oai.ChatCompletionMessage) bool {
 	for _, m := range msgs {
-		if m.Content == "" && len(m.ToolCalls) == 0 {
+		if m.Content == "" && len(m.MultiContent) == 0 && len(m.ToolCalls) == 0 {
 			return true
 		}
 	}

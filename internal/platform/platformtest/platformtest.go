@@ -8,9 +8,11 @@
 package platformtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -66,10 +68,31 @@ type Harness struct {
 	Restarted func(t *testing.T) platform.Adapter
 	Shown     func(at platform.Address) []string
 
+	// SayFile makes a person send a file at an address through the
+	// service, as SaidFile describes it, and returns the platform message
+	// id the adapter's Event.ID will carry; Downloads counts the requests
+	// the service has had for file bytes so far. Both nil where the fake
+	// cannot send files yet (the "FileIn" check then skips).
+	SayFile   func(ctx context.Context, at platform.Address, senderID string, f SaidFile) (id string, err error)
+	Downloads func() int
+
 	// Caps are the optional interfaces the adapter must implement, by
 	// name: "Threader", "Typer", "Editor", "EditPacer", "Limiter",
-	// "Streamer", "Commander".
+	// "Streamer", "Commander", "Prober", "DownloadLimiter".
 	Caps []string
+}
+
+// SaidFile is a file a person sends, sent by the service as a document
+// (a file kept as its sender had it).
+type SaidFile struct {
+	Name      string
+	MediaType string // the type the sender's app claims
+	Data      []byte
+	Caption   string // "" for a file sent alone
+	// Size is the size the service tells, when it must differ from
+	// len(Data): a file over the adapter's download limit is said without
+	// holding its bytes. 0 tells len(Data).
+	Size int64
 }
 
 // capabilities are the optional interfaces the suite knows, by name.
@@ -83,6 +106,8 @@ func capabilities() map[string]func(platform.Adapter) bool {
 		"Streamer":  is[platform.Streamer],
 		"Commander": is[platform.Commander],
 		"Prober":    is[platform.Prober],
+
+		"DownloadLimiter": is[platform.DownloadLimiter],
 	}
 }
 
@@ -103,6 +128,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("ProbeFollowsTheService", func(t *testing.T) { testProbe(t, newHarness(t)) })
 	t.Run("MessageLength", func(t *testing.T) { testLimiter(t, newHarness(t)) })
 	t.Run("RepeatedDeliveryShownOnce", func(t *testing.T) { testRepeatedDelivery(t, newHarness(t)) })
+	t.Run("FileIn", func(t *testing.T) { testFileIn(t, newHarness(t)) })
 }
 
 // Recorder is the Receiver the suite supervises adapters with: it keeps
@@ -687,4 +713,108 @@ func (m *Memory) WithPrefix(prefix string) string {
 		}
 	}
 	return ""
+}
+
+// testFileIn: a file a person sends arrives as the event's attachment,
+// once, its bytes and claimed type intact through Open, with or without
+// a caption; a file over the adapter's download limit still arrives (so
+// the person can be told) but Open refuses it, with the reason in one
+// line, without downloading anything.
+func testFileIn(t *testing.T, h Harness) {
+	if h.SayFile == nil || h.Downloads == nil {
+		t.Skip("the fake cannot send files yet (Harness.SayFile and Downloads are nil)")
+	}
+	r := newRecorder()
+	supervise(t, h, r)
+	r.state(t, platform.StateLive, 1)
+	ctx := testutil.Context(t, 0)
+	sayFile := func(f SaidFile) string {
+		t.Helper()
+		id, err := h.SayFile(ctx, h.Home, h.Person, f)
+		if err != nil {
+			t.Fatalf("send file %s at %s: %v", f.Name, h.Home.Key(), err)
+		}
+		return id
+	}
+	data := make([]byte, 0, 70<<10)
+	data = append(data, "%PDF-1.7\n"...)
+	for i := 0; len(data) < cap(data); i++ {
+		data = append(data, byte(i*7), byte(i>>8), 0, '\r', '\n')
+	}
+	for _, f := range []SaidFile{
+		{Name: "report.pdf", MediaType: "application/pdf", Data: data},
+		{Name: "notes.txt", MediaType: "text/plain", Data: []byte("line one\r\nline two\n"), Caption: "read this"},
+	} {
+		ev := r.event(t, sayFile(f))
+		if ev.At.Key() != h.Home.Key() || ev.SenderID != h.Person || ev.Text != f.Caption {
+			t.Errorf("%s arrived as %+v", f.Name, ev)
+		}
+		if len(ev.Attachments) != 1 {
+			t.Errorf("%s arrived with attachments %+v, want it alone", f.Name, ev.Attachments)
+			continue
+		}
+		att := ev.Attachments[0]
+		if att.Name != f.Name || att.MediaType != f.MediaType || att.Kind != platform.KindDocument || att.Size != int64(len(f.Data)) {
+			t.Errorf("%s described as %+v", f.Name, att)
+		}
+		if att.Open == nil {
+			t.Errorf("%s cannot be opened", f.Name)
+			continue
+		}
+		before := h.Downloads()
+		got, err := readAttachment(ctx, att)
+		if err != nil || !bytes.Equal(got, f.Data) {
+			t.Errorf("%s read back as %d bytes (want %d): %v", f.Name, len(got), len(f.Data), err)
+		}
+		if h.Downloads() == before {
+			t.Errorf("%s was read without a download from the service", f.Name)
+		}
+	}
+
+	lim, ok := h.Adapter.(platform.DownloadLimiter)
+	if !ok {
+		t.Log("the adapter tells no download limit: the refusal of a file over it is not checked")
+	} else {
+		big := SaidFile{Name: "disk.iso", MediaType: "application/octet-stream", Data: []byte("only the start"), Size: lim.MaxDownload() + 1}
+		ev := r.event(t, sayFile(big))
+		if len(ev.Attachments) != 1 || ev.Attachments[0].Open == nil {
+			t.Fatalf("a file over the limit arrived as %+v, want it with its attachment, to be refused on Open", ev)
+		}
+		before := h.Downloads()
+		_, err := readAttachment(ctx, ev.Attachments[0])
+		var tl *platform.TooLargeError
+		if !errors.As(err, &tl) || !errors.Is(err, platform.ErrTooLarge) {
+			t.Errorf("Open of a file over the %d-byte limit: %v, want a *platform.TooLargeError", lim.MaxDownload(), err)
+		} else if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, big.Name) || !strings.Contains(msg, platform.FormatSize(lim.MaxDownload())) {
+			t.Errorf("refusal %q: want one line naming the file and the limit", msg)
+		}
+		if n := h.Downloads() - before; n != 0 {
+			t.Errorf("the file over the limit was downloaded (%d requests for its bytes)", n)
+		}
+	}
+
+	// Each arrived once: a later message comes first, in order.
+	sentinel := say(t, h, h.Home, "after the files")
+	r.event(t, sentinel)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]int{}
+	for _, e := range r.events {
+		seen[e.ID]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("event %s arrived %d times, want once", id, n)
+		}
+	}
+}
+
+// readAttachment reads all of an attachment, as the store does.
+func readAttachment(ctx context.Context, att platform.Attachment) ([]byte, error) {
+	rc, err := att.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
 }

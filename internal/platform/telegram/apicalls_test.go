@@ -19,6 +19,7 @@ var apiCalls = map[string]string{
 	"sendChatAction":   "https://core.telegram.org/bots/api#sendchataction",
 	"createForumTopic": "https://core.telegram.org/bots/api#createforumtopic",
 	"setMyCommands":    "https://core.telegram.org/bots/api#setmycommands",
+	"getFile":          "https://core.telegram.org/bots/api#getfile",
 }
 
 // calledMethods finds the Bot API methods in the adapter's source: the

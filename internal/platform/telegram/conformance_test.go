@@ -38,6 +38,15 @@ func TestConformance(t *testing.T) {
 		})
 		var mu sync.Mutex
 		updates := map[string]int64{} // event id → the update that carried it
+		where := func(at platform.Address) (chat int64, thread int, err error) {
+			if chat, err = strconv.ParseInt(at.Chat, 10, 64); err != nil {
+				return 0, 0, err
+			}
+			if at.Thread != "" {
+				thread, err = strconv.Atoi(at.Thread)
+			}
+			return chat, thread, err
+		}
 		methods := map[string]string{
 			"Typer": "sendChatAction", "Threader": "createForumTopic",
 			"Commander": "setMyCommands", "Editor": "editMessageText",
@@ -47,15 +56,9 @@ func TestConformance(t *testing.T) {
 			Home:    platform.Address{Platform: telegram.Name, Kind: platform.Group, Chat: strconv.Itoa(forum)},
 			Person:  strconv.FormatInt(owner.ID, 10),
 			Say: func(_ context.Context, at platform.Address, sender, text string) (string, error) {
-				chat, err := strconv.ParseInt(at.Chat, 10, 64)
+				chat, thread, err := where(at)
 				if err != nil {
 					return "", err
-				}
-				thread := 0
-				if at.Thread != "" {
-					if thread, err = strconv.Atoi(at.Thread); err != nil {
-						return "", err
-					}
 				}
 				from := owner
 				if from.ID, err = strconv.ParseInt(sender, 10, 64); err != nil {
@@ -68,6 +71,25 @@ func TestConformance(t *testing.T) {
 				mu.Unlock()
 				return id, nil
 			},
+			SayFile: func(_ context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				chat, thread, err := where(at)
+				if err != nil {
+					return "", err
+				}
+				from := owner
+				if from.ID, err = strconv.ParseInt(sender, 10, 64); err != nil {
+					return "", err
+				}
+				upd, msg := srv.PushFile(chat, thread, from, telegramtest.File{
+					Kind: telegramtest.Document, Name: f.Name, MimeType: f.MediaType, Data: f.Data, Caption: f.Caption, Size: f.Size,
+				})
+				id := at.Chat + ":" + strconv.Itoa(msg)
+				mu.Lock()
+				updates[id] = upd
+				mu.Unlock()
+				return id, nil
+			},
+			Downloads: srv.Downloads,
 			Acked: func(id string) bool {
 				mu.Lock()
 				upd, ok := updates[id]
@@ -84,7 +106,7 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Commander", "Prober"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Commander", "Prober", "DownloadLimiter"},
 		}
 	})
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // Run checks the token with getMe, says Live, and long-polls getUpdates,
-// handing each text message to r, until ctx ends. The offset that
+// handing each message with text or files to r, until ctx ends. The offset that
 // acknowledges an update to Telegram is only sent after r stored it, so a
 // crash re-reads rather than loses, and an update or message seen before
 // is not handed over again. Any failure ends Run with the reason (a
@@ -40,7 +40,7 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 			return conflictAdvice(err)
 		}
 		for _, raw := range raws {
-			id, ev, ok, err := decodeUpdate(raw, a.Username())
+			id, ev, ok, err := decodeUpdate(raw, a.Username(), a.opener)
 			if err != nil {
 				a.log.Warn("telegram: undecodable update skipped", "update_id", id, "err", err)
 			}
@@ -250,15 +250,23 @@ type wireMessage struct {
 		LastName  string `json:"last_name"`
 		Username  string `json:"username"`
 	} `json:"from"`
-	Text    string `json:"text"`
-	Caption string `json:"caption"`
+	Text      string     `json:"text"`
+	Caption   string     `json:"caption"`
+	Photo     []wireFile `json:"photo"` // the sizes Telegram made of one photo
+	Document  *wireFile  `json:"document"`
+	Voice     *wireFile  `json:"voice"`
+	VideoNote *wireFile  `json:"video_note"`
+	Audio     *wireFile  `json:"audio"`
+	Video     *wireFile  `json:"video"`
 }
 
-// decodeUpdate turns one update into an event. ok is false for updates
-// baton does not act on (no text, from a bot, a channel post, a command
-// addressed to another bot); the update id is still returned so the
-// offset can move past it. botName is this bot's username, "" if unknown.
-func decodeUpdate(raw []byte, botName string) (id int64, ev platform.Event, ok bool, err error) {
+// decodeUpdate turns one update into an event: its text (or a file's
+// caption) and its files, opened with open. ok is false for updates baton
+// does not act on (neither text nor a file, from a bot, a channel post, a
+// command addressed to another bot); the update id is still returned so
+// the offset can move past it. botName is this bot's username, "" if
+// unknown.
+func decodeUpdate(raw []byte, botName string, open opener) (id int64, ev platform.Event, ok bool, err error) {
 	var u wireUpdate
 	if err := json.Unmarshal(raw, &u); err != nil {
 		// Salvage the id so a malformed update cannot block the offset.
@@ -276,7 +284,8 @@ func decodeUpdate(raw []byte, botName string) (id int64, ev platform.Event, ok b
 	if text == "" {
 		text = m.Caption
 	}
-	if strings.TrimSpace(text) == "" {
+	files := attachments(m, open)
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return u.UpdateID, platform.Event{}, false, nil
 	}
 	text, forUs := stripBotName(text, botName)
@@ -298,6 +307,8 @@ func decodeUpdate(raw []byte, botName string) (id int64, ev platform.Event, ok b
 		Text:     text,
 		ID:       strconv.FormatInt(m.Chat.ID, 10) + ":" + strconv.FormatInt(m.MessageID, 10),
 		Time:     time.Unix(m.Date, 0).UTC(),
+
+		Attachments: files,
 	}, true, nil
 }
 

@@ -1,6 +1,8 @@
 // Package telegram connects baton to Telegram through the Bot API: long
 // polling for messages, HTML-formatted replies split at Telegram's limit,
 // forum topics as handoff threads, typing, edits and the command menu.
+// Photos, documents, voice and video notes, audio and video arrive as the
+// event's attachments, read through getFile when the event is stored.
 //
 // Addresses: a private chat is platform.DM with Chat = the chat id (and
 // Thread = the topic id in a private chat with topics); a group or a
@@ -88,8 +90,8 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Adapter is the Telegram platform adapter. It implements
-// platform.Adapter, Threader, Typer, Editor, Limiter, Commander and
-// Prober.
+// platform.Adapter, Threader, Typer, Editor, Limiter, Commander,
+// Prober and DownloadLimiter.
 type Adapter struct {
 	cfg    Config
 	api    *bot.Bot
@@ -115,6 +117,8 @@ var (
 	_ platform.Commander = (*Adapter)(nil)
 	_ platform.EditPacer = (*Adapter)(nil)
 	_ platform.Prober    = (*Adapter)(nil)
+
+	_ platform.DownloadLimiter = (*Adapter)(nil)
 )
 
 // New makes an adapter; it does not contact Telegram (Run does).

@@ -4,7 +4,9 @@
 // string), updates handed out by getUpdates with the real offset and
 // long-poll semantics, forum topics, and failures on demand (429 with
 // retry_after, 5xx, unsupported methods, rejected HTML, the whole service
-// down behind its proxy). It is built on fakekit, as every fake service is.
+// down behind its proxy), and files people send (PushPhoto, PushDocument,
+// PushFile) served by getFile and the file download route. It is built on
+// fakekit, as every fake service is.
 package telegramtest
 
 import (
@@ -112,9 +114,10 @@ type Server struct {
 	topics     []Topic
 	commands   []json.RawMessage
 	rejectHTML int
-	forbidden  []string       // texts whose sends and edits answer 403
-	pages      map[string]int // methods answered with a web server's HTML error page, by status
-	polls      int64          // getUpdates calls so far: a newer one ends an older one's wait
+	forbidden  []string               // texts whose sends and edits answer 403
+	pages      map[string]int         // methods answered with a web server's HTML error page, by status
+	polls      int64                  // getUpdates calls so far: a newer one ends an older one's wait
+	files      map[string]*storedFile // by file_id: what getFile and the download route serve
 }
 
 // New starts a fake Bot API for token on 127.0.0.1, closed when tb ends.
@@ -148,8 +151,12 @@ func New(tb testing.TB, token string) *Server {
 	return s
 }
 
-// methodOf names a request by its Bot API method: /bot<token>/<method>.
+// methodOf names a request by its Bot API method: /bot<token>/<method>;
+// a file download (/file/bot<token>/<file_path>) is downloadMethod.
 func methodOf(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, "/file/") {
+		return downloadMethod
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	if !ok {
 		return ""
@@ -464,6 +471,10 @@ func (s *Server) wait(ctx context.Context, cond func() bool) error {
 // serve routes /bot<token>/<method>; the kit has answered failures asked
 // for, unsupported methods and a service down before it is called.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if file, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		s.download(w, r, file)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	if !ok {
 		http.NotFound(w, r)
@@ -519,6 +530,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, r, method, params, 200, "", 0, true)
 	case "createforumtopic":
 		s.createForumTopic(w, r, params)
+	case "getfile":
+		s.getFile(w, r, params)
 	case "deletewebhook", "sendmessagedraft":
 		s.reply(w, r, method, params, 200, "", 0, true)
 	default:

@@ -250,8 +250,8 @@ func (b *BotAPI) fitsJSON(t string, v any) string {
 // Bot API; the fake answers them 404 as Telegram's server does.
 func specCheck(api *BotAPI) func(*http.Request, string, map[string]string) *fakekit.Refusal {
 	return func(r *http.Request, method string, params map[string]string) *fakekit.Refusal {
-		if method == "" {
-			return nil
+		if method == "" || method == downloadMethod {
+			return nil // the file server is not a method of the Bot API
 		}
 		return api.check(method, params)
 	}

@@ -10,6 +10,7 @@ import (
 var answered = []string{
 	"getMe", "getUpdates", "sendMessage", "editMessageText", "sendChatAction",
 	"setMyCommands", "createForumTopic", "deleteWebhook", "sendMessageDraft",
+	"getFile",
 }
 
 func TestAnsweredMethodsAreInTheBotAPI(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func TestRecordedEventsMapped(t *testing.T) {
 			}
 			c.want.ID = c.want.At.Chat + "/3EB0C4F1A2"
 			c.want.Time = time.Unix(1763900000, 0)
-			if *got != *c.want {
+			if !reflect.DeepEqual(*got, *c.want) {
 				t.Errorf("got  %+v\nwant %+v", *got, *c.want)
 			}
 		})

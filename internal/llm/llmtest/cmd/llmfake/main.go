@@ -7,6 +7,8 @@
 //
 // Without a script every request gets "echo: <last user text>"; a script is a
 // JSON list of steps (see llmtest.ParseScript), used in order before the echo.
+// What it received, with the images and documents each request carried, is
+// at GET <url>/llmtest/requests (llmtest.Received reads it).
 package main
 
 import (
