@@ -89,8 +89,11 @@ type Agent struct {
 
 	MaxSteps        int // model calls per turn; 0: DefaultMaxSteps
 	MaxOutputTokens int // 0: the provider's default
-	ContextWindow   int // tokens; 0 disables automatic compression
-	KeepTurns       int // user turns kept verbatim by compression; 0: DefaultKeepTurns
+	// MaxImages is how many of a transcript's latest images a turn sends
+	// the model whole; older ones are a line each. 0: DefaultMaxImages.
+	MaxImages     int
+	ContextWindow int // tokens; 0 disables automatic compression
+	KeepTurns     int // user turns kept verbatim by compression; 0: DefaultKeepTurns
 
 	// StoreRetry is how a store write that failed for a passing reason
 	// (busy, locked, disk full) is tried again before the turn gives up

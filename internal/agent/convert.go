@@ -75,8 +75,9 @@ func DecodeToolCalls(raw json.RawMessage) ([]llm.ToolCall, error) {
 // what a crash or an old bug could leave behind so the call is accepted:
 // every tool call gets an answer right after its assistant message
 // ("error: no result was recorded"), and results answering no call are
-// dropped. The store is not changed.
-func toLLM(msgs []store.Message) ([]llm.Message, error) {
+// dropped. The store is not changed. files, if not nil, gives the parts a
+// person's message carries beside its text (its attachments).
+func toLLM(msgs []store.Message, files func(store.Message) []llm.Part) ([]llm.Message, error) {
 	out := make([]llm.Message, 0, len(msgs))
 	var open []llm.ToolCall // calls of the latest assistant message still unanswered
 	closeOpen := func() {
@@ -104,7 +105,11 @@ func toLLM(msgs []store.Message) ([]llm.Message, error) {
 			open = append([]llm.ToolCall(nil), calls...)
 		case store.RoleUser, store.RoleSystem:
 			closeOpen()
-			out = append(out, llm.Message{Role: llm.Role(m.Role), Content: m.Content})
+			lm := llm.Message{Role: llm.Role(m.Role), Content: m.Content}
+			if files != nil && len(m.Attachments) > 0 {
+				lm.Parts = files(m)
+			}
+			out = append(out, lm)
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", m.Seq, m.Role)
 		}

@@ -45,7 +45,7 @@ func TestToLLMRepairs(t *testing.T) {
 		{Role: store.RoleAssistant, ToolCalls: raw},
 		{Role: store.RoleTool, ToolCallID: "b", ToolName: "shell", Content: "B"},
 		{Role: store.RoleUser, Content: "again"},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func (t *turn) start(ctx context.Context) (draft string, err error) {
 // stop or crash cut off: it is shown again first, sent as the model's own
 // last message, and what the model adds is returned.
 func (t *turn) callModel(ctx context.Context, kept string) (llm.Response, string, error) {
-	msgs, err := toLLM(t.msgs)
+	msgs, err := toLLM(t.msgs, t.a.fileParts(ctx, t.msgs))
 	if err != nil {
 		return llm.Response{}, "", fmt.Errorf("prepare transcript: %w", err)
 	}

@@ -40,7 +40,19 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 	if r.approvals.answer(ev) {
 		return nil
 	}
+	files, refused, err := r.keepFiles(ctx, ev)
+	if err != nil {
+		// Not acknowledged: the service hands the message over again.
+		return fmt.Errorf("keep the files of %s message %s: %w", ev.At.Platform, ev.ID, err)
+	}
+	if refused != "" {
+		r.out.sendNow(ctx, ev.At, refused)
+	}
+	if strings.TrimSpace(ev.Text) == "" && len(files) == 0 && len(ev.Attachments) > 0 {
+		return nil // nothing of it could be kept; the person was told why
+	}
 	in, isNew, err := r.st.AddInbound(ctx, store.Inbound{
+		Attachments:   files,
 		Platform:      ev.At.Platform,
 		PlatformMsgID: ev.ID,
 		AddressKey:    ev.At.Key(),
@@ -57,12 +69,6 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 		// picked up by recover at the next start.
 		r.log.Debug("duplicate inbound message", "platform", ev.At.Platform, "id", ev.ID)
 		return nil
-	}
-	if len(ev.Attachments) > 0 {
-		// Files are received but not yet kept or shown to the model: say
-		// so rather than answer a photo with silence. A caption still runs
-		// as a message.
-		r.out.sendNow(ctx, ev.At, filesNotTaken(ev.Attachments))
 	}
 	// Bounded per person: a runaway script or a leaked account cannot
 	// flood the agent (and the owner's model bill). Counted after the
@@ -151,7 +157,7 @@ func (r *router) handleOnce(ctx context.Context, addr platform.Address, in *stor
 		}
 		return nil
 	}
-	if text == "" {
+	if text == "" && len(in.Attachments) == 0 {
 		return nil
 	}
 	sess, newSession, err := r.sessionFor(ctx, addr)
@@ -188,7 +194,7 @@ func (r *router) handleOnce(ctx context.Context, addr platform.Address, in *stor
 		offer = r.offerFor(ctx, addr, sess)
 	}
 	return r.turn(ctx, addr, in, sess.ID, store.Message{
-		Role: store.RoleUser, Content: text, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
+		Role: store.RoleUser, Content: text, Attachments: in.Attachments, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
 	}, offer)
 }
 
@@ -321,14 +327,49 @@ func (r *router) stored(ctx context.Context, in store.Inbound) (platform.Address
 	return addr, true
 }
 
-// filesNotTaken tells a person that what they sent was not kept, in one
-// line, naming it as they sent it.
-func filesNotTaken(files []platform.Attachment) string {
-	what := "file"
-	if len(files) == 1 && files[0].Kind == platform.KindPhoto {
-		what = "photo"
-	} else if len(files) > 1 {
-		what = "files"
+// fileWait bounds the download of one file from its service.
+const fileWait = 2 * time.Minute
+
+// keepFiles reads the files that came with ev from their service into
+// the store, before the event is stored and acknowledged. A file the
+// service's or the store's bound refuses is left out, and refused says
+// why in one line for the person; any other failure is returned, so the
+// event is not acknowledged and comes again.
+func (r *router) keepFiles(ctx context.Context, ev platform.Event) (kept []store.Attachment, refused string, err error) {
+	var why []string
+	for _, f := range ev.Attachments {
+		name := f.Name
+		if name == "" {
+			name = string(f.Kind) // a photo or a voice note comes without one
+		}
+		a, err := r.keepFile(ctx, f, name)
+		switch {
+		case errors.Is(err, platform.ErrTooLarge) || errors.Is(err, store.ErrFileTooLarge):
+			r.log.Info("a file was refused", "platform", ev.At.Platform, "name", name, "err", err)
+			why = append(why, err.Error())
+		case err != nil:
+			return nil, "", err
+		default:
+			kept = append(kept, a)
+		}
 	}
-	return "baton cannot take photos or files yet, so this " + what + " was not kept; send what it shows as text."
+	if len(why) > 0 {
+		refused = "Not kept: " + strings.Join(why, "; ") + "."
+	}
+	return kept, refused, nil
+}
+
+func (r *router) keepFile(ctx context.Context, f platform.Attachment, name string) (store.Attachment, error) {
+	ctx, cancel := context.WithTimeout(ctx, fileWait)
+	defer cancel()
+	rc, err := f.Open(ctx)
+	if err != nil {
+		return store.Attachment{}, fmt.Errorf("download %s: %w", name, err)
+	}
+	defer rc.Close()
+	a, err := r.st.PutFile(ctx, rc, name)
+	if err != nil {
+		return store.Attachment{}, fmt.Errorf("store %s: %w", name, err)
+	}
+	return a, nil
 }

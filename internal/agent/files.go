@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// Bounds on what a turn sends the model of the files in its transcript.
+const (
+	// DefaultMaxImages is how many of the latest images a turn sends
+	// whole; older ones are a line each (the model saw them when they
+	// were new), so a long session does not resend every photo.
+	DefaultMaxImages = 4
+	// maxInlineText is how much of a text file is put in the message.
+	maxInlineText = 64 << 10
+	// maxDocumentBytes bounds a document sent whole (a PDF); past it the
+	// model gets its line.
+	maxDocumentBytes = 20 << 20
+)
+
+// fileParts gives, for a person's message with attachments, the parts the
+// model receives: images (the latest MaxImages of the transcript) and
+// PDFs as themselves, text files inline up to a bound, and anything else
+// — or anything the store cannot read back — as one line naming it. nil
+// when the store keeps no files.
+func (a *Agent) fileParts(ctx context.Context, msgs []store.Message) func(store.Message) []llm.Part {
+	files, ok := a.Store.(store.Files)
+	if !ok {
+		return nil
+	}
+	maxImages := a.MaxImages
+	if maxImages == 0 {
+		maxImages = DefaultMaxImages
+	}
+	// The images sent whole: the latest ones, counted from the end.
+	whole := map[string]bool{}
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && n < maxImages; i-- {
+		for j := len(msgs[i].Attachments) - 1; j >= 0 && n < maxImages; j-- {
+			if at := msgs[i].Attachments[j]; isImage(at) {
+				whole[partKey(msgs[i], j)] = true
+				n++
+			}
+		}
+	}
+	return func(m store.Message) []llm.Part {
+		parts := make([]llm.Part, 0, len(m.Attachments))
+		for j, at := range m.Attachments {
+			p := llm.Part{Name: at.Name, MediaType: at.MediaType}
+			switch {
+			case isImage(at) && whole[partKey(m, j)]:
+				p.Kind = llm.PartImage
+				p.Data, p.Text = readFile(ctx, files, at, -1)
+			case isImage(at):
+				p.Kind, p.Text = llm.PartText, describe(at, "an earlier image, not sent again")
+			case at.MediaType == "application/pdf" && at.Size <= maxDocumentBytes:
+				p.Kind = llm.PartDocument
+				p.Data, p.Text = readFile(ctx, files, at, -1)
+			case isText(at):
+				p.Kind = llm.PartText
+				data, line := readFile(ctx, files, at, maxInlineText)
+				p.Text = line
+				if line == "" {
+					p.Text = fmt.Sprintf("[attached %s]\n%s", nameOf(at), data)
+					if at.Size > maxInlineText {
+						p.Text += fmt.Sprintf("\n[… cut at %d of %d bytes]", maxInlineText, at.Size)
+					}
+				}
+			default:
+				p.Kind, p.Text = llm.PartText, describe(at, "not readable by this model")
+			}
+			if p.Kind != llm.PartText && p.Data == nil {
+				p.Kind = llm.PartText // unreadable: the line stands in
+			}
+			parts = append(parts, p)
+		}
+		return parts
+	}
+}
+
+// partKey names attachment j of m among the transcript's.
+func partKey(m store.Message, j int) string { return fmt.Sprintf("%d/%d/%d", m.ID, m.Seq, j) }
+
+func isImage(at store.Attachment) bool { return strings.HasPrefix(at.MediaType, "image/") }
+
+func isText(at store.Attachment) bool {
+	mt := at.MediaType
+	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml")
+}
+
+func nameOf(at store.Attachment) string {
+	if at.Name != "" {
+		return at.Name
+	}
+	return "a file"
+}
+
+// describe is the one line that stands in for a file.
+func describe(at store.Attachment, why string) string {
+	return fmt.Sprintf("[attached %s: %s, %s; %s]", nameOf(at), at.MediaType, store.HumanBytes(at.Size), why)
+}
+
+// readFile reads an attachment's bytes back, at most limit of them (all
+// for a negative limit); on failure it returns the line that stands in.
+func readFile(ctx context.Context, files store.Files, at store.Attachment, limit int64) ([]byte, string) {
+	rc, err := files.OpenFile(ctx, at.SHA256)
+	if err != nil {
+		return nil, describe(at, "could not be read back: "+err.Error())
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	if limit >= 0 {
+		r = io.LimitReader(rc, limit)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, describe(at, "could not be read back: "+err.Error())
+	}
+	return data, ""
+}
