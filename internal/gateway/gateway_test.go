@@ -507,14 +507,7 @@ func TestHandoffRefusals(t *testing.T) {
 func TestSetHomeInAChat(t *testing.T) {
 	fake := telegramtest.New(t, botToken)
 	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton"})
-	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, rigOpts{extra: []platform.Adapter{tg}, owners: map[string][]string{"telegram": {"42"}},
-		homes: map[string]string{"web": web.Home.Key()}})
-	r.waitLive(t, "telegram")
+	r := telegramRig(t, fake, "")
 	ctx := context.Background()
 	sess := r.terminalSession(t)
 	if _, err := r.client.RequestHandoff(ctx, control.HandoffRequest{SessionID: sess.ID, From: "cli", To: "telegram"}); !errors.Is(err, control.ErrNoHome) {
@@ -684,18 +677,28 @@ const (
 
 var ownerUser = telegramtest.User{ID: ownerTG, FirstName: "Owner"}
 
-func telegramRig(t *testing.T, fake *telegramtest.Server, home string) *rig {
+// telegramRig is a gateway with the web chat and Telegram on fake, live,
+// the owner being Telegram user 42; home is Telegram's home ("" for none),
+// and with changes the rig's options further.
+func telegramRig(t *testing.T, fake *telegramtest.Server, home string, with ...func(*rigOpts)) *rig {
 	t.Helper()
 	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, rigOpts{
+	o := rigOpts{
 		extra:  []platform.Adapter{tg},
 		owners: map[string][]string{"telegram": {"42"}},
-		homes:  map[string]string{"web": web.Home.Key(), "telegram": home},
-	})
+		homes:  map[string]string{"web": web.Home.Key()},
+	}
+	if home != "" {
+		o.homes["telegram"] = home
+	}
+	for _, f := range with {
+		f(&o)
+	}
+	r := newRig(t, o)
 	r.waitLive(t, "telegram")
 	return r
 }

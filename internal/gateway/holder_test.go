@@ -3,8 +3,6 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,8 +10,6 @@ import (
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/owner"
-	"github.com/baton-agent/baton/internal/platform"
-	"github.com/baton-agent/baton/internal/platform/telegram"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
@@ -216,18 +212,7 @@ func TestApprovalAskedWhereTheSessionIsHeld(t *testing.T) {
 	var runs atomic.Int32
 	fake := telegramtest.New(t, botToken)
 	fake.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "baton", IsForum: true})
-	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, rigOpts{
-		extra:  []platform.Adapter{tg},
-		owners: map[string][]string{"telegram": {"42"}},
-		homes:  map[string]string{"web": web.Home.Key(), "telegram": "telegram:group:-100777"},
-		tools:  touchTool(t, &runs),
-	})
-	r.waitLive(t, "telegram")
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) { o.tools = touchTool(t, &runs) })
 	pg := r.openPage(t)
 	ctx := context.Background()
 	key := web.Home.Key()

@@ -199,19 +199,10 @@ func TestRepliesAreResentAfterAnOutage(t *testing.T) {
 // once, not at its own next resend (an hour away too).
 func TestWaitingReplyGoesOutWhenTelegramIsBack(t *testing.T) {
 	fake := telegramtest.New(t, botToken)
-	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, rigOpts{
-		extra:   []platform.Adapter{tg},
-		owners:  map[string][]string{"telegram": {"42"}},
-		homes:   map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:42"},
-		restart: retry.Policy{First: time.Hour, Max: time.Hour},
-		resend:  retry.Policy{First: time.Hour, Max: time.Hour},
+	r := telegramRig(t, fake, "telegram:dm:42", func(o *rigOpts) {
+		o.restart = retry.Policy{First: time.Hour, Max: time.Hour}
+		o.resend = retry.Policy{First: time.Hour, Max: time.Hour}
 	})
-	r.waitLive(t, "telegram")
 	for range 8 { // the reply's first series and its resend's first series
 		fake.FailNext("sendMessage", 502, 0)
 	}
