@@ -168,8 +168,16 @@ func (r *router) handleOnce(ctx context.Context, addr platform.Address, in *stor
 		r.log.Error("find session", "at", addr.Key(), "err", err)
 		return r.reply(ctx, addr, in, "Something went wrong finding this conversation's session: "+err.Error(), "")
 	}
-	if line, where, ok := r.notHereLine(ctx, sess, addr); ok && !r.worker.arriving(ctx, sess, addr) {
-		return r.park(ctx, addr, *in, sess, line, where)
+	if _, _, ok := r.notHereLine(ctx, sess, addr); ok && !r.worker.arriving(ctx, sess, addr) {
+		// Read the session again, after the handoff state: a handoff to
+		// here that completed since sess was read moved the holder here,
+		// and what was said is this place's to answer.
+		if now, err := r.st.GetSession(ctx, sess.ID); err == nil {
+			sess = now
+		}
+		if line, where, ok := r.notHereLine(ctx, sess, addr); ok {
+			return r.park(ctx, addr, *in, sess, line, where)
+		}
 	}
 	if in.PlatformMsgID != "" && !fresh {
 		// Stored by an earlier run or try that stopped mid-turn: never
