@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -13,21 +12,7 @@ import (
 // the store.
 func TestDeliveryKindSurvivesMigrationAndReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
-	for v := 1; v <= 14; v++ {
-		exec(migrations[v-1])
-		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
-	}
+	db, exec := atVersion(t, path, 14)
 	exec(`INSERT INTO deliveries (key, address_key, text, created_at) VALUES ('in:1:part:0', 'web:dm:main', 'an old answer', 1)`)
 	db.Close()
 

@@ -146,21 +146,7 @@ func TestPackedChunkParses(t *testing.T) {
 // live_from set by migration 3 so that loads start at the live rows.
 func TestMigrationSetsLiveFrom(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
-	for v := 1; v <= 2; v++ {
-		exec(migrations[v-1])
-		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
-	}
+	db, exec := atVersion(t, path, 2)
 	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('replaced', 1, 1), ('plain', 1, 1), ('empty', 1, 1)`)
 	for i := range 5 {
 		exec(`INSERT INTO messages (session_id, seq, role, content, created_at, superseded) VALUES ('replaced', ?, 'user', ?, 1, ?)`,
@@ -196,21 +182,7 @@ func TestMigrationSetsLiveFrom(t *testing.T) {
 // migration 5 gives those rows their kind, and nothing else.
 func TestMigrationSetsKindOfOldPrefixedRows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
-	for v := 1; v <= 4; v++ {
-		exec(migrations[v-1])
-		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
-	}
+	db, exec := atVersion(t, path, 4)
 	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)`)
 	rows := []struct {
 		role, content string
@@ -392,21 +364,7 @@ func TestPackOfAnotherVersionIsNotKept(t *testing.T) {
 // handoffs all ended takes a new one.
 func TestMigrationKeepsOneLiveHandoffPerSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
-	for v := 1; v <= 12; v++ {
-		exec(migrations[v-1])
-		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
-	}
+	db, exec := atVersion(t, path, 12)
 	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('ended', 1, 1), ('pending', 1, 1), ('running', 1, 1)`)
 	exec(`INSERT INTO handoffs (session_id, state, platform, requested_at, finished_at) VALUES
 		('ended', 'completed', 'web', 5, 0), ('ended', 'failed', 'web', 6, 9),
@@ -444,4 +402,27 @@ func TestMigrationKeepsOneLiveHandoffPerSession(t *testing.T) {
 	if _, err := s.RequestHandoff(t.Context(), "ended", "cli", "web"); err != nil {
 		t.Fatalf("a request after the completed one: %v", err)
 	}
+}
+
+// atVersion makes a store file at path as a release at schema version n
+// left it, and returns it open with a way to run statements that fails
+// the test on error.
+func atVersion(t *testing.T, path string, n int) (*sql.DB, func(q string, args ...any)) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
+	for v := 1; v <= n; v++ {
+		exec(migrations[v-1])
+		exec(`INSERT INTO schema_migrations VALUES (?, 0)`, v)
+	}
+	return db, exec
 }
