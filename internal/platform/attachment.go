@@ -64,6 +64,7 @@ type TooLargeError struct {
 	Name    string // the file's name, or its kind when it has none
 	Size    int64  // the file's size; 0 when only known to pass Limit
 	Limit   int64  // the service's limit
+	Sending bool   // a file baton sends to the service, not one from it
 }
 
 func (e *TooLargeError) Error() string {
@@ -71,7 +72,11 @@ func (e *TooLargeError) Error() string {
 	if e.Size > 0 {
 		size = FormatSize(e.Size)
 	}
-	return fmt.Sprintf("%s is %s, over the %s limit for files from %s", e.Name, size, FormatSize(e.Limit), e.Service)
+	dir := "from"
+	if e.Sending {
+		dir = "sent to"
+	}
+	return fmt.Sprintf("%s is %s, over the %s limit for files %s %s", e.Name, size, FormatSize(e.Limit), dir, e.Service)
 }
 
 // Unwrap makes errors.Is see ErrTooLarge and ErrPermanent.

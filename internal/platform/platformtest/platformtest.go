@@ -76,6 +76,12 @@ type Harness struct {
 	SayFile   func(ctx context.Context, at platform.Address, senderID string, f SaidFile) (id string, err error)
 	Downloads func() int
 
+	// Files is each file a person sees at an address, in order, as the
+	// service holds it; nil where the adapter cannot send files yet (the
+	// "FileOut" check then skips). LoseSend, where set, also loses the
+	// answer to the adapter's next file send.
+	Files func(at platform.Address) []ShownFile
+
 	// Caps are the optional interfaces the adapter must implement, by
 	// name: "Threader", "Typer", "Editor", "EditPacer", "Limiter",
 	// "Streamer", "Commander", "Prober", "DownloadLimiter".
@@ -95,6 +101,14 @@ type SaidFile struct {
 	Size int64
 }
 
+// ShownFile is a file as the service shows it to a person.
+type ShownFile struct {
+	Name    string // the file name the service keeps; "" where it keeps none for pictures
+	Data    []byte
+	Caption string // the text shown with it, as the service holds it
+	Image   bool   // shown as a picture (sendPhoto, m.image), not as a document
+}
+
 // capabilities are the optional interfaces the suite knows, by name.
 func capabilities() map[string]func(platform.Adapter) bool {
 	return map[string]func(platform.Adapter) bool{
@@ -108,6 +122,7 @@ func capabilities() map[string]func(platform.Adapter) bool {
 		"Prober":    is[platform.Prober],
 
 		"DownloadLimiter": is[platform.DownloadLimiter],
+		"FileSender":      is[platform.FileSender],
 	}
 }
 
@@ -129,6 +144,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("MessageLength", func(t *testing.T) { testLimiter(t, newHarness(t)) })
 	t.Run("RepeatedDeliveryShownOnce", func(t *testing.T) { testRepeatedDelivery(t, newHarness(t)) })
 	t.Run("FileIn", func(t *testing.T) { testFileIn(t, newHarness(t)) })
+	t.Run("FileOut", func(t *testing.T) { testFileOut(t, newHarness(t)) })
 }
 
 // Recorder is the Receiver the suite supervises adapters with: it keeps
