@@ -88,7 +88,7 @@ func (a *App) Offline() bool { return provider.IsOffline(a.Provider) }
 // NewAgent builds the agent with the built-in tools working in the current
 // directory; approver is asked before commands and writes (nil denies them).
 func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
-	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths})
+	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths, Files: a.Store})
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	// Paths are directories besides Dir where file tools act freely
 	// (reads without asking, writes when the allowlist names the tool).
 	Paths []string
+	// Files keeps what send_file sends (the store); nil: send_file is
+	// not offered.
+	Files FileKeeper
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -91,7 +94,11 @@ func Builtin(cfg Config) ([]agent.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []agent.Tool{shell(cfg), readFile(cfg), listDir(cfg), writeFile(cfg), editFile(cfg)}, nil
+	ts := []agent.Tool{shell(cfg), readFile(cfg), listDir(cfg), writeFile(cfg), editFile(cfg)}
+	if cfg.Files != nil {
+		ts = append(ts, sendFile(cfg))
+	}
+	return ts, nil
 }
 
 // NewRegistry is a registry holding the built-in tools.
