@@ -7,9 +7,10 @@
 // yourself") and, when configured, one home chat (a group the owner made
 // for baton). Only what is said there reaches the gateway; nothing else is
 // ever handed over. WhatsApp has no threads: a handoff lands in the home
-// chat. Addresses: platform.DM with Chat = the chat's JID
-// ("4915550000@s.whatsapp.net"), platform.Group for a group JID
-// ("120363…@g.us").
+// chat. Files come and go as WhatsApp's media messages, through the
+// Client (Download, SendFile). Addresses: platform.DM with Chat = the
+// chat's JID ("4915550000@s.whatsapp.net"), platform.Group for a group
+// JID ("120363…@g.us").
 //
 // The adapter's logic sits behind Client, so that it is tested without
 // WhatsApp's servers. The real Client is Process: it runs baton-whatsapp

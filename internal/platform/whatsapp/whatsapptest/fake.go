@@ -456,3 +456,11 @@ func (f *Fake) PushFile(m whatsapp.Message, desc whatsapp.Media, data []byte) st
 	m.Files = []whatsapp.Media{desc}
 	return f.Push(m)
 }
+
+// ExpireMedia drops every file's bytes, as WhatsApp's media servers do
+// some weeks after a message: a download then fails with a 404.
+func (f *Fake) ExpireMedia() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.media)
+}
