@@ -93,7 +93,8 @@ func (w *Whatsmeow) Download(ctx context.Context, m whatsapp.Media) (io.ReadClos
 	if err != nil {
 		return nil, fmt.Errorf("whatsapp: keep a download: %w", err)
 	}
-	err = w.cli.DownloadMediaWithPathToFile(ctx, ref.DirectPath, ref.FileEncSHA256, ref.FileSHA256, ref.MediaKey, ref.Type, "", false, tmp)
+	bounded := &boundedFile{File: tmp, limit: whatsapp.MaxDownload + encryptionOverhead}
+	err = w.cli.DownloadMediaWithPathToFile(ctx, ref.DirectPath, ref.FileEncSHA256, ref.FileSHA256, ref.MediaKey, ref.Type, "", false, bounded)
 	if err == nil {
 		_, err = tmp.Seek(0, io.SeekStart)
 	}
@@ -104,10 +105,54 @@ func (w *Whatsmeow) Download(ctx context.Context, m whatsapp.Media) (io.ReadClos
 	return &tempFile{tmp}, nil
 }
 
+// encryptionOverhead is what WhatsApp's media encryption adds to a file:
+// a block of padding and the 10-byte MAC.
+const encryptionOverhead = 16 + 10
+
+// errTooLarge refuses a download past the bound, whatever size its
+// message told.
+var errTooLarge = &whatsapp.ServerError{Code: 413, Text: "the media is larger than baton takes"}
+
+// boundedFile is the file a download is written to, refusing to grow
+// past limit: the adapter checks the size the message told, this the
+// bytes the media server sends.
+type boundedFile struct {
+	*os.File
+	limit int64
+}
+
+func (b *boundedFile) Write(p []byte) (int, error) {
+	at, err := b.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	if at+int64(len(p)) > b.limit {
+		return 0, errTooLarge
+	}
+	return b.File.Write(p)
+}
+
+func (b *boundedFile) WriteAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > b.limit {
+		return 0, errTooLarge
+	}
+	return b.File.WriteAt(p, off)
+}
+
+// WriteString and ReadFrom keep every write on Write (the embedded
+// file's would pass it by).
+func (b *boundedFile) WriteString(s string) (int, error) { return b.Write([]byte(s)) }
+
+func (b *boundedFile) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{b}, r)
+}
+
 // downloadError marks what no retry fixes: media the servers no longer
 // have, or whose bytes do not match the message's hashes.
 func downloadError(err error) error {
 	switch {
+	case errors.Is(err, errTooLarge):
+		return errTooLarge
 	case errors.Is(err, whatsmeow.ErrMediaDownloadFailedWith404), errors.Is(err, whatsmeow.ErrMediaDownloadFailedWith410):
 		return fmt.Errorf("%w: %w", &whatsapp.ServerError{Code: 404, Text: "the media is no longer on WhatsApp's servers"}, err)
 	case errors.Is(err, whatsmeow.ErrMediaDownloadFailedWith403):

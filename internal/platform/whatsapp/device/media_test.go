@@ -3,6 +3,11 @@ package device
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 	"testing"
 
 	"go.mau.fi/whatsmeow"
@@ -93,5 +98,30 @@ func TestFileMessages(t *testing.T) {
 	captioned := fileMessage(whatsapp.Upload{Name: "notes.txt", MediaType: "text/plain", Caption: "*read*"}, up)
 	if d := captioned.GetDocumentWithCaptionMessage().GetMessage().GetDocumentMessage(); d == nil || d.GetFileName() != "notes.txt" || d.GetCaption() != "*read*" {
 		t.Errorf("captioned document as %v", captioned)
+	}
+}
+
+// A download is written to a file that refuses to grow past the bound,
+// whatever the message told of its size.
+func TestDownloadFileBounded(t *testing.T) {
+	tmp, err := os.CreateTemp(t.TempDir(), "dl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	b := &boundedFile{File: tmp, limit: 10}
+	if _, err := io.Copy(b, strings.NewReader("0123456789")); err != nil {
+		t.Fatalf("up to the bound: %v", err)
+	}
+	if _, err := io.Copy(b, strings.NewReader("x")); !errors.Is(err, errTooLarge) {
+		t.Errorf("past the bound by Write: %v", err)
+	}
+	if _, err := b.WriteAt([]byte("xy"), 9); !errors.Is(err, errTooLarge) {
+		t.Errorf("past the bound by WriteAt: %v", err)
+	}
+	// A 4xx from the device is one the adapter never retries.
+	var se *whatsapp.ServerError
+	if err := downloadError(fmt.Errorf("wrapped: %w", errTooLarge)); !errors.As(err, &se) || se.Code != 413 {
+		t.Errorf("a download past the bound fails with %v, want a 413", err)
 	}
 }
