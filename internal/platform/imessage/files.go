@@ -151,14 +151,19 @@ func (a *Adapter) upload(ctx context.Context, to platform.Address, f platform.Fi
 	}
 	pr, pw := io.Pipe()
 	form := multipart.NewWriter(pw)
-	fields := map[string]string{"chatGuid": to.Chat, "tempGuid": tempGUIDFor(ctx, to, 0), "name": f.Name, "method": a.method()}
+	name := f.Name
+	if strings.TrimSpace(name) == "" {
+		name = "file" // BlueBubbles needs a name
+	}
+	fields := map[string]string{"chatGuid": to.Chat, "tempGuid": tempGUIDFor(ctx, to, 0), "name": name, "method": a.method()}
 	go func() {
 		defer body.Close()
 		pw.CloseWithError(writeForm(form, fields, f, body))
 	}()
 	defer pr.Close() // a request that ends early stops the writer
-	// An upload may take longer than a text: a second more per megabyte.
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout+time.Duration(f.Size>>20)*time.Second)
+	// The server answers once Messages has sent the file on to Apple:
+	// three seconds more per megabyte (about 3 Mbit/s up from the Mac).
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout+time.Duration(f.Size>>20)*3*time.Second)
 	defer cancel()
 	const path = "/api/v1/message/attachment"
 	resp, err := a.request(ctx, http.MethodPost, path, form.FormDataContentType(), pr)
@@ -183,7 +188,7 @@ func writeForm(form *multipart.Writer, fields map[string]string, f platform.File
 		}
 	}
 	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="attachment"; filename=%q`, safeName(f.Name)))
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="attachment"; filename=%q`, safeName(fields["name"])))
 	media := f.MediaType
 	if media == "" {
 		media = "application/octet-stream"

@@ -119,17 +119,18 @@ func TestCaptionRetriedWithoutTheFile(t *testing.T) {
 }
 
 // Without the Private API, a file goes by AppleScript, which BlueBubbles
-// only takes with a tempGuid.
+// only takes with a tempGuid; a file without a name gets one, which
+// BlueBubbles needs.
 func TestFileByAppleScript(t *testing.T) {
 	fake := imessagetest.New(t, password)
 	a := newAdapter(t, fake, false)
 	home := platform.Address{Platform: "imessage", Kind: platform.DM, Chat: imessagetest.DM(owner)}
-	f := platform.File{Name: "a.png", MediaType: "image/png", Size: 3,
+	f := platform.File{MediaType: "image/png", Size: 3,
 		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader([]byte("png"))), nil }}
 	if _, err := a.SendFile(testutil.Context(t, 0), home, f); err != nil {
 		t.Fatal(err)
 	}
-	if s := fake.Sent(); len(s) != 1 || len(s[0].Attachments) != 1 {
+	if s := fake.Sent(); len(s) != 1 || len(s[0].Attachments) != 1 || s[0].Attachments[0].TransferName != "file" {
 		t.Errorf("sent %+v", s)
 	}
 }
