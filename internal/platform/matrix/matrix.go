@@ -98,7 +98,8 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Adapter is the Matrix platform adapter. It implements platform.Adapter,
-// Threader, Typer, Editor, EditPacer and Limiter.
+// Threader, Typer, Editor, EditPacer, Limiter, Prober, DownloadLimiter
+// and FileSender.
 type Adapter struct {
 	cfg    Config
 	cli    *mautrix.Client
@@ -112,6 +113,8 @@ type Adapter struct {
 	order   []string              // keys of latest, oldest first, to bound it
 	refused platform.Refusals     // optional methods already logged as refused
 	warned  map[id.RoomID]bool    // encrypted rooms already logged
+	// uploadSize is the homeserver's m.upload.size, 0 until known.
+	uploadSize int64
 	// newestSeen is, per room, the newest event handed over (also in
 	// Memory), where a backfill stops.
 	newestSeen map[id.RoomID]string
