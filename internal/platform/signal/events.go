@@ -154,9 +154,9 @@ type envelope struct {
 		} `json:"dataMessage"`
 		SyncMessage *struct {
 			SentMessage *struct {
-				Destination       string  `json:"destination"`
-				DestinationNumber string  `json:"destinationNumber"`
-				DestinationUUID   string  `json:"destinationUuid"`
+				Destination       string           `json:"destination"`
+				DestinationNumber string           `json:"destinationNumber"`
+				DestinationUUID   string           `json:"destinationUuid"`
 				Timestamp         int64            `json:"timestamp"`
 				Message           *string          `json:"message"`
 				Attachments       []wireAttachment `json:"attachments"`
