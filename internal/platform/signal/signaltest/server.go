@@ -347,11 +347,14 @@ func readAttachment(arg string) (File, error) {
 	if f.ContentType == "" {
 		f.ContentType = "text/plain"
 	}
-	for _, kv := range strings.Split(strings.TrimPrefix(get("parameters"), ";"), ";") {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == "filename" {
-			name, err := url.QueryUnescape(v)
+	// Its parameter pattern (\G;(?<key>.+)=(?<value>.+), greedy) takes
+	// the parameters as one: the key runs to the last "=".
+	if params := get("parameters"); params != "" {
+		eq := strings.LastIndex(params, "=")
+		if params[1:eq] == "filename" {
+			name, err := url.QueryUnescape(params[eq+1:])
 			if err != nil {
-				return File{}, fmt.Errorf("filename %q: %w", v, err)
+				return File{}, fmt.Errorf("filename %q: %w", params[eq+1:], err)
 			}
 			f.Filename = name
 		}
@@ -439,6 +442,44 @@ func (s *Server) PushMessage(from, name, groupID, text string) string {
 func (s *Server) PushFiles(from, name, groupID, text string, files ...File) string {
 	s.mu.Lock()
 	ts := s.tick()
+	list := s.keep(ts, files)
+	s.mu.Unlock()
+	dm := map[string]any{"timestamp": ts, "message": nil, "expiresInSeconds": 0, "viewOnce": false, "attachments": list}
+	if text != "" {
+		dm["message"] = text
+	}
+	if groupID != "" {
+		dm["groupInfo"] = map[string]any{"groupId": groupID, "type": "DELIVER"}
+	}
+	s.Push(map[string]any{"account": s.account, "envelope": map[string]any{
+		"source": from, "sourceNumber": from, "sourceUuid": uuidOf(from), "sourceName": name, "sourceDevice": 1,
+		"timestamp": ts, "dataMessage": dm,
+	}})
+	return from + ":" + strconv.FormatInt(ts, 10)
+}
+
+// PushSentFiles queues files (and text, "" for none) the account's own
+// phone sent to destination, as PushSent does text.
+func (s *Server) PushSentFiles(destination, text string, files ...File) string {
+	s.mu.Lock()
+	ts := s.tick()
+	list := s.keep(ts, files)
+	s.mu.Unlock()
+	sent := map[string]any{"destination": destination, "destinationNumber": destination, "destinationUuid": uuidOf(destination),
+		"timestamp": ts, "message": nil, "expiresInSeconds": 0, "viewOnce": false, "attachments": list}
+	if text != "" {
+		sent["message"] = text
+	}
+	s.Push(map[string]any{"account": s.account, "envelope": map[string]any{
+		"source": s.account, "sourceNumber": s.account, "sourceUuid": uuidOf(s.account), "sourceName": "Me", "sourceDevice": 1,
+		"timestamp": ts, "syncMessage": map[string]any{"sentMessage": sent},
+	}})
+	return s.account + ":" + strconv.FormatInt(ts, 10)
+}
+
+// keep stores files as downloaded attachments of the message at ts and
+// returns how the daemon lists them; s.mu is held.
+func (s *Server) keep(ts int64, files []File) []map[string]any {
 	var list []map[string]any
 	for i, f := range files {
 		id := fmt.Sprintf("att%d%d", ts, i)
@@ -453,21 +494,7 @@ func (s *Server) PushFiles(from, name, groupID, text string, files ...File) stri
 		}
 		list = append(list, a)
 	}
-	s.mu.Unlock()
-	dm := map[string]any{"timestamp": ts, "expiresInSeconds": 0, "viewOnce": false, "attachments": list}
-	if text != "" {
-		dm["message"] = text
-	} else {
-		dm["message"] = nil
-	}
-	if groupID != "" {
-		dm["groupInfo"] = map[string]any{"groupId": groupID, "type": "DELIVER"}
-	}
-	s.Push(map[string]any{"account": s.account, "envelope": map[string]any{
-		"source": from, "sourceNumber": from, "sourceUuid": uuidOf(from), "sourceName": name, "sourceDevice": 1,
-		"timestamp": ts, "dataMessage": dm,
-	}})
-	return from + ":" + strconv.FormatInt(ts, 10)
+	return list
 }
 
 // Downloads is how many getAttachment calls the daemon has had.
