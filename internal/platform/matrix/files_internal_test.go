@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -61,6 +62,13 @@ func TestFileMessagesArriveAsAttachments(t *testing.T) {
 		if att.Kind != c.kind || att.Name != c.file || att.ID != "mxc://localhost/abc" || att.Open == nil {
 			t.Errorf("%s: attachment %+v", c.name, att)
 		}
+	}
+	enc, ok := a.decode("!r:localhost", fileEvent(t, map[string]any{"msgtype": "m.file", "body": "s.pdf", "file": map[string]any{"url": "mxc://localhost/enc"}}))
+	if !ok || len(enc.Attachments) != 1 {
+		t.Fatalf("encrypted file arrived as %+v", enc)
+	}
+	if _, err := enc.Attachments[0].Open(context.Background()); !errors.Is(err, platform.ErrPermanent) || !strings.Contains(err.Error(), "encrypted") {
+		t.Errorf("encrypted file opened: %v, want refused for good, saying why", err)
 	}
 	if _, ok := a.decode("!r:localhost", fileEvent(t, map[string]any{"msgtype": "m.notice", "body": "a bot's words"})); ok {
 		t.Error("a notice was handed over")

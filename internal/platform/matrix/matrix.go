@@ -10,6 +10,11 @@
 // and returns exactly the address a person's reply in that thread (from
 // Element or any client that sets an m.thread relation) will carry.
 //
+// Files: m.image, m.file, m.audio and m.video messages arrive as
+// attachments read through the homeserver's authenticated media (an
+// mxc:// URI only); SendFile uploads a file and posts it as m.image or
+// m.file. The limit either way is the homeserver's m.upload.size.
+//
 // The sync token is kept in baton's store (platform.Memory) and moved on
 // only after every message of a sync batch was stored, so a restart
 // neither replays nor loses a message.

@@ -12,6 +12,10 @@
 // is the DM whose Chat is the account itself; a group is platform.Group
 // with Chat = the base64 group id.
 //
+// Files: a message's attachments arrive as attachments read through the
+// daemon's getAttachment (the daemon downloads them as they come);
+// SendFile sends one as a data URI attachment. 100 MB either way.
+//
 // When signal-cli runs as a linked device of the owner's own phone, the
 // owner's words reach baton only in Note to Self: what they write to other
 // people (sync messages to anyone else) is never handed to the gateway.
