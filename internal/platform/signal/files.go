@@ -295,7 +295,9 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", fmt.Errorf("signal: send %s: read the file: %w", f.Name, err)
 	}
 	pr, pw := io.Pipe()
+	wrote := make(chan struct{})
 	go func() {
+		defer close(wrote)
 		defer rc.Close()
 		_, err := pw.Write(head)
 		if err == nil {
@@ -309,7 +311,10 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		}
 		pw.CloseWithError(err)
 	}()
-	defer pr.Close() // ends the writer if the request stopped reading
+	defer func() {
+		pr.Close() // ends the writer if the request stopped reading
+		<-wrote    // the file is closed when SendFile returns
+	}()
 	ctx, cancel := context.WithTimeout(ctx, a.transferTimeout(f.Size))
 	defer cancel()
 	length := int64(len(head)+len(tail)) + int64(base64.StdEncoding.EncodedLen(int(f.Size)))
