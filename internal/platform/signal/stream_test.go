@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/platform"
@@ -17,16 +18,15 @@ import (
 const streamSize = 16 << 20
 
 // zeros reads n zero bytes without holding them.
-type zeros struct{ left int64 }
-
-func (z *zeros) Read(p []byte) (int, error) {
-	if z.left <= 0 {
-		return 0, io.EOF
+func zeros(t testing.TB, n int64) io.ReadCloser {
+	f, err := os.Open("/dev/zero")
+	if err != nil {
+		t.Fatal(err)
 	}
-	n := int(min(int64(len(p)), z.left))
-	clear(p[:n])
-	z.left -= int64(n)
-	return n, nil
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(f, n), f}
 }
 
 // daemon answers send by reading the request away, and getAttachment
@@ -39,7 +39,9 @@ func daemon(t *testing.T) *Adapter {
 		if bytes.Contains(head[:n], []byte(`"method":"getAttachment"`)) {
 			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","result":{"data":"`)
 			enc := base64.NewEncoder(base64.StdEncoding, w)
-			_, _ = io.Copy(enc, &zeros{left: streamSize})
+			z := zeros(t, streamSize)
+			defer z.Close()
+			_, _ = io.Copy(enc, z)
 			_ = enc.Close()
 			_, _ = io.WriteString(w, `"},"id":1}`)
 			return
@@ -64,7 +66,7 @@ func TestFilesStream(t *testing.T) {
 		b.ReportAllocs()
 		for range b.N {
 			f := platform.File{Name: "big.bin", MediaType: "application/octet-stream", Size: streamSize,
-				Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(&zeros{left: streamSize}), nil }}
+				Open: func(context.Context) (io.ReadCloser, error) { return zeros(b, streamSize), nil }}
 			if _, err := a.SendFile(context.Background(), to, f); err != nil {
 				b.Fatal(err)
 			}
