@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/plural"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // FallbackTurns is how many of the person's last requests a fallback note
@@ -92,7 +94,7 @@ func Fallback(msgs []store.Message, reason string, tools *agent.Registry) Note {
 func personTurns(msgs []store.Message) []int {
 	var out []int
 	for i, m := range msgs {
-		if m.Role == store.RoleUser && m.Kind == "" && strings.TrimSpace(m.Content) != "" {
+		if m.Role == store.RoleUser && m.Kind == "" && (strings.TrimSpace(m.Content) != "" || len(m.Attachments) > 0) {
 			out = append(out, i)
 		}
 	}
@@ -130,3 +132,26 @@ func addOnce(list []string, s string) []string {
 
 // flat folds whitespace, new lines included, so a part reads as one line.
 func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// maxAttached bounds the files a note names; the latest are named.
+const maxAttached = 10
+
+// Attached names the files msgs carry, each once, latest last: "name
+// (type, size)", after a count of earlier ones past maxAttached.
+func Attached(msgs []store.Message) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		for _, a := range m.Attachments {
+			if seen[a.SHA256] {
+				continue
+			}
+			seen[a.SHA256] = true
+			out = append(out, transcript.Name(a)+" ("+a.MediaType+", "+plural.Size(a.Size)+")")
+		}
+	}
+	if len(out) > maxAttached {
+		out = append([]string{plural.Count(len(out)-maxAttached, "earlier file", "earlier files")}, out[len(out)-maxAttached:]...)
+	}
+	return out
+}

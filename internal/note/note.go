@@ -46,6 +46,11 @@ type Note struct {
 	HandoffID int64 `json:"-"`
 	// Written is when it was stored; zero before.
 	Written time.Time `json:"-"`
+	// Attached names the files the conversation carries (photos,
+	// documents, files the agent sent), one "name (type, size)" each:
+	// told by baton from the transcript (Attached), whatever the model
+	// wrote.
+	Attached []string `json:"attached,omitempty"`
 }
 
 // Context is what is needed to carry on, exactly as it appeared.
@@ -179,6 +184,7 @@ func (n Note) Markdown() string {
 		ctx = append(ctx, strings.Join(n.Context.Values, "; "))
 	}
 	line("Context", strings.Join(ctx, " · "))
+	line("Files in this conversation", strings.Join(n.Attached, ", "))
 	line("Next", numbered(n.NextSteps))
 	line("Open questions", strings.Join(n.OpenQuestions, " "))
 	if n.Fallback != "" {

@@ -11,7 +11,9 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/offline"
+	"github.com/baton-agent/baton/internal/plural"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // Lead starts the user message that asks the model for a note, so the
@@ -165,6 +167,13 @@ func (w *Writer) compose(ctx context.Context, sessionID string, end func(store.M
 	if len(personTurns(msgs)) == 0 {
 		return Note{}, ErrEmpty
 	}
+	n, err := w.write(ctx, sess, sessionID, msgs)
+	n.Attached = Attached(msgs)
+	return n, err
+}
+
+// write has the model write the note of msgs, or builds it from them.
+func (w *Writer) write(ctx context.Context, sess store.Session, sessionID string, msgs []store.Message) (Note, error) {
 	if w.Provider == nil || w.Provider.Name() == offline.Name {
 		return Fallback(msgs, ReasonUnplugged, w.Tools), nil
 	}
@@ -226,6 +235,9 @@ func render(msgs []store.Message) string {
 			fmt.Fprintf(&b, "[baton %s]\n%s\n\n", m.Kind, m.Content)
 		default:
 			fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, m.Content)
+		}
+		for _, a := range m.Attachments {
+			fmt.Fprintf(&b, "[attached: %s (%s, %s)]\n\n", transcript.Name(a), a.MediaType, plural.Size(a.Size))
 		}
 	}
 	return b.String()

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// lastImages is the images the model's latest request carried.
+func lastImages(srv *llmtest.Server) [][]byte {
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		return nil
+	}
+	var out [][]byte
+	for _, p := range reqs[len(reqs)-1].Images() {
+		out = append(out, p.Data)
+	}
+	return out
+}
+
+// TestPhotoTravelsWithTheConversation: a photo without a caption sent to
+// the bot (the Telegram fake, a real gateway process) gets a turn whose
+// model request carries it; /handoff cli, and the terminal's replay
+// names the photo with the path it is kept at, and the model still sees
+// it in the terminal's next turn.
+func TestPhotoTravelsWithTheConversation(t *testing.T) {
+	const forum = -100778
+	pr := newPlacesRig(t, "123456:photo-travels", forum)
+	fake, owner, srv, st := pr.fake, pr.owner, pr.srv, pr.st
+	photo := llmtest.Photo(48, 32)
+
+	fake.PushPhoto(forum, 0, owner, photo, "")
+	testutil.Eventually(t, hangGuard, func() bool {
+		imgs := lastImages(srv)
+		return len(imgs) == 1 && bytes.Equal(imgs[0], photo)
+	}, "a model request carrying the photo")
+	waitSent(t, fake, "the answer to the photo", func(m telegramtest.SentMessage) bool { return strings.HasPrefix(m.Plain, "echo:") })
+	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions %+v %v", ss, err)
+	}
+	sid := ss[0].ID
+	msgs, err := st.Transcript(t.Context(), sid)
+	if err != nil || len(msgs) == 0 || len(msgs[0].Attachments) != 1 {
+		t.Fatalf("the transcript does not keep the photo: %+v %v", msgs, err)
+	}
+	kept, _ := st.FilePath(msgs[0].Attachments[0].SHA256)
+
+	fake.PushMessage(forum, 0, owner, "/handoff cli")
+	waitSent(t, fake, "the handoff", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Handing off to the terminal") })
+	tm := startTerm(t, pr.env, pr.work, "-r", sid[:8])
+	tm.expect("📎 photo (image/jpeg, ")
+	tm.expect("kept at " + kept)
+	tm.expect("Brought session " + sid[:8] + " here from Telegram")
+	tm.expect("Files in this conversation: photo (image/jpeg, ")
+	calls := len(srv.Requests())
+	tm.line("what was in the photo?")
+	tm.expect("echo: what was in the photo?")
+	if len(srv.Requests()) == calls {
+		t.Fatal("no model call for the terminal's message")
+	}
+	if imgs := lastImages(srv); len(imgs) != 1 || !bytes.Equal(imgs[0], photo) {
+		t.Fatalf("the model at the terminal got %d images, want the photo", len(imgs))
+	}
+	if h := pr.session(t, sid).Holder; !strings.HasPrefix(h, "cli:") {
+		t.Fatalf("holder %q", h)
+	}
+	tm.line("/quit")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("quit: %v\n%s", err, tm.Screen())
+	}
+}
