@@ -67,7 +67,16 @@ type chat struct {
 // tab in, at width × height.
 func openChat(t *testing.T, tab context.Context, store *memTranscripts, width, height int64) *chat {
 	t.Helper()
-	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: store})
+	return openChatOn(t, tab, store, store, width, height)
+}
+
+// openChatOn is openChat showing transcripts, which store is a part of
+// (one that keeps files, say). The files of what the page says are read
+// as the gateway reads them, while the event is received, and kept with
+// the event.
+func openChatOn(t *testing.T, tab context.Context, transcripts platform.Transcripts, store *memTranscripts, width, height int64) *chat {
+	t.Helper()
+	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: transcripts, SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +84,10 @@ func openChat(t *testing.T, tab context.Context, store *memTranscripts, width, h
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- a.Run(ctx, platform.ReceiverFunc(func(_ context.Context, ev platform.Event) error {
+		done <- a.Run(ctx, platform.ReceiverFunc(func(ctx context.Context, ev platform.Event) error {
+			if err := keepFiles(ctx, &ev); err != nil {
+				return err
+			}
 			c.events <- ev
 			return nil
 		}))
