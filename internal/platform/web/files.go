@@ -47,7 +47,8 @@ type FileTranscripts interface {
 	// ViewFiles is View with the files of each line.
 	ViewFiles(ctx context.Context, key string) ([]FileLine, error)
 	// OpenFile is the file ref of the conversation key's transcript, as
-	// ViewFiles named it; its Open reads the bytes.
+	// ViewFiles named it (a ref of another conversation is not found
+	// there); its Open reads the bytes.
 	OpenFile(ctx context.Context, key, ref string) (platform.File, error)
 }
 

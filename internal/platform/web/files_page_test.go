@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -118,6 +119,7 @@ func TestPageFiles(t *testing.T) {
 				{"paste a picture", pastePicture},
 				{"drop a file", dropFile},
 				{"a file over the bound is refused", overTheBound},
+				{"files not stored come back", notStoredComesBack},
 				{"a picture sent is previewed", pictureSentPreviewed},
 				{"a PDF sent is a download link", pdfSentIsLink},
 				{"an SVG sent is never inline", svgNeverInline},
@@ -277,4 +279,21 @@ func filesInHistory(t *testing.T, tab context.Context, w size) {
 	c.poll(t, "the photo's thumbnail and the document's link from the store", `(() => {
 		const img = document.querySelector("#messages li.user .file-image img"), a = document.querySelector("#messages li.assistant a.file");
 		return img && img.complete && img.naturalWidth === 6 && a && a.innerText.includes("notes.pdf · 9 bytes"); })()`)
+}
+
+func notStoredComesBack(t *testing.T, tab context.Context, w size) {
+	c := openChat(t, tab, &memTranscripts{}, w.width, w.height)
+	c.refuse <- errors.New("disk full")
+	c.do(t, js(`const dt = new DataTransfer(); dt.items.add(`+pngFile("image.png")+`);
+		document.getElementById("input").dispatchEvent(new ClipboardEvent("paste", {clipboardData: dt, bubbles: true, cancelable: true}))`))
+	c.poll(t, "the chip", `document.querySelectorAll("#chips .chip").length === 1`)
+	c.do(t, chromedp.SendKeys(chromedp.CSS("#input"), "look"), enter())
+	c.poll(t, "the refusal in one line, the words and the picture back to send again", `document.getElementById("status").innerText === "⚠ not stored, please send again: disk full"
+		&& document.getElementById("input").value === "look" && document.querySelectorAll("#chips .chip img").length === 1
+		&& document.querySelectorAll("#messages li.user").length === 0`)
+	c.do(t, enter())
+	if ev := c.said(t); ev.Text != "look" || len(ev.Attachments) != 1 {
+		t.Errorf("sent again as %+v", ev)
+	}
+	c.poll(t, "the message shown once, stored", `document.querySelectorAll("#messages li.user").length === 1 && document.getElementById("status").innerText === ""`)
 }

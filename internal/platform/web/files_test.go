@@ -343,3 +343,55 @@ func sendFileShown(t *testing.T, a *Adapter, c *websocket.Conn, at platform.Addr
 	}
 	return fr
 }
+
+// Every try of one delivery of a file is one message to the page (one
+// id, one file kept to serve), as for text.
+func TestSentFileOnceByItsDeliveryKey(t *testing.T) {
+	a, conn := start(t, func(context.Context, platform.Event) error { return nil })
+	ctx := platform.WithDeliveryKey(t.Context(), "out:7")
+	file := platform.File{Name: "log.txt", MediaType: "text/plain", Size: 3,
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("log")), nil }}
+	var ids []string
+	for range 2 {
+		sent := make(chan error, 1)
+		go func() {
+			_, err := a.SendFile(ctx, Home, file)
+			sent <- err
+		}()
+		f := readFrame(t, conn)
+		writeFrame(t, conn, frame{Type: "ack", ID: f.ID})
+		if err := testutil.Receive(t, sent, "SendFile to return"); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	a.mu.Lock()
+	kept := len(a.served)
+	a.mu.Unlock()
+	if ids[0] != ids[1] || !strings.HasPrefix(ids[0], "d") || kept != 1 {
+		t.Errorf("two tries of one delivery sent as %q, %d files kept; want one id and one file", ids, kept)
+	}
+}
+
+// What a tab sends with files shows in the other tabs (by name and size:
+// the bytes are the store's), not again in its own.
+func TestUploadShownInOtherTabs(t *testing.T) {
+	a := serve(t, Config{}, &received{})
+	own, other := connectTab(t, a, "tab-a"), connectTab(t, a, "tab-b")
+	settled(t, own)
+	settled(t, other)
+	resp, err := upload(testutil.Context(t, 0), a, map[string]string{"key": Home.Key(), "id": "u9", "text": "see", "tab": "tab-a"},
+		uploadPart{"file", "a.txt", "text/plain", []byte("abc")})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("upload: %v %s", err, resp.body)
+	}
+	f := readFrame(t, other)
+	if f.Type != "said" || f.ID != "u9" || f.Text != "see" || len(f.Files) != 1 || f.Files[0].Name != "a.txt" || f.Files[0].Size != 3 || f.Files[0].URL != "" {
+		t.Errorf("the other tab was told %+v", f)
+	}
+	// The tab that sent it hears nothing of it: the next frame it reads
+	// answers what it asks now.
+	if f := roundTrip(t, own, `{"type":"list"}`); f.Type != "conversations" {
+		t.Errorf("the sending tab was told %+v", f)
+	}
+}
