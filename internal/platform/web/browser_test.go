@@ -63,7 +63,8 @@ type chat struct {
 	ctx    context.Context // the browser tab
 	// refuse, when it holds an error, fails the next Receive with it, as
 	// a store that could not store the message.
-	refuse chan error
+	refuse  chan error
+	refused chan platform.Event
 }
 
 // openChat serves the page with the transcripts in store and signs the
@@ -83,13 +84,14 @@ func openChatOn(t *testing.T, tab context.Context, transcripts platform.Transcri
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &chat{a: a, store: store, events: make(chan platform.Event, 64), ctx: tab, refuse: make(chan error, 1)}
+	c := &chat{a: a, store: store, events: make(chan platform.Event, 64), ctx: tab, refuse: make(chan error, 1), refused: make(chan platform.Event, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- a.Run(ctx, platform.ReceiverFunc(func(ctx context.Context, ev platform.Event) error {
 			select {
 			case err := <-c.refuse:
+				c.refused <- ev
 				return err
 			default:
 			}

@@ -467,12 +467,18 @@
   // sendFiles sends what is typed with the attached files, over HTTP
   // (the gateway answers once it stored them); refused or not sent, the
   // words and the files come back to the composer.
+  // retry is the last upload that was not answered as stored: sent again
+  // unchanged, it keeps its id, so the gateway drops it should it have
+  // stored it after all (an answer lost with the connection).
+  let retry = null;
   function sendFiles(text) {
     const files = attached;
     attached = [];
     drawChips();
     const key = current;
-    const id = "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
+    const again = retry && retry.key === key && retry.text === text && retry.files.length === files.length && retry.files.every((a, i) => a === files[i]);
+    const id = again ? retry.id : "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
+    retry = null;
     const shownFiles = files.map((a) => ({ name: a.name, size: a.file.size, type: a.file.type, url: a.url, image: !!a.url, local: true }));
     const x = { role: "user", text, at: Date.now(), local: true, id, files: shownFiles };
     (extras[key] = extras[key] || []).push(x);
@@ -496,6 +502,7 @@
       if (key === current) {
         if (!$("input").value) { $("input").value = text; grow(); saveDraft(); }
         attached = files.concat(attached);
+        retry = { key, id, text, files };
         drawChips();
         send({ type: "open", key: current });
       }
