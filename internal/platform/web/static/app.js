@@ -399,7 +399,7 @@
       el.href = f.url;
       el.download = f.name || "";
     }
-    el.textContent = "📄 " + label;
+    el.textContent = label;
     return el;
   }
   // formatSize writes a size as the gateway does ("1.5 MB").
