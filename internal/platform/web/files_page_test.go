@@ -124,6 +124,7 @@ func TestPageFiles(t *testing.T) {
 				{"a PDF sent is a download link", pdfSentIsLink},
 				{"an SVG sent is never inline", svgNeverInline},
 				{"files in the history", filesInHistory},
+				{"a file sent shows once when the store has it", sentFileOnceStored},
 			} {
 				t.Run(part.name, func(t *testing.T) { part.test(t, tab, w) })
 			}
@@ -275,10 +276,15 @@ func filesInHistory(t *testing.T, tab context.Context, w size) {
 		StoredFile{Ref: "sha-png", Name: "photo.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
 	store.addWithFiles(Home.Key(), Line{Role: "assistant", Text: "here it is", Time: now},
 		StoredFile{Ref: "sha-pdf", Name: "notes.pdf", MediaType: "application/pdf", Size: 9})
+	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "call", CallID: "s1", Detail: `{"path":"out.png"}`, Time: now})
+	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "result", CallID: "s1", Detail: "sent", Time: now},
+		StoredFile{Ref: "sha-png", Name: "out.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
 	c := openChatOn(t, tab, store, store.memTranscripts, w.width, w.height)
-	c.poll(t, "the photo's thumbnail and the document's link from the store", `(() => {
+	c.poll(t, "the photo's thumbnail, the document's link and the picture a tool sent, from the store", `(() => {
 		const img = document.querySelector("#messages li.user .file-image img"), a = document.querySelector("#messages li.assistant a.file");
-		return img && img.complete && img.naturalWidth === 6 && a && a.innerText.includes("notes.pdf · 9 bytes"); })()`)
+		const sent = document.querySelector("#messages li.tool .tool-files .file-image img");
+		return img && img.complete && img.naturalWidth === 6 && a && a.innerText.includes("notes.pdf · 9 bytes")
+			&& sent && sent.complete && sent.naturalWidth === 6 && sent.alt === "out.png"; })()`)
 }
 
 func notStoredComesBack(t *testing.T, tab context.Context, w size) {
@@ -297,4 +303,23 @@ func notStoredComesBack(t *testing.T, tab context.Context, w size) {
 		t.Errorf("sent again as %+v, want it with the id %s it was first sent with (the gateway drops a repeat)", ev, first.ID)
 	}
 	c.poll(t, "the message shown once, stored", `document.querySelectorAll("#messages li.user").length === 1 && document.getElementById("status").innerText === ""`)
+}
+
+func sentFileOnceStored(t *testing.T, tab context.Context, w size) {
+	store := &fileStore{memTranscripts: &memTranscripts{}, files: map[string][][]StoredFile{}, data: map[string][]byte{"sha-png": platformtest.SamplePNG()}}
+	c := openChatOn(t, tab, store, store.memTranscripts, w.width, w.height)
+	c.sendFile(t, "chart.png", "image/png", "", platformtest.SamplePNG())
+	c.poll(t, "the picture sent", `document.querySelectorAll("#messages img[alt='chart.png']").length === 1`)
+	// The turn goes on: the store has the file with the tool's result,
+	// and the answer reloads the transcript.
+	now := time.Now()
+	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "call", CallID: "s1", Detail: `{"path":"chart.png"}`, Time: now})
+	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "result", CallID: "s1", Detail: "sent", Time: now},
+		StoredFile{Ref: "sha-png", Name: "chart.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
+	store.add(Home.Key(), Line{Role: "assistant", Text: "sent you the chart", Time: now})
+	if _, err := c.a.Send(testutil.Context(t, 0), Home, "sent you the chart"); err != nil {
+		t.Fatal(err)
+	}
+	c.poll(t, "the picture once, in the tool's card", `document.querySelectorAll("#messages img[alt='chart.png']").length === 1
+		&& document.querySelectorAll("#messages li.tool .tool-files img[alt='chart.png']").length === 1 && document.body.innerText.includes("sent you the chart")`)
 }

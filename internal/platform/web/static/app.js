@@ -307,8 +307,9 @@
     // (by its id), or once stored well before a later message of theirs
     // the transcript has (it went to another session: a /new came
     // between); the rest by their text.
-    // A file baton sent, once the transcript carries it.
-    const inTranscript = (x) => x.file ? lines.some((l) => l.role === x.role && (l.files || []).some((f) => f.name === x.file.name && f.size === x.file.size))
+    // A file baton sent, once the transcript carries it (with the
+    // result of the tool that sent it, say).
+    const inTranscript = (x) => x.file ? lines.some((l) => l.role !== "user" && (l.files || []).some((f) => f.name === x.file.name && f.size === x.file.size))
       : x.id && !x.cmd ? ids.has(x.id) || (!x.local && x.at < lastSaid - staleAfter) : said.has(x.role + "\n" + x.text);
     // What the person said that the transcript does not have yet waits
     // for its turn: it comes after the transcript's lines.
@@ -589,11 +590,11 @@
   }
 
   // toolLine shows a tool call as a card, and its result folded into the
-  // card of its call.
+  // card of its call, with the files the tool sent.
   function toolLine(l, cards) {
     if (l.call === "result") {
       const card = cards.findLast((c) => !c.dataset.done && (l.call_id ? c.dataset.call === l.call_id : c.dataset.tool === l.tool));
-      if (card) { addResult(card, l.detail || ""); return; }
+      if (card) { addResult(card, l.detail || "", l.files); return; }
     }
     const card = item("tool");
     card.dataset.tool = l.tool || "";
@@ -615,13 +616,13 @@
       card.append(detail);
       card.dataset.more = l.summary_cut ? "1" : "";
     } else {
-      addResult(card, l.detail || l.text || "");
+      addResult(card, l.detail || l.text || "", l.files);
     }
     cards.push(card);
     $("messages").append(card);
     moreButton(card);
   }
-  function addResult(card, text) {
+  function addResult(card, text, files) {
     card.dataset.done = "1";
     const out = document.createElement("pre");
     out.className = "tool-result";
@@ -633,6 +634,12 @@
       card.dataset.lines = lines;
     }
     card.append(out);
+    if (files && files.length) {
+      const box = document.createElement("div");
+      box.className = "tool-files";
+      box.append(...files.map(fileView));
+      card.append(box);
+    }
     moreButton(card);
   }
   // moreButton offers to unfold a card that hides something: a long
