@@ -61,21 +61,43 @@ type chat struct {
 	store  *memTranscripts
 	events chan platform.Event
 	ctx    context.Context // the browser tab
+	// refuse, when it holds an error, fails the next Receive with it, as
+	// a store that could not store the message.
+	refuse  chan error
+	refused chan platform.Event
 }
 
 // openChat serves the page with the transcripts in store and signs the
 // tab in, at width × height.
 func openChat(t *testing.T, tab context.Context, store *memTranscripts, width, height int64) *chat {
 	t.Helper()
-	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: store})
+	return openChatOn(t, tab, store, store, width, height)
+}
+
+// openChatOn is openChat showing transcripts, which store is a part of
+// (one that keeps files, say). The files of what the page says are read
+// as the gateway reads them, while the event is received, and kept with
+// the event.
+func openChatOn(t *testing.T, tab context.Context, transcripts platform.Transcripts, store *memTranscripts, width, height int64) *chat {
+	t.Helper()
+	a, err := New(Config{Listen: "127.0.0.1:0", Token: testToken, Transcripts: transcripts, SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &chat{a: a, store: store, events: make(chan platform.Event, 64), ctx: tab}
+	c := &chat{a: a, store: store, events: make(chan platform.Event, 64), ctx: tab, refuse: make(chan error, 1), refused: make(chan platform.Event, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- a.Run(ctx, platform.ReceiverFunc(func(_ context.Context, ev platform.Event) error {
+		done <- a.Run(ctx, platform.ReceiverFunc(func(ctx context.Context, ev platform.Event) error {
+			select {
+			case err := <-c.refuse:
+				c.refused <- ev
+				return err
+			default:
+			}
+			if err := keepFiles(ctx, &ev); err != nil {
+				return err
+			}
 			c.events <- ev
 			return nil
 		}))

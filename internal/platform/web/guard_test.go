@@ -315,7 +315,7 @@ func TestNoPageMayFrameTheChat(t *testing.T) {
 			name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
 			directives[name] = value
 		}
-		for name, want := range map[string]string{"frame-ancestors": "'none'", "default-src": "'self'", "connect-src": "'self'", "img-src": "'self' data:"} {
+		for name, want := range map[string]string{"frame-ancestors": "'none'", "default-src": "'self'", "connect-src": "'self'", "img-src": "'self' data: blob:"} {
 			if directives[name] != want {
 				t.Errorf("GET %s: CSP %s is %q, want %q (policy %q)", u, name, directives[name], want, csp[0])
 			}

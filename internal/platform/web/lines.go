@@ -31,6 +31,9 @@ type pageLine struct {
 	// held elsewhere, kept until /continue.
 	ID   string `json:"id,omitempty"`
 	Kept bool   `json:"kept,omitempty"`
+	// Files are the files said or sent with the line, where the store
+	// keeps them (FileTranscripts).
+	Files []pageFile `json:"files,omitempty"`
 }
 
 // pageLines are the lines of the conversation key as the page shows them.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -103,8 +105,32 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	spool, err := prepareSpool(filepath.Join(s.Home, SpoolFolder))
+	if err != nil {
+		return nil, err
+	}
 	return New(Config{Listen: sec.Addr(), Token: tok, TLSCert: sec.TLSCert, TLSKey: sec.TLSKey, Secure: sec.secure(),
-		SignIn: sec.SignIn, Transcripts: s.Transcripts, Log: s.Log})
+		SignIn: sec.SignIn, Transcripts: s.Transcripts, Log: s.Log, SpoolDir: spool})
+}
+
+// SpoolFolder is the folder inside BATON_HOME where a file the page sends
+// waits while the gateway stores it.
+const SpoolFolder = "web-uploads"
+
+// prepareSpool makes the spool folder, private, and removes what a gateway
+// stopped mid-upload left in it (the page sends those again).
+func prepareSpool(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("web chat: make the upload folder: %w", err)
+	}
+	left, err := filepath.Glob(filepath.Join(dir, spoolPattern))
+	if err != nil {
+		return "", err
+	}
+	for _, f := range left {
+		_ = os.Remove(f)
+	}
+	return dir, nil
 }
 
 // conversations lists the page's conversations, most recently active

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,11 +31,24 @@ func TestSpecOpen(t *testing.T) {
 		t.Fatalf("spec %+v", spec)
 	}
 	ctx := t.Context()
-	a, err := spec.Open(ctx, sectionSetup(t, "listen: 127.0.0.1:0\n"))
+	setup := sectionSetup(t, "listen: 127.0.0.1:0\n")
+	// An upload a stopped gateway left behind goes; nothing else does.
+	spool := filepath.Join(setup.Home, SpoolFolder)
+	if os.MkdirAll(spool, 0o700) != nil || os.WriteFile(filepath.Join(spool, "baton-upload-123"), []byte("half"), 0o600) != nil ||
+		os.WriteFile(filepath.Join(spool, "other"), nil, 0o600) != nil {
+		t.Fatal("make a spool folder")
+	}
+	a, err := spec.Open(ctx, setup)
 	if err != nil || a.Name() != Name {
 		t.Fatalf("open: %v, %v", a, err)
 	}
 	a.(*Adapter).ln.Close()
+	if a.(*Adapter).cfg.SpoolDir != spool {
+		t.Errorf("uploads spooled in %q, want %q", a.(*Adapter).cfg.SpoolDir, spool)
+	}
+	if left := spoolLeft(t, spool); len(left) != 1 || left[0] != "other" {
+		t.Errorf("the spool folder holds %v after opening, want only what is not an upload", left)
+	}
 
 	if _, err := spec.Open(ctx, sectionSetup(t, "enabled: false\nlisten: nonsense\n")); !errors.Is(err, platform.ErrNotConfigured) {
 		t.Errorf("disabled: %v", err)

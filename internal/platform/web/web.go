@@ -110,8 +110,15 @@ type Config struct {
 	// AckWait is how long Send waits for a page to say it showed a
 	// message; 0: DefaultAckWait.
 	AckWait time.Duration
+	// MaxFile bounds each file, in bytes, the page sends or is sent;
+	// 0: DefaultMaxFile.
+	MaxFile int64
+	// SpoolDir is where a file the page sends waits while the gateway
+	// stores it; "": the system's temporary directory.
+	SpoolDir string
 	// Transcripts gives the page what lives in the store: the
-	// conversations and their transcripts.
+	// conversations and their transcripts (with their files, when it is
+	// also a FileTranscripts).
 	Transcripts platform.Transcripts
 	Log         *slog.Logger
 }
@@ -145,6 +152,8 @@ type Adapter struct {
 	// streams holds the reply being written in each conversation, so each
 	// delta can carry it whole, rendered; Send ends it.
 	streams map[string]*strings.Builder
+	// served: message id → a file sent to the page, for it to fetch.
+	served map[string]served
 }
 
 var (
@@ -153,6 +162,7 @@ var (
 	_ platform.Streamer      = (*Adapter)(nil)
 	_ platform.Typer         = (*Adapter)(nil)
 	_ platform.MessageSender = (*Adapter)(nil)
+	_ platform.FileSender    = (*Adapter)(nil)
 )
 
 // New listens on cfg.Listen at once, so URL is known before Run.
@@ -175,6 +185,9 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = DefaultAckWait
 	}
+	if cfg.MaxFile <= 0 {
+		cfg.MaxFile = DefaultMaxFile
+	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("web chat: tls_cert and tls_key go together")
 	}
@@ -186,7 +199,7 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, fmt.Errorf("web chat: listen on %s: %w (set web.listen in config.yaml to another port)", cfg.Listen, err)
 	}
 	return &Adapter{cfg: cfg, ln: ln, addr: ln.Addr().String(), log: cfg.Log, ackTimeout: time.After, clients: map[*client]bool{}, shown: map[string]*waiter{},
-		askers: map[string]string{}, missed: map[string][]frame{}, questions: map[string]frame{}, streams: map[string]*strings.Builder{}}, nil
+		askers: map[string]string{}, missed: map[string][]frame{}, questions: map[string]frame{}, streams: map[string]*strings.Builder{}, served: map[string]served{}}, nil
 }
 
 // LoadToken reads the token kept in home, creating it (mode 0600) on first use.
@@ -332,6 +345,24 @@ func (a *Adapter) routes() http.Handler {
 		}
 		a.serveWS(w, r)
 	})
+	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
+		if ok, why := a.authorized(r); !ok {
+			a.unauthorized(w, why)
+			return
+		}
+		if !sameOrigin(r) {
+			http.Error(w, "403: an upload comes from the chat's own page", http.StatusForbidden)
+			return
+		}
+		a.serveUpload(w, r)
+	})
+	mux.HandleFunc("GET /file/{ref}", func(w http.ResponseWriter, r *http.Request) {
+		if ok, why := a.authorized(r); !ok {
+			a.unauthorized(w, why)
+			return
+		}
+		a.serveFile(w, r)
+	})
 	return securityHeaders(mux)
 }
 
@@ -339,7 +370,9 @@ func (a *Adapter) routes() http.Handler {
 // 'none' (and X-Frame-Options for older browsers) keeps any other page,
 // one on another local port included, from framing the chat to trick a
 // click on its Approve buttons.
-const contentPolicy = "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+// img-src blob: shows a picture the person attached from the browser's
+// own copy before it is sent.
+const contentPolicy = "default-src 'self'; connect-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'"
 
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -433,8 +466,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 // expires; an elsewhere line makes the page mark what was said meanwhile
 // as kept. Both are read from the message's kind and data.
 func (a *Adapter) SendMessage(ctx context.Context, to platform.Address, m platform.Message) (string, error) {
-	id := messageID(ctx, to)
-	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: m.Text, HTML: renderMarkdown(m.Text), ID: id, At: time.Now().UnixMilli()}
+	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: m.Text, HTML: renderMarkdown(m.Text), ID: messageID(ctx, to), At: time.Now().UnixMilli()}
 	switch m.Kind {
 	case platform.MessageApproval:
 		f.Approval = &approval{Tool: m.Approval.Tool, Subject: m.Approval.Subject}
@@ -443,9 +475,18 @@ func (a *Adapter) SendMessage(ctx context.Context, to platform.Address, m platfo
 	case platform.MessageElsewhere:
 		f.Elsewhere = true
 	}
-	shown := make(chan struct{})
 	a.mu.Lock()
 	delete(a.streams, to.Key())
+	a.mu.Unlock()
+	return a.deliver(ctx, to, f)
+}
+
+// deliver shows the message f in every open page and waits until the
+// page that counts said it showed it (see Send).
+func (a *Adapter) deliver(ctx context.Context, to platform.Address, f frame) (string, error) {
+	id := f.ID
+	shown := make(chan struct{})
+	a.mu.Lock()
 	if len(a.clients) == 0 {
 		a.mu.Unlock()
 		return "", platform.Away(fmt.Errorf("web: send: %w", errNoPage))
@@ -694,6 +735,13 @@ type frame struct {
 	Approval *approval      `json:"approval,omitempty"`
 	Lines    []pageLine     `json:"lines,omitempty"`
 	Items    []Conversation `json:"items,omitempty"`
+	// File is a file baton sent, shown with the message's text as its
+	// caption; Files are those the person sent with what they said.
+	File  *pageFile  `json:"file,omitempty"`
+	Files []pageFile `json:"files,omitempty"`
+	// MaxFile is the per-file bound, told with the conversations, so the
+	// page refuses a file over it before sending it.
+	MaxFile int64 `json:"max_file,omitempty"`
 }
 
 type approval struct {
@@ -893,7 +941,7 @@ func (a *Adapter) serveStored(ctx context.Context, c *client, f frame) {
 			c.send(frame{Type: "error", Error: err.Error()})
 			return
 		}
-		c.send(frame{Type: "conversations", Items: items})
+		c.send(frame{Type: "conversations", Items: items, MaxFile: a.maxFile()})
 	case "open":
 		if len(f.Key) > MaxKey {
 			c.send(frame{Type: "error", Error: fmt.Sprintf("conversation key too long (%d bytes; at most %d)", len(f.Key), MaxKey)})
@@ -903,12 +951,12 @@ func (a *Adapter) serveStored(ctx context.Context, c *client, f frame) {
 			c.send(frame{Type: "error", Error: "not a web conversation: " + f.Key})
 			return
 		}
-		lines, err := a.cfg.Transcripts.View(ctx, f.Key)
+		lines, err := a.view(ctx, f.Key)
 		if err != nil {
 			c.send(frame{Type: "error", Key: f.Key, Error: err.Error()})
 			return
 		}
-		c.send(frame{Type: "history", Key: f.Key, Lines: pageLines(f.Key, lines)})
+		c.send(frame{Type: "history", Key: f.Key, Lines: lines})
 		a.mu.Lock()
 		q, waiting := a.questions[f.Key]
 		a.mu.Unlock()

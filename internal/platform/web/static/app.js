@@ -36,10 +36,24 @@
   const kept = "baton.page", resent = new Set();
   // historyIds: the ids of the person's messages in the transcript shown.
   let historyIds = new Set();
+  // attached: the files waiting to go with the next message, each
+  // {file, photo, url}; maxFile is the gateway's bound on one file (it
+  // tells it with the conversations).
+  let attached = [], maxFile = 25 << 20;
+  const maxFiles = 10;
+  // sentFiles: the files the person sent, by message id, shown with the
+  // message when the transcript does not carry them.
+  const sentFiles = {}, maxSentFiles = 200;
   try {
     const k = JSON.parse(sessionStorage.getItem(kept) || "null");
     if (k) {
       Object.assign(extras, k.extras || {});
+      // The browser's copies of attached pictures are gone with the old
+      // page: their files show by name and size.
+      Object.assign(sentFiles, k.sentFiles || {});
+      const unlink = (f) => { delete f.url; };
+      Object.values(sentFiles).forEach((fs) => fs.forEach(unlink));
+      Object.values(extras).forEach((l) => l.forEach((x) => (x.files || []).forEach((f) => { if (f.local) unlink(f); })));
       (k.shown || []).forEach((id) => shown.add(id));
       // Sent again once connected: the gateway drops what it stored already
       // (and its acknowledgement, late, does not move the message).
@@ -47,7 +61,7 @@
     }
   } catch (e) { /* storage off or its value unreadable: start afresh */ }
   function keep() {
-    try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown], unacked: [...unacked.values()] })); } catch (e) { /* full or off */ }
+    try { sessionStorage.setItem(kept, JSON.stringify({ extras, shown: [...shown], unacked: [...unacked.values()], sentFiles })); } catch (e) { /* full or off */ }
   }
   // A draft is kept per conversation, across reloads and tabs.
   const draftKey = (key) => "baton.draft." + key;
@@ -109,6 +123,7 @@
     switch (f.type) {
       case "conversations":
         conversations = f.items || [];
+        if (f.max_file) maxFile = f.max_file;
         if (!chosen && conversations.length && conversations[0].key !== current) { open(conversations[0].key); }
         if (!conversations.some((c) => c.key === current)) conversations.unshift({ key: current, title: titleOf(current) });
         drawList();
@@ -167,10 +182,11 @@
         const list = (extras[f.key] = extras[f.key] || []);
         // (A message sent again, after a reload there, may be shown here.)
         if (!f.id || list.some((x) => x.id === f.id) || (f.key === current && historyIds.has(f.id))) break;
-        const x = { role: "user", text: f.text || "", at: f.at || Date.now(), id: f.id, cmd: (f.text || "").startsWith("/") };
+        const x = { role: "user", text: f.text || "", at: f.at || Date.now(), id: f.id, cmd: (f.text || "").startsWith("/"), files: f.files };
+        if (f.files) rememberFiles(f.id, f.files);
         list.push(x);
         if (f.key !== current) break;
-        const li = userItem(x.text, false);
+        const li = userItem(x.text, false, x.files);
         if (streaming) streaming.before(li); else $("messages").append(li);
         scroll();
         break;
@@ -201,7 +217,7 @@
   // question.
   function message(f) {
     const list = (extras[f.key] = extras[f.key] || []);
-    const x = { role: "assistant", text: f.text, html: f.html, at: f.at || Date.now(), approval: f.approval };
+    const x = { role: "assistant", text: f.text, html: f.html, at: f.at || Date.now(), approval: f.approval, file: f.file };
     if (f.elsewhere) {
       // The session is held elsewhere: what the person said here and the
       // transcript does not show is kept until /continue.
@@ -291,7 +307,10 @@
     // (by its id), or once stored well before a later message of theirs
     // the transcript has (it went to another session: a /new came
     // between); the rest by their text.
-    const inTranscript = (x) => x.id && !x.cmd ? ids.has(x.id) || (!x.local && x.at < lastSaid - staleAfter) : said.has(x.role + "\n" + x.text);
+    // A file baton sent, once the transcript carries it (with the
+    // result of the tool that sent it, say).
+    const inTranscript = (x) => x.file ? lines.some((l) => l.role !== "user" && (l.files || []).some((f) => f.name === x.file.name && f.size === x.file.size))
+      : x.id && !x.cmd ? ids.has(x.id) || (!x.local && x.at < lastSaid - staleAfter) : said.has(x.role + "\n" + x.text);
     // What the person said that the transcript does not have yet waits
     // for its turn: it comes after the transcript's lines.
     const lastAt = Math.max(0, ...lines.map((l) => l.at || 0));
@@ -308,9 +327,10 @@
     for (const l of lines) {
       placeExtras(l.at);
       if (l.role === "tool") { toolLine(l, cards); continue; }
-      if (l.role === "user") { ol.append(userItem(l.text, l.kept)); continue; }
+      if (l.role === "user") { ol.append(userItem(l.text, l.kept, l.files || sentFiles[l.id])); continue; }
       const li = item(l.role);
       if (l.html) setHTML(li, l.html); else li.textContent = l.text;
+      if (l.files) li.prepend(...l.files.map(fileView));
       ol.append(li);
     }
     placeExtras();
@@ -324,12 +344,13 @@
   }
   // userItem is what the person said; kept marks a message said while
   // the session was elsewhere, which runs when /continue brings it here.
-  function userItem(text, kept) {
+  function userItem(text, kept, files) {
     const li = item(kept ? "user kept" : "user");
+    if (files && files.length) li.append(...files.map(fileView));
     const said = document.createElement("span");
     said.className = "said";
     said.textContent = text;
-    li.append(said);
+    if (text || !files || !files.length) li.append(said);
     if (kept) {
       const note = document.createElement("span");
       note.className = "kept-note";
@@ -339,7 +360,7 @@
     return li;
   }
   function showExtra(x) {
-    if (x.role === "user") { $("messages").append(userItem(x.text, x.kept)); return; }
+    if (x.role === "user") { $("messages").append(userItem(x.text, x.kept, x.files)); return; }
     if (x.approval) {
       // Placed before the card of the call it asks about.
       const card = approvalCard(x), last = $("messages").lastElementChild;
@@ -349,7 +370,149 @@
     }
     const li = item("assistant");
     if (x.html) setHTML(li, x.html); else li.textContent = x.text;
+    if (x.file) li.prepend(fileView(x.file));
     $("messages").append(li);
+  }
+
+  // fileView shows a file in a message: a picture (PNG, JPEG, GIF or
+  // WebP, as the gateway says) as a preview, anything else (SVG and HTML
+  // included) as a link that downloads it, with its name and size; one
+  // the page cannot fetch, by its name and size alone.
+  function fileView(f) {
+    const label = (f.name || "file") + " · " + formatSize(f.size || 0);
+    if (f.url && f.image) {
+      const a = document.createElement("a");
+      a.className = "file-image";
+      a.href = f.url;
+      a.target = "_blank";
+      a.rel = "noopener";
+      a.title = label;
+      const img = document.createElement("img");
+      img.src = f.url;
+      img.alt = f.name || "picture";
+      img.onload = scroll;
+      a.append(img);
+      return a;
+    }
+    const el = document.createElement(f.url ? "a" : "span");
+    el.className = "file";
+    if (f.url) {
+      el.href = f.url;
+      el.download = f.name || "";
+    }
+    el.textContent = label;
+    return el;
+  }
+  // formatSize writes a size as the gateway does ("1.5 MB").
+  function formatSize(n) {
+    const one = (v) => { const s = v.toFixed(1); return s.endsWith(".0") ? s.slice(0, -2) : s; };
+    if (n < 1024) return n + " bytes";
+    if (n < 1 << 20) return one(n / 1024) + " kB";
+    if (n < 1 << 30) return one(n / (1 << 20)) + " MB";
+    return one(n / (1 << 30)) + " GB";
+  }
+  function rememberFiles(id, files) {
+    sentFiles[id] = files;
+    const ids = Object.keys(sentFiles);
+    if (ids.length > maxSentFiles) delete sentFiles[ids[0]];
+  }
+  // isImage: only these are shown as pictures; never SVG.
+  const isImage = (type) => ["image/png", "image/jpeg", "image/gif", "image/webp"].includes((type || "").toLowerCase());
+
+  // attach adds files to the next message, refusing one over the bound
+  // (or past the count) in one line, as the gateway would.
+  function attach(files, photo) {
+    for (const file of files) {
+      const name = file.name || (photo ? "photo" : "file");
+      if (file.size > maxFile) {
+        status("⚠ " + name + " is " + formatSize(file.size) + ", over the " + formatSize(maxFile) + " limit for files from the web chat");
+        continue;
+      }
+      if (attached.length >= maxFiles) {
+        status("⚠ at most " + maxFiles + " files go with one message");
+        break;
+      }
+      attached.push({ file, name, photo, url: isImage(file.type) ? URL.createObjectURL(file) : "" });
+    }
+    drawChips();
+  }
+  function drawChips() {
+    const ul = $("chips");
+    ul.replaceChildren();
+    attached.forEach((a, i) => {
+      const li = document.createElement("li");
+      li.className = "chip";
+      if (a.url) {
+        const img = document.createElement("img");
+        img.src = a.url;
+        img.alt = "";
+        li.append(img);
+      }
+      const name = document.createElement("span");
+      name.className = "chip-name";
+      name.textContent = a.name;
+      const size = document.createElement("span");
+      size.className = "chip-size";
+      size.textContent = formatSize(a.file.size);
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "chip-remove";
+      remove.setAttribute("aria-label", "Remove " + a.name);
+      remove.textContent = "×";
+      remove.onclick = () => { attached.splice(i, 1); drawChips(); $("input").focus(); };
+      li.append(name, size, remove);
+      ul.append(li);
+    });
+  }
+
+  // sendFiles sends what is typed with the attached files, over HTTP
+  // (the gateway answers once it stored them); refused or not sent, the
+  // words and the files come back to the composer.
+  // retry is the last upload that was not answered as stored: sent again
+  // unchanged, it keeps its id, so the gateway drops it should it have
+  // stored it after all (an answer lost with the connection).
+  let retry = null;
+  function sendFiles(text) {
+    const files = attached;
+    attached = [];
+    drawChips();
+    const key = current;
+    const again = retry && retry.key === key && retry.text === text && retry.files.length === files.length && retry.files.every((a, i) => a === files[i]);
+    const id = again ? retry.id : "p" + Date.now().toString(36) + "-" + (++seq) + "-" + Math.random().toString(36).slice(2, 8);
+    retry = null;
+    const shownFiles = files.map((a) => ({ name: a.name, size: a.file.size, type: a.file.type, url: a.url, image: !!a.url, local: true }));
+    const x = { role: "user", text, at: Date.now(), local: true, id, files: shownFiles };
+    (extras[key] = extras[key] || []).push(x);
+    rememberFiles(id, shownFiles);
+    showExtra(x);
+    keep();
+    scroll();
+    status("sending…");
+    const form = new FormData();
+    form.append("key", key);
+    form.append("id", id);
+    form.append("text", text);
+    form.append("tab", tab);
+    for (const a of files) form.append(a.photo ? "photo" : "file", a.file, a.name);
+    const failed = (why) => {
+      const list = extras[key] || [];
+      const i = list.indexOf(x);
+      if (i >= 0) list.splice(i, 1);
+      delete sentFiles[id];
+      keep();
+      if (key === current) {
+        if (!$("input").value) { $("input").value = text; grow(); saveDraft(); }
+        attached = files.concat(attached);
+        retry = { key, id, text, files };
+        drawChips();
+        send({ type: "open", key: current });
+      }
+      status("⚠ " + why);
+    };
+    fetch("/upload", { method: "POST", body: form, credentials: "same-origin", cache: "no-store" })
+      .then((r) => r.ok ? r.json().then((f) => { stamp(key, id, f.at); keep(); status(""); })
+        : r.text().then((t) => failed(t.trim() || "not sent (" + r.status + ")")))
+      .catch(() => failed("not sent: the gateway is not reachable; send again"));
   }
 
   // setHTML shows markdown the gateway rendered and sanitized, with a
@@ -427,11 +590,11 @@
   }
 
   // toolLine shows a tool call as a card, and its result folded into the
-  // card of its call.
+  // card of its call, with the files the tool sent.
   function toolLine(l, cards) {
     if (l.call === "result") {
       const card = cards.findLast((c) => !c.dataset.done && (l.call_id ? c.dataset.call === l.call_id : c.dataset.tool === l.tool));
-      if (card) { addResult(card, l.detail || ""); return; }
+      if (card) { addResult(card, l.detail || "", l.files); return; }
     }
     const card = item("tool");
     card.dataset.tool = l.tool || "";
@@ -453,13 +616,13 @@
       card.append(detail);
       card.dataset.more = l.summary_cut ? "1" : "";
     } else {
-      addResult(card, l.detail || l.text || "");
+      addResult(card, l.detail || l.text || "", l.files);
     }
     cards.push(card);
     $("messages").append(card);
     moreButton(card);
   }
-  function addResult(card, text) {
+  function addResult(card, text, files) {
     card.dataset.done = "1";
     const out = document.createElement("pre");
     out.className = "tool-result";
@@ -471,6 +634,12 @@
       card.dataset.lines = lines;
     }
     card.append(out);
+    if (files && files.length) {
+      const box = document.createElement("div");
+      box.className = "tool-files";
+      box.append(...files.map(fileView));
+      card.append(box);
+    }
     moreButton(card);
   }
   // moreButton offers to unfold a card that hides something: a long
@@ -566,10 +735,11 @@
   }
   function submit() {
     const text = $("input").value.trim();
-    if (!text) return;
+    if (!text && !attached.length) return;
     $("input").value = "";
     grow();
     saveDraft();
+    if (attached.length) { sendFiles(text); return; }
     const cmd = /^\/(approve|yes|once|always|deny|no)\s*$/.exec(text);
     const waiting = cmd && (extras[current] || []).findLast(pending);
     if (waiting) { // typed instead of clicked: the card shows the answer
@@ -597,6 +767,25 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   };
   $("input").oninput = () => { grow(); saveDraft(); };
+  $("attach").onclick = () => $("files").click();
+  $("files").onchange = () => { attach([...$("files").files], false); $("files").value = ""; $("input").focus(); };
+  // A pasted picture (a screenshot) is attached; pasted text is pasted.
+  $("input").addEventListener("paste", (e) => {
+    const files = [...(e.clipboardData ? e.clipboardData.files : [])];
+    if (!files.length) return;
+    if (!e.clipboardData.types.includes("text/plain")) e.preventDefault();
+    attach(files, true);
+  });
+  // Files dropped anywhere on the page are attached.
+  const carriesFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+  document.addEventListener("dragover", (e) => { if (carriesFiles(e)) { e.preventDefault(); document.body.classList.add("dropping"); } });
+  document.addEventListener("dragleave", (e) => { if (!e.relatedTarget) document.body.classList.remove("dropping"); });
+  document.addEventListener("drop", (e) => {
+    document.body.classList.remove("dropping");
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    attach([...e.dataTransfer.files], false);
+  });
   $("new").onclick = () => { chosen = true; drawer(false); send({ type: "new" }); };
   $("menu").onclick = () => drawer(!document.body.classList.contains("drawer"));
   $("scrim").onclick = () => drawer(false);
