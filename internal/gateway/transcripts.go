@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,43 @@ type Transcripts struct {
 	Display map[string]string
 }
 
-var _ platform.Transcripts = Transcripts{}
+var (
+	_ platform.Transcripts = Transcripts{}
+	_ platform.FileOpener  = Transcripts{}
+)
+
+// fileReader is the store's reading of kept files.
+type fileReader interface {
+	OpenFile(ctx context.Context, sha256 string) (io.ReadCloser, error)
+}
+
+// OpenFile is a file the transcript of the session bound to key carries,
+// by its hash (ref): one another session carries is not found here, so a
+// page shows only what its own conversation holds.
+func (t Transcripts) OpenFile(ctx context.Context, key, ref string) (platform.File, error) {
+	fr, ok := t.Store.(fileReader)
+	if !ok {
+		return platform.File{}, fmt.Errorf("file %s of %s: the store keeps no files: %w", ref, key, store.ErrNotFound)
+	}
+	bd, err := t.Store.LookupBinding(ctx, key)
+	if err != nil {
+		return platform.File{}, fmt.Errorf("file %s of %s: %w", ref, key, err)
+	}
+	msgs, err := t.Store.Transcript(ctx, bd.SessionID)
+	if err != nil {
+		return platform.File{}, fmt.Errorf("file %s of %s: %w", ref, key, err)
+	}
+	for _, m := range msgs {
+		for _, a := range m.Attachments {
+			if a.SHA256 != ref {
+				continue
+			}
+			return platform.File{Name: transcript.Name(a), MediaType: a.MediaType, Size: a.Size,
+				Open: func(ctx context.Context) (io.ReadCloser, error) { return fr.OpenFile(ctx, a.SHA256) }}, nil
+		}
+	}
+	return platform.File{}, fmt.Errorf("file %s of %s: %w", ref, key, store.ErrNotFound)
+}
 
 // conversationsListed caps how many recent sessions Conversations looks at.
 const conversationsListed = 50
@@ -228,6 +265,9 @@ func TranscriptLines(msgs []store.Message) []platform.Line {
 	out := make([]platform.Line, 0, len(view))
 	for _, l := range view {
 		line := platform.Line{Role: string(l.Role), Text: l.Text, Time: l.Time}
+		for _, f := range l.Files {
+			line.Files = append(line.Files, platform.LineFile{Ref: f.SHA256, Name: f.Name, MediaType: f.MediaType, Size: f.Size})
+		}
 		switch l.Role {
 		case transcript.ToolCall:
 			line.Role, line.Tool, line.Text = "tool", l.Tool, "→ "+l.Tool+" "+l.Args

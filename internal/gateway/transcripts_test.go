@@ -2,11 +2,15 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/sqlite"
 	"github.com/baton-agent/baton/internal/transcript"
 )
 
@@ -49,5 +53,62 @@ func TestTranscriptLines(t *testing.T) {
 	// Only the kind makes a note: the same words typed by a person are theirs.
 	if lines[6].Role != "user" {
 		t.Errorf("typed lead shown as %+v", lines[6])
+	}
+}
+
+// A page's history carries each line's files, and reads a file only from
+// its own conversation's transcript.
+func TestTranscriptFilesStayInTheirConversation(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	owner, err := st.CreateUser(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := map[string]store.Attachment{}
+	for _, key := range []string{"web:dm:a", "web:dm:b"} {
+		s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Bind(ctx, key, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		att, err := st.PutFile(ctx, strings.NewReader("notes of "+key), "notes.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AppendMessages(ctx, s.ID, store.Message{Role: store.RoleUser, Content: "see this", Attachments: []store.Attachment{att}}); err != nil {
+			t.Fatal(err)
+		}
+		mine[key] = att
+	}
+	tr := gateway.Transcripts{Store: st, OwnerID: owner.ID}
+	lines, err := tr.View(ctx, "web:dm:a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || len(lines[0].Files) != 1 || lines[0].Files[0].Ref != mine["web:dm:a"].SHA256 || lines[0].Files[0].Name != "notes.txt" {
+		t.Fatalf("lines %+v", lines)
+	}
+	f, err := tr.OpenFile(ctx, "web:dm:a", mine["web:dm:a"].SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(got) != "notes of web:dm:a" {
+		t.Errorf("read %q", got)
+	}
+	if _, err := tr.OpenFile(ctx, "web:dm:a", mine["web:dm:b"].SHA256); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a file of another conversation: %v, want not found", err)
 	}
 }

@@ -92,6 +92,10 @@ type Setup struct {
 	// Memory is the platform's own key/value memory in baton's store (a
 	// sync token); nil where none is offered.
 	Memory Memory
+	// MaxFile is the largest file, in bytes, baton keeps (config
+	// files.max_bytes); 0: the store's default. An adapter that takes
+	// files itself (the web page's upload) bounds them so.
+	MaxFile int64
 	// Owners are the platform user ids configured as the owner's
 	// (gateway.owners), for adapters that act on them before any message
 	// (accepting an invitation).
@@ -143,4 +147,26 @@ type Line struct {
 	// session was held elsewhere, kept until /continue brings it here.
 	ID   string `json:"id,omitempty"`
 	Kept bool   `json:"kept,omitempty"`
+	// Files are the files the message carries (a person's photo, a file
+	// a tool sent), read with FileOpener.
+	Files []LineFile `json:"files,omitempty"`
+}
+
+// LineFile is a file a transcript line carries: Ref names it to
+// FileOpener.OpenFile (a content hash); the media type is the one sniffed
+// from the bytes.
+type LineFile struct {
+	Ref       string `json:"ref"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+}
+
+// FileOpener is the optional part of Transcripts that reads the files of
+// a conversation's lines.
+type FileOpener interface {
+	// OpenFile is the file ref of the transcript of the conversation at
+	// key (a ref of another conversation is not found there); its Open
+	// reads the bytes.
+	OpenFile(ctx context.Context, key, ref string) (File, error)
 }

@@ -67,6 +67,7 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 			Transcripts: e.transcripts,
 			Memory:      e.memory(s.Name),
 			Owners:      cfg.Gateway.Owners[s.Name],
+			MaxFile:     cfg.Files.MaxBytes,
 		})
 		if errors.Is(err, platform.ErrNotConfigured) {
 			continue

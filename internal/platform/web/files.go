@@ -38,34 +38,6 @@ const (
 	spoolPattern = "baton-upload-*"
 )
 
-// FileTranscripts is what the page needs of the store to show files in a
-// conversation's history: the files each line carries, and their bytes.
-// A Config.Transcripts that offers it (the gateway's store, once it keeps
-// files) has them shown after a reload; without it, a file shows only as
-// it is sent or attached.
-type FileTranscripts interface {
-	// ViewFiles is View with the files of each line.
-	ViewFiles(ctx context.Context, key string) ([]FileLine, error)
-	// OpenFile is the file ref of the conversation key's transcript, as
-	// ViewFiles named it (a ref of another conversation is not found
-	// there); its Open reads the bytes.
-	OpenFile(ctx context.Context, key, ref string) (platform.File, error)
-}
-
-// FileLine is a transcript line with the files said or sent with it.
-type FileLine struct {
-	Line
-	Files []StoredFile
-}
-
-// StoredFile is a file the store keeps with a line: Ref names it to
-// OpenFile (a content hash, say); the media type is the one sniffed from
-// the bytes.
-type StoredFile struct {
-	Ref, Name, MediaType string
-	Size                 int64
-}
-
 // pageFile is a file as the page shows it: URL serves its bytes (none
 // for one the page itself attached, shown from the browser's copy).
 type pageFile struct {
@@ -113,7 +85,7 @@ func fileURL(key, ref string) string {
 }
 
 // pageFiles are a line's stored files as the page shows them.
-func pageFiles(key string, files []StoredFile) []pageFile {
+func pageFiles(key string, files []platform.LineFile) []pageFile {
 	var out []pageFile
 	for _, f := range files {
 		pf := pageFile{Name: f.Name, Type: f.MediaType, Size: f.Size, URL: fileURL(key, f.Ref)}
@@ -124,26 +96,15 @@ func pageFiles(key string, files []StoredFile) []pageFile {
 }
 
 // view is the transcript of key as the page shows it, with its files
-// where the store keeps them.
+// where the store keeps them (served when Transcripts is a
+// platform.FileOpener).
 func (a *Adapter) view(ctx context.Context, key string) ([]pageLine, error) {
-	ft, ok := a.cfg.Transcripts.(FileTranscripts)
-	if !ok {
-		lines, err := a.cfg.Transcripts.View(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		return pageLines(key, lines), nil
-	}
-	fl, err := ft.ViewFiles(ctx, key)
+	lines, err := a.cfg.Transcripts.View(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	lines := make([]Line, len(fl))
-	for i, l := range fl {
-		lines[i] = l.Line
-	}
 	out := pageLines(key, lines)
-	for i, l := range fl {
+	for i, l := range lines {
 		out[i].Files = pageFiles(key, l.Files)
 	}
 	return out, nil
@@ -161,7 +122,7 @@ func (a *Adapter) serveFile(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case ok && s.key == key:
 	case len(key) <= MaxKey && len(ref) <= MaxKey:
-		ft, can := a.cfg.Transcripts.(FileTranscripts)
+		ft, can := a.cfg.Transcripts.(platform.FileOpener)
 		if !can {
 			http.Error(w, "404: no such file (it was sent before the gateway restarted)", http.StatusNotFound)
 			return

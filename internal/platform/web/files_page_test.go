@@ -55,36 +55,21 @@ func attachmentData(t *testing.T, att platform.Attachment) []byte {
 	return b
 }
 
-// fileStore is a store that keeps files with its lines (FileTranscripts).
+// fileStore is a store that keeps files with its lines
+// (platform.FileOpener).
 type fileStore struct {
 	*memTranscripts
 	mu    sync.Mutex
-	files map[string][][]StoredFile // key → files of each line, by index
-	data  map[string][]byte         // ref → bytes
+	files map[string][][]platform.LineFile // key → files of each line, by index
+	data  map[string][]byte                // ref → bytes
 }
 
-func (s *fileStore) addWithFiles(key string, l Line, files ...StoredFile) {
+func (s *fileStore) addWithFiles(key string, l Line, files ...platform.LineFile) {
+	l.Files = files
 	s.memTranscripts.add(key, l)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.files[key]) < len(s.memTranscripts.lines[key])-1 {
-		s.files[key] = append(s.files[key], nil)
-	}
 	s.files[key] = append(s.files[key], files)
-}
-
-func (s *fileStore) ViewFiles(ctx context.Context, key string) ([]FileLine, error) {
-	lines, _ := s.View(ctx, key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]FileLine, len(lines))
-	for i, l := range lines {
-		out[i].Line = l
-		if i < len(s.files[key]) {
-			out[i].Files = s.files[key][i]
-		}
-	}
-	return out, nil
 }
 
 func (s *fileStore) OpenFile(_ context.Context, key, ref string) (platform.File, error) {
@@ -268,17 +253,17 @@ func svgNeverInline(t *testing.T, tab context.Context, w size) {
 }
 
 func filesInHistory(t *testing.T, tab context.Context, w size) {
-	store := &fileStore{memTranscripts: &memTranscripts{}, files: map[string][][]StoredFile{}, data: map[string][]byte{
+	store := &fileStore{memTranscripts: &memTranscripts{}, files: map[string][][]platform.LineFile{}, data: map[string][]byte{
 		"sha-png": platformtest.SamplePNG(), "sha-pdf": []byte("%PDF-1.4\n"),
 	}}
 	now := time.Now()
 	store.addWithFiles(Home.Key(), Line{Role: "user", Text: "", ID: eventID(Home.Key(), "p1"), Time: now},
-		StoredFile{Ref: "sha-png", Name: "photo.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
+		platform.LineFile{Ref: "sha-png", Name: "photo.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
 	store.addWithFiles(Home.Key(), Line{Role: "assistant", Text: "here it is", Time: now},
-		StoredFile{Ref: "sha-pdf", Name: "notes.pdf", MediaType: "application/pdf", Size: 9})
+		platform.LineFile{Ref: "sha-pdf", Name: "notes.pdf", MediaType: "application/pdf", Size: 9})
 	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "call", CallID: "s1", Detail: `{"path":"out.png"}`, Time: now})
 	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "result", CallID: "s1", Detail: "sent", Time: now},
-		StoredFile{Ref: "sha-png", Name: "out.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
+		platform.LineFile{Ref: "sha-png", Name: "out.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
 	c := openChatOn(t, tab, store, store.memTranscripts, w.width, w.height)
 	c.poll(t, "the photo's thumbnail, the document's link and the picture a tool sent, from the store", `(() => {
 		const img = document.querySelector("#messages li.user .file-image img"), a = document.querySelector("#messages li.assistant a.file");
@@ -306,7 +291,7 @@ func notStoredComesBack(t *testing.T, tab context.Context, w size) {
 }
 
 func sentFileOnceStored(t *testing.T, tab context.Context, w size) {
-	store := &fileStore{memTranscripts: &memTranscripts{}, files: map[string][][]StoredFile{}, data: map[string][]byte{"sha-png": platformtest.SamplePNG()}}
+	store := &fileStore{memTranscripts: &memTranscripts{}, files: map[string][][]platform.LineFile{}, data: map[string][]byte{"sha-png": platformtest.SamplePNG()}}
 	c := openChatOn(t, tab, store, store.memTranscripts, w.width, w.height)
 	c.sendFile(t, "chart.png", "image/png", "", platformtest.SamplePNG())
 	c.poll(t, "the picture sent", `document.querySelectorAll("#messages img[alt='chart.png']").length === 1`)
@@ -315,7 +300,7 @@ func sentFileOnceStored(t *testing.T, tab context.Context, w size) {
 	now := time.Now()
 	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "call", CallID: "s1", Detail: `{"path":"chart.png"}`, Time: now})
 	store.addWithFiles(Home.Key(), Line{Role: "tool", Tool: "send_file", Call: "result", CallID: "s1", Detail: "sent", Time: now},
-		StoredFile{Ref: "sha-png", Name: "chart.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
+		platform.LineFile{Ref: "sha-png", Name: "chart.png", MediaType: "image/png", Size: int64(len(platformtest.SamplePNG()))})
 	store.add(Home.Key(), Line{Role: "assistant", Text: "sent you the chart", Time: now})
 	if _, err := c.a.Send(testutil.Context(t, 0), Home, "sent you the chart"); err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 		return nil, err
 	}
 	return New(Config{Listen: sec.Addr(), Token: tok, TLSCert: sec.TLSCert, TLSKey: sec.TLSKey, Secure: sec.secure(),
-		SignIn: sec.SignIn, Transcripts: s.Transcripts, Log: s.Log, SpoolDir: spool})
+		SignIn: sec.SignIn, Transcripts: s.Transcripts, Log: s.Log, SpoolDir: spool, MaxFile: s.MaxFile})
 }
 
 // SpoolFolder is the folder inside BATON_HOME where a file the page sends
