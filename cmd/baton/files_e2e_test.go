@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
@@ -28,8 +31,10 @@ func lastImages(srv *llmtest.Server) [][]byte {
 // the bot (the Telegram fake, a real gateway process) gets a turn whose
 // model request carries it; /handoff cli, and the terminal's replay
 // names the photo with the path it is kept at, and the model still sees
-// it in the terminal's next turn.
+// it in the terminal's next turn; /handoff web, and the page shows its
+// thumbnail and the model there sees it too.
 func TestPhotoTravelsWithTheConversation(t *testing.T) {
+	chromium(t)
 	const forum = -100778
 	pr := newPlacesRig(t, "123456:photo-travels", forum)
 	fake, owner, srv, st := pr.fake, pr.owner, pr.srv, pr.st
@@ -71,8 +76,32 @@ func TestPhotoTravelsWithTheConversation(t *testing.T) {
 	if h := pr.session(t, sid).Holder; !strings.HasPrefix(h, "cli:") {
 		t.Fatalf("holder %q", h)
 	}
-	tm.line("/quit")
-	if err := tm.wait(); err != nil {
-		t.Fatalf("quit: %v\n%s", err, tm.Screen())
+
+	// On to the web chat: the page shows the photo's thumbnail, served
+	// from the store, and the model there still sees it.
+	tm.line("/handoff web")
+	tm.expect("continues in the web chat")
+	if err := tm.wait(); err != nil { // the terminal detaches
+		t.Fatalf("after /handoff web: %v\n%s", err, tm.Screen())
+	}
+	page := browser(t)
+	if err := chromedp.Do(page, chromedp.Navigate(pr.gw.webURL)); err != nil {
+		t.Fatal(err)
+	}
+	pageText(page, t, "Hello, picked up here.")
+	wctx, cancel := context.WithTimeout(page, hangGuard)
+	defer cancel()
+	natural, err := chromedp.Run(wctx, chromedp.Poll[int](`(() => { const i = document.querySelector("#messages img[src^='/file/']"); return i && i.complete ? i.naturalWidth : 0 })()`))
+	if err != nil || natural != 48 {
+		t.Fatalf("the page shows no thumbnail of the photo (natural width %d): %v", natural, err)
+	}
+	calls = len(srv.Requests())
+	pageSay(page, t, "and on the page?")
+	pageText(page, t, "echo: and on the page?")
+	if len(srv.Requests()) == calls {
+		t.Fatal("no model call for the page's message")
+	}
+	if imgs := lastImages(srv); len(imgs) != 1 || !bytes.Equal(imgs[0], photo) {
+		t.Fatalf("the model at the page got %d images, want the photo", len(imgs))
 	}
 }
