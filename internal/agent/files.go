@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/plural"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -102,7 +103,7 @@ func nameOf(at store.Attachment) string {
 
 // describe is the one line that stands in for a file.
 func describe(at store.Attachment, why string) string {
-	return fmt.Sprintf("[attached %s: %s, %s; %s]", nameOf(at), at.MediaType, store.HumanBytes(at.Size), why)
+	return fmt.Sprintf("[attached %s: %s, %s; %s]", nameOf(at), at.MediaType, plural.Size(at.Size), why)
 }
 
 // readFile reads an attachment's bytes back, at most limit of them (all

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // Attachment is one file a message carries. Its bytes are kept once per
@@ -42,11 +44,12 @@ type FileTooLargeError struct {
 }
 
 func (e *FileTooLargeError) Error() string {
-	more := ""
-	if e.AtLeast {
-		more = "more than "
+	size, limit := plural.Size(e.Size-boolInt(e.AtLeast)), plural.Size(e.Limit)
+	if e.AtLeast || size == limit {
+		// Just over the bound reads as the bound itself when rounded.
+		size = "more than " + limit
 	}
-	return fmt.Sprintf("file too large: %s%s, the bound is %s", more, HumanBytes(e.Size-boolInt(e.AtLeast)), HumanBytes(e.Limit))
+	return fmt.Sprintf("file too large: %s, the bound is %s", size, limit)
 }
 
 // Is makes errors.Is(err, ErrFileTooLarge) hold.
@@ -57,19 +60,6 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
-}
-
-// HumanBytes writes n as people read sizes: 25 MiB, 812 KiB, 17 bytes.
-func HumanBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // Files keeps attachments' bytes, content-addressed. A file is put

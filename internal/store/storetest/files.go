@@ -212,7 +212,7 @@ var fileTests = map[string]func(*testing.T, store.Store){
 			}
 			eq(t, name+": bound", tooLarge.Limit, int64(store.DefaultMaxFileBytes))
 			eq(t, name+": size", tooLarge.Size, over)
-			if !strings.Contains(err.Error(), "25 MiB") {
+			if !strings.Contains(err.Error(), "the bound is 25 MB") {
 				t.Fatalf("%s: %q does not say the bound", name, err)
 			}
 		}
