@@ -1,0 +1,124 @@
+package discord_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/discord"
+	"github.com/baton-agent/baton/internal/platform/discord/discordtest"
+	"github.com/baton-agent/baton/internal/platform/fakekit"
+	"github.com/baton-agent/baton/internal/platform/platformtest"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+func readAll(t *testing.T, att platform.Attachment) ([]byte, error) {
+	t.Helper()
+	rc, err := att.Open(t.Context())
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// A picture sent alone arrives as a photo, its bytes read from the CDN
+// URL the message gave; a person's file whose URL is not on the CDN the
+// adapter knows is refused without a request, as is one once the CDN
+// forgets it (a link past its expiry), without the signed URL in the
+// error.
+func TestAttachmentsReadFromTheCDNOnly(t *testing.T) {
+	fake := discordtest.New(t, token)
+	a := newAdapter(t, fake, token)
+	ev := &events{}
+	keepRunning(t, a, ev)
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 1 }, "the connection")
+
+	pic := platformtest.SamplePNG()
+	id, err := fake.SayFile(fake.Home(), owner, discordtest.File{Name: "shot.png", ContentType: "image/png", Data: pic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ev.await(t, id)
+	if got.Text != "" || len(got.Attachments) != 1 {
+		t.Fatalf("a picture alone arrived as %+v", got)
+	}
+	att := got.Attachments[0]
+	if att.Kind != platform.KindPhoto || att.Name != "shot.png" || att.MediaType != "image/png" || att.Size != int64(len(pic)) {
+		t.Errorf("the picture is described as %+v", att)
+	}
+	if data, err := readAll(t, att); err != nil || !bytes.Equal(data, pic) {
+		t.Errorf("the picture read back as %d bytes: %v", len(data), err)
+	}
+
+	// Another adapter that knows the CDN elsewhere: the fake's URL is not
+	// on it, so it is never asked.
+	other, err := discord.New(discord.Config{Token: token, APIURL: fake.APIURL(), CDNURL: "https://cdn.discordapp.com",
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev2 := &events{}
+	keepRunning(t, other, ev2)
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 2 }, "the second connection")
+	id, _ = fake.SayFile(fake.Home(), owner, discordtest.File{Name: "x.txt", ContentType: "text/plain", Data: []byte("x"), Caption: "see"})
+	before := fake.Downloads()
+	_, err = readAll(t, ev2.await(t, id).Attachments[0])
+	if !errors.Is(err, platform.ErrPermanent) || !strings.Contains(err.Error(), "not on Discord's CDN") {
+		t.Errorf("a URL off the CDN: %v, want a permanent refusal", err)
+	}
+	if fake.Downloads() != before {
+		t.Error("a URL off the CDN was fetched")
+	}
+
+	// The CDN hangs up: transient, and the error does not quote the URL.
+	fake.DownWith(fakekit.Hangup)
+	_, err = readAll(t, ev.await(t, id).Attachments[0])
+	fake.Up()
+	if err == nil || errors.Is(err, platform.ErrPermanent) || strings.Contains(err.Error(), "hm=") || strings.Contains(err.Error(), "/attachments/") {
+		t.Errorf("the CDN down: %v, want a transient error without the URL", err)
+	}
+}
+
+// SendFile without a channel Discord knows is refused for good; a file
+// larger than it said is refused at the limit all the same.
+func TestSendFileRefusals(t *testing.T) {
+	fake := discordtest.New(t, token)
+	a := newAdapter(t, fake, token)
+	ctx := testutil.Context(t, 0)
+	home := platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: fake.Home()}
+
+	lying := platform.File{Name: "big.bin", MediaType: "application/octet-stream", Size: 10,
+		Open: func(context.Context) (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(make([]byte, discord.MaxUpload+1))), nil
+		}}
+	_, err := a.SendFile(ctx, home, lying)
+	var tl *platform.TooLargeError
+	if !errors.As(err, &tl) || !tl.Sending {
+		t.Errorf("a file larger than it said: %v, want a *platform.TooLargeError", err)
+	}
+	if n := fake.CallCount(discordtest.RouteCreateMessage); n != 0 {
+		t.Errorf("%d requests sent for it", n)
+	}
+
+	gone := platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: "123"}
+	_, err = a.SendFile(ctx, gone, platform.File{Name: "a.txt", MediaType: "text/plain", Size: 1,
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("a")), nil }})
+	if !errors.Is(err, platform.ErrPermanent) || !strings.Contains(err.Error(), "a.txt") {
+		t.Errorf("a file to an unknown channel: %v, want permanent", err)
+	}
+
+	// A file rate limited asks for its wait.
+	fake.FailNext(discordtest.RouteCreateMessage, 429, 2*time.Second)
+	_, err = a.SendFile(ctx, home, platform.File{Name: "a.txt", MediaType: "text/plain", Size: 1,
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("a")), nil }})
+	if c, wait := platform.Classify(err); c != platform.ClassRetryAfter || wait < time.Second {
+		t.Errorf("a rate-limited file: %v (%v, %v)", err, c, wait)
+	}
+}
