@@ -197,7 +197,7 @@ func (a *Adapter) catchUpPlace(ctx context.Context, r platform.Receiver, key str
 		if mk.Where.DM {
 			e.ChannelType = "im"
 		}
-		ev, ok, err := messageOf(e, a.BotUserID())
+		ev, ok, err := messageOf(e, a.BotUserID(), a.opener)
 		if err != nil {
 			a.log.Warn("slack: undecodable message in the history skipped", "place", key, "err", err)
 		}

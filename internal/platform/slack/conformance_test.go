@@ -26,7 +26,7 @@ func newAdapter(t *testing.T, fake *slacktest.Server) *slack.Adapter {
 	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	a, err := slack.New(slack.Config{
-		BotToken: botToken, AppToken: appToken, APIURL: fake.APIURL(),
+		BotToken: botToken, AppToken: appToken, APIURL: fake.APIURL(), FilesURL: fake.FilesURL(),
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	if err != nil {
@@ -63,6 +63,25 @@ func TestConformance(t *testing.T) {
 				mu.Unlock()
 				return id, nil
 			},
+			SayFile: func(_ context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				ts, env := fake.PushFile(slacktest.Message{Channel: at.Chat, User: sender, Text: f.Caption, ThreadTS: at.Thread},
+					slacktest.File{Name: f.Name, Mimetype: f.MediaType, Data: f.Data, Size: f.Size})
+				id := at.Chat + ":" + ts
+				mu.Lock()
+				envelopes[id] = env
+				mu.Unlock()
+				return id, nil
+			},
+			Downloads: fake.Downloads,
+			Files: func(at platform.Address) []platformtest.ShownFile {
+				var out []platformtest.ShownFile
+				for _, f := range fake.Shares() {
+					if f.Channel == at.Chat && f.ThreadTS == at.Thread {
+						out = append(out, platformtest.ShownFile{Name: f.Name, Data: f.Data, Caption: f.Comment, Image: f.IsImage()})
+					}
+				}
+				return out
+			},
 			Acked: func(id string) bool {
 				mu.Lock()
 				env, ok := envelopes[id]
@@ -79,7 +98,7 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober", "DownloadLimiter", "FileSender"},
 		}
 	})
 }

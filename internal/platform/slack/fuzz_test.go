@@ -14,7 +14,7 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"event_callback","event":null}`), "")
 	f.Add([]byte(`[]`), "U")
 	f.Fuzz(func(t *testing.T, raw []byte, bot string) {
-		ev, ok, err := decodeEvent(raw, bot)
+		ev, ok, err := decodeEvent(raw, bot, nil)
 		if err != nil || !ok {
 			return
 		}

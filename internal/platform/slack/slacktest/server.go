@@ -115,6 +115,9 @@ type Server struct {
 	failCodes  map[string][]string
 	forbidden  []string
 	deaf       bool // new sockets read nothing: pings go unanswered
+	files      map[string]*slackFile
+	fileOrder  []string // file ids, oldest first
+	nextFile   int
 }
 
 // New starts a fake Slack on 127.0.0.1 accepting botToken (xoxb-) for the
@@ -150,8 +153,13 @@ func methodOf(r *http.Request) string {
 	if m, ok := strings.CutPrefix(r.URL.Path, "/api/"); ok {
 		return m
 	}
-	if r.URL.Path == "/link" {
+	switch {
+	case r.URL.Path == "/link":
 		return "socket"
+	case strings.HasPrefix(r.URL.Path, "/files-pri/"):
+		return RouteDownload
+	case strings.HasPrefix(r.URL.Path, "/upload/v1/"):
+		return RouteUpload
 	}
 	return r.URL.Path
 }
@@ -405,8 +413,15 @@ func (s *Server) Statuses() []Status {
 // answered failures asked for, unsupported methods and a service down.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	method := methodOf(r)
-	if method == "socket" {
+	switch method {
+	case "socket":
 		s.serveSocket(w, r)
+		return
+	case RouteDownload:
+		s.serveDownload(w, r)
+		return
+	case RouteUpload:
+		s.serveUpload(w, r)
 		return
 	}
 	params, err := fakekit.Params(r)
@@ -462,6 +477,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, method, params)
 	case "conversations.history", "conversations.replies":
 		s.conversation(w, key, params)
+	case "files.getuploadurlexternal":
+		s.getUploadURL(w, params)
+	case "files.completeuploadexternal":
+		s.completeUpload(w, params)
+	case "files.info":
+		s.fileInfo(w, params)
 	case "assistant.threads.setstatus":
 		if params["channel_id"] == "" || params["thread_ts"] == "" {
 			fail(w, "invalid_arguments")

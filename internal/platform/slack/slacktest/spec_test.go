@@ -16,6 +16,7 @@ import (
 var answered = []string{
 	"auth.test", "apps.connections.open", "chat.postMessage", "chat.update",
 	"conversations.history", "conversations.replies", "assistant.threads.setStatus",
+	"files.getUploadURLExternal", "files.completeUploadExternal", "files.info",
 }
 
 func TestAnsweredMethodsAreInTheWebAPI(t *testing.T) {
