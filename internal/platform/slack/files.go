@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -277,7 +278,8 @@ func (a *Adapter) uploaded(ctx context.Context, token string) (string, error) {
 }
 
 // remember keeps the file a stored delivery made, before its bytes go,
-// dropping the oldest past maxUploadsKept. Without Config.Memory it is
+// in place of one it made before, dropping the oldest past
+// maxUploadsKept. Without Config.Memory it is
 // kept for this run only.
 func (a *Adapter) remember(ctx context.Context, u upload) error {
 	a.upMu.Lock()
@@ -286,6 +288,9 @@ func (a *Adapter) remember(ctx context.Context, u upload) error {
 	if err != nil {
 		return err
 	}
+	// A delivery's later upload (its earlier one never completed)
+	// replaces the earlier.
+	list = slices.DeleteFunc(list, func(x upload) bool { return x.Token == u.Token })
 	list = append(list, u)
 	if len(list) > maxUploadsKept {
 		list = list[len(list)-maxUploadsKept:]

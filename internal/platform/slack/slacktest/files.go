@@ -184,10 +184,22 @@ func (s *Server) PushFile(m Message, f File) (ts, envelopeID string) {
 	return ts, s.queueLocked("events_api", s.callback(ev))
 }
 
+// WithoutFilesScope makes the file host answer downloads as for a bot
+// token without the files:read scope: with the redirect to the sign-in
+// page a request without a token gets.
+func (s *Server) WithoutFilesScope() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noFiles = true
+}
+
 // serveDownload answers the file host as Slack does: a file's bytes for
 // a request with the bot token, a redirect to the sign-in page without.
 func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+s.botToken {
+	s.mu.Lock()
+	noScope := s.noFiles
+	s.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer "+s.botToken || noScope {
 		http.Redirect(w, r, "https://baton-test.slack.com/?redir="+url.QueryEscape(r.URL.Path), http.StatusFound)
 		return
 	}

@@ -115,6 +115,7 @@ type Server struct {
 	failCodes  map[string][]string
 	forbidden  []string
 	deaf       bool // new sockets read nothing: pings go unanswered
+	noFiles    bool // downloads sign in, as for a token without files:read
 	files      map[string]*slackFile
 	fileOrder  []string // file ids, oldest first
 	nextFile   int
