@@ -1,12 +1,12 @@
 package discord
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -149,7 +149,8 @@ type fileMessageAttachment struct {
 // picture inline by itself. A file of a stored delivery carries the
 // nonce Send would give its first message, enforced, so a try after a
 // lost answer or a restart posts it once. A file over MaxUpload is
-// refused before it is read.
+// refused before it is read; one that turns out larger than it said is
+// cut off mid-request, never posted.
 func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.File) (string, error) {
 	ch, err := channelOf(to)
 	if err != nil {
@@ -162,6 +163,9 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 	if strings.TrimSpace(name) == "" {
 		name = "file"
 	}
+	if f.Open == nil {
+		return "", platform.Permanent(fmt.Errorf("discord: send %s: nothing to read it from", name))
+	}
 	msg := fileMessage{AllowedMentions: noMentionsPtr(), Attachments: []fileMessageAttachment{{ID: "0", Filename: name}}}
 	if parts := platform.Split(f.Caption, MaxMessageLen, platform.UTF16Len); len(parts) > 0 {
 		msg.Content = parts[0] // a caption is a line or two; never more than one message
@@ -169,67 +173,108 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 	if nonce, ok := deliveryNonce(ctx, to, 0); ok {
 		msg.Nonce, msg.EnforceNonce = nonce, true
 	}
-	body, err := a.multipartFile(ctx, msg, name, f)
+	id, err := a.postFile(ctx, rest.CreateMessage.Compile(nil, ch), msg, name, f)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("discord: send %s: %w", name, err)
+	}
+	return id, nil
+}
+
+// userAgent is what Discord asks a bot's requests to say.
+const userAgent = "DiscordBot (https://github.com/baton-agent/baton, 1)"
+
+// postFile makes the create request itself, rather than through the REST
+// client, which would hold the whole body, and a copy of it for its
+// debug log: here the file streams from the store to Discord.
+func (a *Adapter) postFile(ctx context.Context, ep *rest.CompiledEndpoint, msg fileMessage, name string, f platform.File) (string, error) {
+	const route = "POST /channels/{id}/messages"
+	payload, err := json.Marshal(msg)
+	if err != nil {
+		return "", platform.Permanent(err)
+	}
+	rc, err := f.Open(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read it: %w", err)
+	}
+	defer rc.Close()
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	written := make(chan error, 1)
+	go func() {
+		err := writeParts(mw, payload, name, f.MediaType, rc)
+		pw.CloseWithError(err)
+		written <- err
+	}()
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.APIURL+ep.URL, pr)
+	if err != nil {
+		pr.Close()
+		<-written
+		return "", platform.Permanent(err)
+	}
+	req.Header.Set("Authorization", "Bot "+a.cfg.Token)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := a.http.Do(req)
+	pr.Close() // the writer stops if the answer came before it was done
+	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return "", werr
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", route, withoutURL(err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("%s: read the answer: %w", route, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		re := &rest.Error{Request: req, Response: resp, RsBody: body}
+		_ = json.Unmarshal(body, re)
+		return "", final(classify(route, re))
 	}
 	var m struct {
 		ID string `json:"id"`
 	}
-	if err := a.call(ctx, "POST /channels/{id}/messages", rest.CreateMessage.Compile(nil, ch), body, &m); err != nil {
-		return "", fmt.Errorf("discord: send %s: %w", name, final(err))
+	if err := json.Unmarshal(body, &m); err != nil || m.ID == "" {
+		return "", fmt.Errorf("%s: an answer without a message id", route)
 	}
 	return m.ID, nil
 }
 
-// multipartFile writes the request's body: the payload, then the file's
-// bytes, at most MaxUpload of them (a file larger than it said is
-// refused all the same).
-func (a *Adapter) multipartFile(ctx context.Context, msg fileMessage, name string, f platform.File) (*discord.MultipartBuffer, error) {
-	if f.Open == nil {
-		return nil, platform.Permanent(fmt.Errorf("discord: send %s: nothing to read it from", name))
-	}
-	payload, err := json.Marshal(msg)
-	if err != nil {
-		return nil, platform.Permanent(fmt.Errorf("discord: send %s: %w", name, err))
-	}
-	buf := &bytes.Buffer{}
-	mw := multipart.NewWriter(buf)
+// writeParts writes the body: the payload, then the file's bytes, at
+// most MaxUpload of them (more is a file larger than it said).
+func writeParts(mw *multipart.Writer, payload []byte, name, mediaType string, r io.Reader) error {
 	part, err := mw.CreatePart(textproto.MIMEHeader{
 		"Content-Disposition": {`form-data; name="payload_json"`},
 		"Content-Type":        {"application/json"},
 	})
-	if err == nil {
-		_, err = part.Write(payload)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("discord: send %s: %w", name, err)
+		return err
 	}
-	ct := f.MediaType
-	if ct == "" {
-		ct = "application/octet-stream"
+	if _, err := part.Write(payload); err != nil {
+		return err
+	}
+	if mediaType == "" {
+		mediaType = "application/octet-stream"
 	}
 	part, err = mw.CreatePart(textproto.MIMEHeader{
-		"Content-Disposition": {fmt.Sprintf(`form-data; name="files[0]"; filename=%q`, name)},
-		"Content-Type":        {ct},
+		"Content-Disposition": {mime.FormatMediaType("form-data", map[string]string{"name": "files[0]", "filename": name})},
+		"Content-Type":        {mediaType},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("discord: send %s: %w", name, err)
+		return err
 	}
-	rc, err := f.Open(ctx)
+	n, err := io.Copy(part, io.LimitReader(r, MaxUpload+1))
 	if err != nil {
-		return nil, fmt.Errorf("discord: send %s: read it: %w", name, err)
-	}
-	defer rc.Close()
-	n, err := io.Copy(part, io.LimitReader(rc, MaxUpload+1))
-	if err != nil {
-		return nil, fmt.Errorf("discord: send %s: read it: %w", name, err)
+		return fmt.Errorf("read it: %w", err)
 	}
 	if n > MaxUpload {
-		return nil, &platform.TooLargeError{Service: display, Name: name, Limit: MaxUpload, Sending: true}
+		return &platform.TooLargeError{Service: display, Name: name, Limit: MaxUpload, Sending: true}
 	}
-	if err := mw.Close(); err != nil {
-		return nil, fmt.Errorf("discord: send %s: %w", name, err)
-	}
-	return &discord.MultipartBuffer{Buffer: buf, ContentType: mw.FormDataContentType()}, nil
+	return mw.Close()
 }

@@ -86,8 +86,9 @@ func TestAttachmentsReadFromTheCDNOnly(t *testing.T) {
 	}
 }
 
-// SendFile without a channel Discord knows is refused for good; a file
-// larger than it said is refused at the limit all the same.
+// SendFile to a channel Discord does not know is refused for good; a
+// file larger than it said is cut off at the limit, never posted; a rate
+// limit asks for its wait.
 func TestSendFileRefusals(t *testing.T) {
 	fake := discordtest.New(t, token)
 	a := newAdapter(t, fake, token)
@@ -103,8 +104,8 @@ func TestSendFileRefusals(t *testing.T) {
 	if !errors.As(err, &tl) || !tl.Sending {
 		t.Errorf("a file larger than it said: %v, want a *platform.TooLargeError", err)
 	}
-	if n := fake.CallCount(discordtest.RouteCreateMessage); n != 0 {
-		t.Errorf("%d requests sent for it", n)
+	if p := fake.Posts(); len(p) != 0 {
+		t.Errorf("posted %+v", p)
 	}
 
 	gone := platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: "123"}
@@ -120,5 +121,30 @@ func TestSendFileRefusals(t *testing.T) {
 		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("a")), nil }})
 	if c, wait := platform.Classify(err); c != platform.ClassRetryAfter || wait < time.Second {
 		t.Errorf("a rate-limited file: %v (%v, %v)", err, c, wait)
+	}
+}
+
+// A file goes to Discord as it is read, not through the REST client's
+// debug log: its bytes never show in the adapter's log, even at debug
+// level.
+func TestSendFileKeepsItsBytesOutOfTheLog(t *testing.T) {
+	fake := discordtest.New(t, token)
+	logs := &testutil.SyncBuffer{}
+	a, err := discord.New(discord.Config{Token: token, APIURL: fake.APIURL(), CDNURL: fake.CDNURL(),
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: fake.Home()}
+	secret := "the-contents-of-a-private-file"
+	if _, err := a.SendFile(t.Context(), home, platform.File{Name: "private.txt", MediaType: "text/plain", Size: int64(len(secret)),
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(secret)), nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if p := fake.Posts(); len(p) != 1 || string(p[0].Attachments[0].Data) != secret {
+		t.Fatalf("posted %+v", p)
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the file's bytes are in the log:\n%s", logs.String())
 	}
 }
