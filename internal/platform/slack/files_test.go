@@ -169,3 +169,33 @@ func TestSendFileRefusals(t *testing.T) {
 		t.Errorf("shared %+v", s)
 	}
 }
+
+// Slack shares an upload in the background. A file whose answer was lost
+// after completion, tried again before Slack shows it anywhere, is not
+// uploaded again: the try fails for a later one (transient), which finds
+// it shared.
+func TestSendFileWaitsForASlowShare(t *testing.T) {
+	fake := slacktest.New(t, botToken, appToken)
+	a := newAdapter(t, fake)
+	ctx := platform.WithDeliveryKey(testutil.Context(t, 0), "delivery:slow")
+	home := platform.Address{Platform: slack.Name, Kind: platform.Group, Chat: channel}
+	f := platform.File{Name: "slow.txt", MediaType: "text/plain", Size: 4,
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("slow")), nil }}
+	fake.HoldShares()
+	fake.LoseNext("files.completeUploadExternal")
+	if _, err := a.SendFile(ctx, home, f); err == nil {
+		t.Fatal("a SendFile whose answer was lost succeeded")
+	}
+	_, err := a.SendFile(ctx, home, f)
+	if c, _ := platform.Classify(err); err == nil || c != platform.ClassTransient || !strings.Contains(err.Error(), "still sharing") {
+		t.Errorf("a try while Slack shares the file: %v, want a transient failure", err)
+	}
+	fake.ReleaseShares()
+	ts, err := a.SendFile(ctx, home, f)
+	if err != nil || ts == "" {
+		t.Fatalf("a try once it is shared: %q, %v", ts, err)
+	}
+	if s := fake.Shares(); len(s) != 1 || s[0].TS != ts || fake.Uploads() != 1 {
+		t.Errorf("shared %+v after %d uploads, want once as %s", s, fake.Uploads(), ts)
+	}
+}

@@ -325,39 +325,70 @@ func (s *Server) completeUpload(w http.ResponseWriter, p map[string]string) {
 			return
 		}
 	}
-	var out, shown []any
-	ts := ""
-	if channel != "" {
-		ts = s.ts()
-		s.authors[channel+":"+ts] = BotUserID
-	}
+	var out []any
+	var done []*slackFile
 	for _, e := range list {
 		f := s.files[e.ID]
 		f.completed = true
 		if e.Title != "" {
 			f.title = e.Title
 		}
-		if channel != "" {
-			f.shares = append(f.shares, Shared{FileID: f.id, Channel: channel, ThreadTS: thread, TS: ts, Name: f.name,
-				Title: f.title, Mimetype: f.mimetype, Data: f.data, Comment: p["initial_comment"]})
-		}
 		out = append(out, map[string]any{"id": f.id, "title": f.title})
-		shown = append(shown, s.fileJSON(f))
+		done = append(done, f)
 	}
 	if channel != "" {
-		ev := map[string]any{
-			"type": "message", "subtype": "file_share", "channel": channel, "channel_type": channelType(channel),
-			"user": BotUserID, "bot_id": BotID, "text": p["initial_comment"], "ts": ts, "event_ts": ts, "team": TeamID,
-			"upload": true, "display_as_bot": false, "files": shown,
+		share := func() { s.shareLocked(done, channel, thread, p["initial_comment"]) }
+		if s.holdShares {
+			s.held = append(s.held, share)
+		} else {
+			share()
 		}
-		if thread != "" {
-			ev["thread_ts"] = thread
-		}
-		s.recordLocked(channel, ev)
-		s.queueLocked("events_api", s.callback(ev))
 	}
 	s.Changed()
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "files": out})
+}
+
+// HoldShares makes completed uploads wait to be shared until
+// ReleaseShares, as Slack shares them in the background: meanwhile
+// files.info finds each file, shared nowhere.
+func (s *Server) HoldShares() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdShares = true
+}
+
+// ReleaseShares shares the uploads held, and no longer holds any.
+func (s *Server) ReleaseShares() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, share := range s.held {
+		share()
+	}
+	s.held, s.holdShares = nil, false
+	s.Changed()
+}
+
+// shareLocked shows completed files in a channel (in thread's thread)
+// in one message carrying comment; s.mu held.
+func (s *Server) shareLocked(files []*slackFile, channel, thread, comment string) {
+	ts := s.ts()
+	s.authors[channel+":"+ts] = BotUserID
+	var shown []any
+	for _, f := range files {
+		f.shares = append(f.shares, Shared{FileID: f.id, Channel: channel, ThreadTS: thread, TS: ts, Name: f.name,
+			Title: f.title, Mimetype: f.mimetype, Data: f.data, Comment: comment})
+		shown = append(shown, s.fileJSON(f))
+	}
+	ev := map[string]any{
+		"type": "message", "subtype": "file_share", "channel": channel, "channel_type": channelType(channel),
+		"user": BotUserID, "bot_id": BotID, "text": comment, "ts": ts, "event_ts": ts, "team": TeamID,
+		"upload": true, "display_as_bot": false, "files": shown,
+	}
+	if thread != "" {
+		ev["thread_ts"] = thread
+	}
+	s.recordLocked(channel, ev)
+	s.queueLocked("events_api", s.callback(ev))
 }
 
 // fileInfo answers files.info: a file completed, with where it is shared.

@@ -114,8 +114,10 @@ type Server struct {
 	connects   int
 	failCodes  map[string][]string
 	forbidden  []string
-	deaf       bool // new sockets read nothing: pings go unanswered
-	noFiles    bool // downloads sign in, as for a token without files:read
+	deaf       bool     // new sockets read nothing: pings go unanswered
+	noFiles    bool     // downloads sign in, as for a token without files:read
+	holdShares bool     // completed uploads are shared at ReleaseShares
+	held       []func() // the shares held, to make at ReleaseShares
 	files      map[string]*slackFile
 	fileOrder  []string // file ids, oldest first
 	nextFile   int
