@@ -193,7 +193,7 @@ func (a *Adapter) catchUpPlace(ctx context.Context, r platform.Receiver, key str
 			continue // a thread's root, or what the mark covers
 		}
 		e := messageEvent{Type: cmpOr(m.Type, "message"), Subtype: m.SubType, Channel: mk.Where.Channel, User: m.User,
-			BotID: m.BotID, Text: m.Text, TS: m.Timestamp, ThreadTS: m.ThreadTimestamp, Hidden: m.Hidden}
+			BotID: m.BotID, Text: m.Text, TS: m.Timestamp, ThreadTS: m.ThreadTimestamp, Hidden: m.Hidden, Files: wireFiles(m.Files)}
 		if mk.Where.DM {
 			e.ChannelType = "im"
 		}

@@ -49,6 +49,16 @@ type wireFile struct {
 	URLPrivateDownload string `json:"url_private_download"`
 }
 
+// wireFiles is the files of a message the Web API gave (catch-up).
+func wireFiles(files []slack.File) []wireFile {
+	var out []wireFile
+	for _, f := range files {
+		out = append(out, wireFile{ID: f.ID, Name: f.Name, Mimetype: f.Mimetype, Size: int64(f.Size), Mode: f.Mode,
+			URLPrivate: f.URLPrivate, URLPrivateDownload: f.URLPrivateDownload})
+	}
+	return out
+}
+
 // opener makes the Open of a file described as label; nil makes
 // attachments without one (for tests of decoding alone).
 type opener func(f wireFile, label string) func(context.Context) (io.ReadCloser, error)
