@@ -24,10 +24,16 @@ const (
 // newAdapter is an adapter pointed at fake, its log shown if t fails.
 func newAdapter(t *testing.T, fake *slacktest.Server) *slack.Adapter {
 	t.Helper()
+	return newAdapterWith(t, fake, nil)
+}
+
+// newAdapterWith is newAdapter keeping what lasts across restarts in mem.
+func newAdapterWith(t *testing.T, fake *slacktest.Server, mem platform.Memory) *slack.Adapter {
+	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	a, err := slack.New(slack.Config{
 		BotToken: botToken, AppToken: appToken, APIURL: fake.APIURL(), FilesURL: fake.FilesURL(),
-		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), Memory: mem,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,8 @@ func newAdapter(t *testing.T, fake *slacktest.Server) *slack.Adapter {
 func TestConformance(t *testing.T) {
 	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
 		fake := slacktest.New(t, botToken, appToken)
-		a := newAdapter(t, fake)
+		mem := platformtest.NewMemory()
+		a := newAdapterWith(t, fake, mem)
 		var mu sync.Mutex
 		envelopes := map[string]string{} // event id → the envelope that carried it
 		// Only edits can be refused alone here: a thread's root is an
@@ -87,6 +94,20 @@ func TestConformance(t *testing.T) {
 				env, ok := envelopes[id]
 				mu.Unlock()
 				return ok && fake.Acked(env)
+			},
+			LoseSend: func() {
+				fake.LoseNext("chat.postMessage")
+				fake.LoseNext("files.completeUploadExternal")
+			},
+			Restarted: func(t *testing.T) platform.Adapter { return newAdapterWith(t, fake, mem) },
+			Shown: func(at platform.Address) []string {
+				var out []string
+				for _, p := range fake.Shown() {
+					if p.Channel == at.Chat && p.ThreadTS == at.Thread {
+						out = append(out, p.Text)
+					}
+				}
+				return out
 			},
 			Down:     fake.Down,
 			Up:       fake.Up,

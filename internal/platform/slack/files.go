@@ -157,17 +157,20 @@ func (a *Adapter) onFileHost(raw string) bool {
 		strings.HasPrefix(u.EscapedPath(), strings.TrimRight(a.files.EscapedPath(), "/")+"/")
 }
 
-// uploadsKey is where Config.Memory keeps the files of stored deliveries
-// (see SendFile); maxUploadsKept bounds how many it remembers.
+// deliveriesKey is where Config.Memory keeps the messages and files of
+// stored deliveries tried (see Send and SendFile); maxDeliveriesKept
+// bounds how many it remembers: a delivery is tried again within
+// minutes, or after a restart, not after a hundred others.
 const (
-	uploadsKey     = "uploads"
-	maxUploadsKept = 256
+	deliveriesKey     = "deliveries"
+	maxDeliveriesKept = 128
 )
 
-// upload is the Slack file a stored delivery made.
-type upload struct {
+// tried is a message of a stored delivery (its DeliveryToken) sent to
+// Slack, and the file it uploaded ("" for text).
+type tried struct {
 	Token string `json:"token"`
-	File  string `json:"file"`
+	File  string `json:"file,omitempty"`
 }
 
 // SendFile shares a file in a place, with its caption as the message's
@@ -177,7 +180,7 @@ type upload struct {
 // a stored delivery is remembered (Config.Memory) before its bytes go:
 // the delivery tried again — after a lost answer, or by baton restarted
 // mid-send — finds that file shared (files.info) and gives its message
-// back instead of sharing it twice. It returns the ts of the message
+// back instead of sharing it twice (Send does the same for text). It returns the ts of the message
 // showing the file (its file id when Slack does not tell the ts yet).
 func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.File) (string, error) {
 	if err := check(to); err != nil {
@@ -197,9 +200,9 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 	case f.Open == nil:
 		return "", fmt.Errorf("slack: %s: nothing to read it from: %w", what, platform.ErrPermanent)
 	}
-	token, keyed := platform.DeliveryToken(ctx, to, 0, 32)
+	token, keyed := platform.DeliveryToken(ctx, to, 0, tokenLen)
 	if keyed {
-		prior, err := a.uploaded(ctx, token)
+		prior, _, err := a.wasTried(ctx, token)
 		if err != nil {
 			return "", fmt.Errorf("slack: %s: %w", what, err)
 		}
@@ -225,7 +228,7 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", classify(what, err)
 	}
 	if keyed {
-		if err := a.remember(ctx, upload{Token: token, File: u.FileID}); err != nil {
+		if err := a.remember(ctx, tried{Token: token, File: u.FileID}); err != nil {
 			return "", fmt.Errorf("slack: %s: %w", what, err)
 		}
 	}
@@ -273,69 +276,68 @@ func (c *counter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// uploaded is the file a stored delivery made, "" for none.
-func (a *Adapter) uploaded(ctx context.Context, token string) (string, error) {
-	list, err := a.uploads(ctx)
+// tokenLen is how many hex digits of a DeliveryToken stand for a
+// message of a delivery here.
+const tokenLen = 32
+
+// wasTried reports whether a message of a stored delivery was sent to
+// Slack before, and the file it uploaded.
+func (a *Adapter) wasTried(ctx context.Context, token string) (file string, ok bool, err error) {
+	a.keptMu.Lock()
+	defer a.keptMu.Unlock()
+	list, err := a.triedLocked(ctx)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	for _, u := range list {
-		if u.Token == token {
-			return u.File, nil
+	for _, t := range list {
+		if t.Token == token {
+			return t.File, true, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
 }
 
-// remember keeps the file a stored delivery made, before its bytes go,
-// in place of one it made before, dropping the oldest past
-// maxUploadsKept. Without Config.Memory it is
-// kept for this run only.
-func (a *Adapter) remember(ctx context.Context, u upload) error {
-	a.upMu.Lock()
-	defer a.upMu.Unlock()
-	list, err := a.uploadsLocked(ctx)
+// remember keeps that a message of a stored delivery goes to Slack (and
+// the file it uploads), before it goes, in place of what an earlier try
+// kept, dropping the oldest past maxDeliveriesKept. Without
+// Config.Memory it is kept for this run only.
+func (a *Adapter) remember(ctx context.Context, t tried) error {
+	a.keptMu.Lock()
+	defer a.keptMu.Unlock()
+	list, err := a.triedLocked(ctx)
 	if err != nil {
 		return err
 	}
-	// A delivery's later upload (its earlier one never completed)
-	// replaces the earlier.
-	list = slices.DeleteFunc(list, func(x upload) bool { return x.Token == u.Token })
-	list = append(list, u)
-	if len(list) > maxUploadsKept {
-		list = list[len(list)-maxUploadsKept:]
+	list = slices.DeleteFunc(list, func(x tried) bool { return x.Token == t.Token })
+	list = append(list, t)
+	if len(list) > maxDeliveriesKept {
+		list = list[len(list)-maxDeliveriesKept:]
 	}
 	if a.cfg.Memory == nil {
-		a.upKept = list
+		a.kept = list
 		return nil
 	}
 	b, _ := json.Marshal(list)
-	if err := a.cfg.Memory.Set(ctx, uploadsKey, string(b)); err != nil {
-		return fmt.Errorf("keep the upload: %w", err)
+	if err := a.cfg.Memory.Set(ctx, deliveriesKey, string(b)); err != nil {
+		return fmt.Errorf("keep the delivery tried: %w", err)
 	}
 	return nil
 }
 
-func (a *Adapter) uploads(ctx context.Context) ([]upload, error) {
-	a.upMu.Lock()
-	defer a.upMu.Unlock()
-	return a.uploadsLocked(ctx)
-}
-
-// uploadsLocked reads the uploads kept; a.upMu held. Memory is read
-// each time: another adapter (before a restart) may have written it.
-func (a *Adapter) uploadsLocked(ctx context.Context) ([]upload, error) {
+// triedLocked reads what was kept; a.keptMu held. Memory is read each
+// time: another adapter (before a restart) may have written it.
+func (a *Adapter) triedLocked(ctx context.Context) ([]tried, error) {
 	if a.cfg.Memory == nil {
-		return append([]upload(nil), a.upKept...), nil
+		return append([]tried(nil), a.kept...), nil
 	}
-	v, err := a.cfg.Memory.Get(ctx, uploadsKey)
+	v, err := a.cfg.Memory.Get(ctx, deliveriesKey)
 	if err != nil {
-		return nil, fmt.Errorf("read the uploads kept: %w", err)
+		return nil, fmt.Errorf("read the deliveries tried: %w", err)
 	}
-	var list []upload
+	var list []tried
 	if v != "" {
 		if err := json.Unmarshal([]byte(v), &list); err != nil {
-			a.log.Warn("slack: the uploads kept are unreadable; starting afresh", "err", err)
+			a.log.Warn("slack: the deliveries tried are unreadable; starting afresh", "err", err)
 			return nil, nil
 		}
 	}

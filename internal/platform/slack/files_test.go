@@ -139,8 +139,8 @@ func TestSendFileOnceThroughLostAnswersAndRestarts(t *testing.T) {
 	if n := len(fake.Shares()); n != 4 {
 		t.Errorf("%d files shown, want 4", n)
 	}
-	if v := mem.WithPrefix("uploads"); strings.Count(v, `"token"`) != 2 {
-		t.Errorf("uploads kept: %s, want the two stored deliveries", v)
+	if v := mem.WithPrefix("deliveries"); strings.Count(v, `"token"`) != 2 {
+		t.Errorf("deliveries kept: %s, want the two stored ones", v)
 	}
 }
 
@@ -197,5 +197,39 @@ func TestSendFileWaitsForASlowShare(t *testing.T) {
 	}
 	if s := fake.Shares(); len(s) != 1 || s[0].TS != ts || fake.Uploads() != 1 {
 		t.Errorf("shared %+v after %d uploads, want once as %s", s, fake.Uploads(), ts)
+	}
+}
+
+// A reply in a thread whose answer was lost, sent again with the same
+// delivery key by the same adapter and by one restarted on the same
+// Memory, is shown in the thread once: the message is found by the token
+// in its metadata, which Slack gives only to a client asking for it.
+func TestSendInAThreadOnceThroughALostAnswerAndARestart(t *testing.T) {
+	fake := slacktest.New(t, botToken, appToken)
+	mem := platformtest.NewMemory()
+	a, restarted := newAdapterWith(t, fake, mem), newAdapterWith(t, fake, mem)
+	ctx := testutil.Context(t, 0)
+	root, _ := fake.PushMessage(slacktest.Message{Channel: channel, User: owner, Text: "a thread"})
+	thread := platform.Address{Platform: slack.Name, Kind: platform.Thread, Chat: channel, Thread: root}
+	once := platform.WithDeliveryKey(ctx, "delivery:reply")
+	fake.LoseNext("chat.postMessage")
+	if _, err := a.Send(once, thread, "the reply"); err == nil {
+		t.Fatal("a Send whose answer was lost succeeded")
+	}
+	first, err := a.Send(once, thread, "the reply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := restarted.Send(once, thread, "the reply"); err != nil || again != first {
+		t.Errorf("after a restart: %q, %v; want %q", again, err, first)
+	}
+	var shown []string
+	for _, p := range fake.Shown() {
+		if p.ThreadTS == root {
+			shown = append(shown, p.Text)
+		}
+	}
+	if len(shown) != 1 || shown[0] != "the reply" {
+		t.Errorf("shown in the thread: %q, want the reply once", shown)
 	}
 }

@@ -113,8 +113,8 @@ type Adapter struct {
 	marksLoaded bool
 	marksSaved  time.Time
 
-	upMu   sync.Mutex // one read-modify-write of the uploads kept at a time
-	upKept []upload   // the uploads kept, without Config.Memory
+	keptMu sync.Mutex // one read-modify-write of the deliveries tried at a time
+	kept   []tried    // the deliveries tried, without Config.Memory
 }
 
 var (

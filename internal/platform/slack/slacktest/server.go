@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -582,6 +583,19 @@ func (s *Server) conversation(w http.ResponseWriter, method string, p map[string
 	if page == nil {
 		page = []map[string]any{}
 	}
+	if p["include_all_metadata"] != "true" && p["include_all_metadata"] != "1" {
+		// Metadata is given only to a client that asks for it.
+		bare := make([]map[string]any, 0, len(page))
+		for _, m := range page {
+			if _, ok := m["metadata"]; ok {
+				c := maps.Clone(m)
+				delete(c, "metadata")
+				m = c
+			}
+			bare = append(bare, m)
+		}
+		page = bare
+	}
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "messages": page, "has_more": next != "",
 		"response_metadata": map[string]any{"next_cursor": next}})
 }
@@ -623,6 +637,18 @@ func (s *Server) chat(w http.ResponseWriter, method string, p map[string]string)
 			return
 		}
 	}
+	var meta map[string]any
+	if raw := p["metadata"]; raw != "" {
+		var m struct {
+			EventType    string         `json:"event_type"`
+			EventPayload map[string]any `json:"event_payload"`
+		}
+		if err := json.Unmarshal([]byte(raw), &m); err != nil || m.EventType == "" || m.EventPayload == nil {
+			fail(w, "invalid_metadata_format")
+			return
+		}
+		meta = map[string]any{"event_type": m.EventType, "event_payload": m.EventPayload}
+	}
 	post := Post{Method: method, Channel: channel, Text: text, ThreadTS: p["thread_ts"], Broadcast: p["reply_broadcast"] == "true"}
 	if strings.EqualFold(method, "chat.update") {
 		post.Method = "chat.update"
@@ -657,6 +683,10 @@ func (s *Server) chat(w http.ResponseWriter, method string, p map[string]string)
 			}
 		}
 		s.recordLocked(channel, ev)
+		if meta != nil {
+			h := s.history[channel]
+			h[len(h)-1]["metadata"] = meta
+		}
 		s.queueLocked("events_api", s.callback(ev))
 	}
 	s.posts = append(s.posts, post)

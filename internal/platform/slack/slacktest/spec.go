@@ -94,6 +94,9 @@ var laterParams = map[string][]Param{
 	"conversations.history": {{Name: "include_all_metadata", Type: "boolean"}},
 	// https://api.slack.com/methods/conversations.replies#arg_include_all_metadata
 	"conversations.replies": {{Name: "include_all_metadata", Type: "boolean"}},
+	// https://api.slack.com/methods/chat.postMessage#arg_metadata: a JSON
+	// object, event_type and event_payload (api.slack.com/reference/metadata).
+	"chat.postMessage": {{Name: "metadata", Type: "string"}},
 }
 
 // loadWebAPI reads the description once per test binary: it is large,
