@@ -1,6 +1,7 @@
 // Package discord connects baton to Discord as a bot: the gateway
 // websocket for messages (with the Message Content intent), REST for
-// replies, typing, edits and the threads handoffs open.
+// replies, typing, edits and the threads handoffs open. Attachments are
+// read from Discord's CDN; files go out as multipart messages (files.go).
 //
 // Addresses: a direct message is platform.DM with Chat = the DM channel id;
 // a guild text channel is platform.Group with Chat = the channel id; a

@@ -2,7 +2,8 @@
 // (no public URL needed), replies go out through the Web API as mrkdwn,
 // split at a readable length and grown by chat.update while the model
 // writes; a handoff opens a thread under a root message in the home
-// channel.
+// channel. Files come with their messages, read from Slack's file host
+// with the bot token, and go out by the external upload flow (files.go).
 //
 // Addresses: a direct message is platform.DM with Chat = the D… channel
 // id (and Thread = the thread's ts for a thread inside the DM); a message
