@@ -27,6 +27,7 @@ type chatOptions struct {
 	version        bool
 	resume         string
 	print          string
+	files          []string
 }
 
 // maxStdin bounds a prompt piped on stdin.
@@ -37,7 +38,7 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	oneShot := o.print != "" || !cli.IsTerminal(os.Stdin)
+	oneShot := o.print != "" || len(o.files) > 0 || !cli.IsTerminal(os.Stdin)
 	if oneShot {
 		var cancel context.CancelFunc
 		ctx, cancel = interruptible(ctx)
@@ -64,7 +65,7 @@ func runChat(ctx context.Context, o chatOptions, stdout, stderr io.Writer) error
 				text = strings.TrimSpace(text + "\n\n" + s)
 			}
 		}
-		return cli.Once(ctx, a, sessionID, text, stdout, stderr)
+		return cli.Once(ctx, a, sessionID, text, o.files, stdout, stderr)
 	}
 
 	handoff, startup := terminalHooks(a)

@@ -512,6 +512,12 @@ tools:
 				return false
 			}
 		}
+		// An answer is in the transcript a moment before its delivery is
+		// stored, with its message marked done: done first, then nothing
+		// left to send.
+		if in, err := st.PendingInbound(ctx, 0, 1); err != nil || len(in) > 0 {
+			return false
+		}
 		if d, err := st.PendingDeliveries(ctx, "", 0); err != nil || len(d) > 0 {
 			return false
 		}

@@ -42,7 +42,8 @@ func newRoot() *cobra.Command {
 		Long: `baton with no command starts a chat in a new session.
   -c continues the conversation you last chatted in,
   -r resumes one by id prefix or title,
-  -p PROMPT answers one prompt and exits (what is piped on stdin is added to it).`,
+  -p PROMPT answers one prompt and exits (what is piped on stdin is added to it),
+     with --file F attached (a photo, a PDF, any file; repeat for more).`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -62,6 +63,7 @@ func newRoot() *cobra.Command {
 	f.BoolVarP(&o.continueLatest, "continue", "c", false, "continue the conversation you last chatted in")
 	f.StringVarP(&o.resume, "resume", "r", "", "resume a session by id prefix or title")
 	f.StringVarP(&o.print, "print", "p", "", "answer this prompt and exit (stdin, when piped, is added to it)")
+	f.StringArrayVarP(&o.files, "file", "f", nil, "attach a file (a photo, a PDF, any file) to the -p prompt; repeat for more")
 	root.MarkFlagsMutuallyExclusive("continue", "resume")
 
 	root.AddCommand(newVersion(), newSessions(), newGateway(), newResume(), newHandoff(), newDoctor(), newPairing())

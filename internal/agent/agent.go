@@ -139,6 +139,9 @@ type Result struct {
 	// Cut is the answer a stop or a failure cut off, as stored (ending
 	// in InterruptedMarker); "" if none was.
 	Cut string
+	// Files are the files the turn's tools gave to send (SendFile), in
+	// order, each stored with its call's result.
+	Files []OutFile
 }
 
 // lock marks the session busy so two turns never interleave their rows.

@@ -32,6 +32,9 @@ const (
 	// tried again under StoreRetry, what the model said kept meanwhile;
 	// the turn goes on once it succeeds, or ends with ErrStore.
 	EventStoreTrouble
+	// EventFiles: Call gave Files to send to the person (SendFile),
+	// stored with its result.
+	EventFiles
 )
 
 func (k EventKind) String() string {
@@ -52,6 +55,8 @@ func (k EventKind) String() string {
 		return "error"
 	case EventStoreTrouble:
 		return "store_trouble"
+	case EventFiles:
+		return "files"
 	}
 	return "unknown"
 }
@@ -75,6 +80,7 @@ type Event struct {
 	Usage     llm.Usage       // Done: the whole turn
 	Before    int             // Compressed
 	After     int             // Compressed
+	Files     []OutFile       // Files
 }
 
 // displayCut shortens s to DisplayLimit bytes without splitting a character.

@@ -31,9 +31,20 @@ const maxResult = 64 << 10
 // returned error every call without a result has been given one.
 func (t *turn) runCalls(ctx context.Context, calls []llm.ToolCall) error {
 	for i, c := range calls {
-		content, stop := t.runCall(ctx, c)
-		if err := t.store(ctx, toolResult(c, content)); err != nil {
+		var files toolFiles
+		content, stop := t.runCall(withToolFiles(ctx, &files), c)
+		result := toolResult(c, content)
+		for _, f := range files.list {
+			result.Attachments = append(result.Attachments, f.Attachment)
+		}
+		if err := t.store(ctx, result); err != nil {
 			return err
+		}
+		if len(files.list) > 0 && stop == nil {
+			// Stored with the result first: whoever sends them sends
+			// what the transcript holds.
+			t.res.Files = append(t.res.Files, files.list...)
+			t.emit(Event{Kind: EventFiles, SessionID: t.session, Call: c, Files: files.list})
 		}
 		if stop != nil {
 			left := CancelledResult
@@ -53,6 +64,34 @@ func (t *turn) runCalls(ctx context.Context, calls []llm.ToolCall) error {
 		}
 	}
 	return nil
+}
+
+// toolFiles collects the files one call gives to send (SendFile).
+type toolFiles struct{ list []OutFile }
+
+// OutFile is a file a tool gave to send, with the line sent with it.
+type OutFile struct {
+	store.Attachment
+	Caption string
+}
+
+type toolFilesKey struct{}
+
+func withToolFiles(ctx context.Context, f *toolFiles) context.Context {
+	return context.WithValue(ctx, toolFilesKey{}, f)
+}
+
+// SendFile gives a file, already put in the store (Files.PutFile), to
+// the person the turn answers, with caption: it is stored with the call's
+// result and sent where the session is held (EventFiles). It reports
+// false outside a tool call run by an Agent (nothing to send it with).
+func SendFile(ctx context.Context, file store.Attachment, caption string) bool {
+	f, ok := ctx.Value(toolFilesKey{}).(*toolFiles)
+	if !ok {
+		return false
+	}
+	f.list = append(f.list, OutFile{Attachment: file, Caption: caption})
+	return true
 }
 
 func toolResult(c llm.ToolCall, content string) store.Message {

@@ -68,7 +68,11 @@ func Open(ctx context.Context, home string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(ctx, file)
+	var opts []sqlite.Option
+	if cfg.Files.MaxBytes > 0 {
+		opts = append(opts, sqlite.WithMaxFileBytes(cfg.Files.MaxBytes))
+	}
+	st, err := sqlite.Open(ctx, file, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +92,8 @@ func (a *App) Offline() bool { return provider.IsOffline(a.Provider) }
 // NewAgent builds the agent with the built-in tools working in the current
 // directory; approver is asked before commands and writes (nil denies them).
 func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
-	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths})
+	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths, Files: a.Store,
+		ReadPaths: readPaths(a.Store)})
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
@@ -103,6 +108,7 @@ func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
 		System:          systemPrompt,
 		MaxOutputTokens: a.Model.MaxOutputTokens,
 		ContextWindow:   a.Model.ContextWindow,
+		MaxImages:       a.Config.Files.MaxImages,
 		Approver:        approver,
 		Allow:           a.Config.Tools.Allow,
 		Turns:           a.TurnLocks(),
@@ -240,4 +246,14 @@ func redactURL(raw string) string {
 		return u.Redacted()
 	}
 	return raw
+}
+
+// readPaths are the folders the file tools read without asking besides
+// the working directory: where the store keeps the files of messages, so
+// the agent reads a person's attachment at the path its line names.
+func readPaths(st store.Store) []string {
+	if d, ok := st.(interface{ FilesPath() string }); ok {
+		return []string{d.FilesPath()}
+	}
+	return nil
 }

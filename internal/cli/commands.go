@@ -59,6 +59,8 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		r.search(ctx, inv.Args)
 	case "model":
 		r.model(ctx, inv.Args)
+	case "attach":
+		r.attach(ctx, splitPaths(inv.Args))
 	case "compress":
 		r.compress(ctx, interrupts)
 	case "save":

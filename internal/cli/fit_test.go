@@ -14,7 +14,7 @@ import (
 func TestOnceWithoutModelFails(t *testing.T) {
 	app := testApp(t, nil)
 	var out, errOut syncBuffer
-	err := Once(t.Context(), app, "", "hello", &out, &errOut)
+	err := Once(t.Context(), app, "", "hello", nil, &out, &errOut)
 	if !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Fatalf("Once without a model: %v", err)
 	}
@@ -33,7 +33,7 @@ func TestErrorHintsFitWhereTheyAppear(t *testing.T) {
 	// -p: there is no /retry in a script.
 	srv.Push(llmtest.Fail{Status: 500})
 	var out, errOut syncBuffer
-	err := Once(t.Context(), app, "", "hello", &out, &errOut)
+	err := Once(t.Context(), app, "", "hello", nil, &out, &errOut)
 	if err == nil || strings.Contains(err.Error(), "/retry") || !strings.Contains(err.Error(), "the provider failed; run the command again") {
 		t.Errorf("-p error: %v", err)
 	}
@@ -115,7 +115,7 @@ func TestOnceMarksItsPrompt(t *testing.T) {
 	srv := llmtest.Start(t)
 	app := testApp(t, srv)
 	var out, errOut syncBuffer
-	if err := Once(context.Background(), app, "", "from a script", &out, &errOut); err != nil {
+	if err := Once(context.Background(), app, "", "from a script", nil, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	msgs, _ := app.Store.Transcript(t.Context(), onlySession(t, app).ID)

@@ -81,7 +81,7 @@ func TestOnceRefusesHeldElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut strings.Builder
-	err = Once(t.Context(), app, s.ID, "hi", &out, &errOut)
+	err = Once(t.Context(), app, s.ID, "hi", nil, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "the web chat") {
 		t.Fatalf("once on a session held elsewhere: %v", err)
 	}

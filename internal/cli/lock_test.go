@@ -91,7 +91,7 @@ func TestOnceRefusesSessionOpenInATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut strings.Builder
-	err = Once(t.Context(), app, s.ID, "sneak in", &out, &errOut)
+	err = Once(t.Context(), app, s.ID, "sneak in", nil, &out, &errOut)
 	var oe *OpenElsewhereError
 	if !errors.Is(err, ErrOpenElsewhere) || !errors.As(err, &oe) || oe.PID != os.Getpid() {
 		t.Fatalf("Once on a locked session: %v", err)
@@ -100,7 +100,7 @@ func TestOnceRefusesSessionOpenInATerminal(t *testing.T) {
 		t.Errorf("the one-shot reached the model")
 	}
 	l.release()
-	if err := Once(t.Context(), app, s.ID, "now then", &out, &errOut); err != nil {
+	if err := Once(t.Context(), app, s.ID, "now then", nil, &out, &errOut); err != nil {
 		t.Fatalf("Once after the lock was released: %v", err)
 	}
 }

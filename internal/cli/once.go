@@ -12,6 +12,7 @@ import (
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // ErrNoModel is Once's answer when no model is configured.
@@ -27,8 +28,9 @@ const OneShotMsgID = "oneshot"
 // errors go to errOut. sessionID continues that session; "" makes a new
 // one. Nobody is there to approve commands or writes, so only what
 // tools.allow permits runs; the rest is denied and the model is told so.
-func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut io.Writer) error {
-	if strings.TrimSpace(text) == "" {
+// files are paths of files the prompt carries (--file).
+func Once(ctx context.Context, a *app.App, sessionID, text string, files []string, out, errOut io.Writer) error {
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return fmt.Errorf("nothing to answer: give a prompt with -p or on stdin")
 	}
 	if a.Offline() {
@@ -75,9 +77,20 @@ func Once(ctx context.Context, a *app.App, sessionID, text string, out, errOut i
 			lastNL = strings.HasSuffix(e.Text, "\n")
 		case agent.EventToolFinished:
 			fmt.Fprintln(errOut, firstLine(toolLine(e)))
+		case agent.EventFiles:
+			for _, f := range e.Files {
+				fmt.Fprintln(errOut, transcript.FileLine(f.Attachment, store.FilePathOf(a.Store, f.SHA256)))
+			}
 		}
 	}
 	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform, PlatformMsgID: OneShotMsgID}
+	for _, f := range files {
+		att, err := attachFile(ctx, a.Store, f)
+		if err != nil {
+			return err
+		}
+		in.Attachments = append(in.Attachments, att)
+	}
 	_, runErr := ag.Run(ctx, sessionID, in, emit)
 	if !lastNL {
 		_, _ = io.WriteString(out, "\n")

@@ -35,6 +35,9 @@ type renderer struct {
 	tty   bool
 	width func() int
 	md    termmd.Options // how answers are rendered on a terminal
+	// keptAt is where the store keeps a file's bytes on disk ("" when
+	// not on this machine), for the lines telling of files; nil: nowhere.
+	keptAt func(sha256 string) string
 
 	block   strings.Builder // answer text not yet printed (TTY)
 	inFence bool            // block ends inside a ``` or ~~~ fence

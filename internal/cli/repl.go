@@ -79,6 +79,9 @@ type REPL struct {
 	session store.Session // ID "" until the first message or command needs one
 	lock    *sessionLock  // this terminal's hold on session against other terminals (lock.go)
 
+	// attached are the files /attach kept for the next message.
+	attached []store.Attachment
+
 	mu         sync.Mutex
 	cancelTurn context.CancelFunc // cancels the running turn; nil between turns
 	known      whereabouts        // where the person last knew the session to be (watch.go)
@@ -95,6 +98,7 @@ func New(cfg Config) (*REPL, error) {
 	}
 	r := &REPL{cfg: cfg, app: cfg.App, reg: command.Default()}
 	r.out = newRenderer(cfg.Out, cfg.TTY, cfg.Width)
+	r.out.keptAt = func(sha string) string { return store.FilePathOf(cfg.App.Store, sha) }
 	r.in = cfg.Reader
 	if r.in == nil {
 		r.in = NewTerminalReader(r.complete, historyPath(cfg.App.Home))
@@ -151,10 +155,13 @@ func (r *REPL) Run(ctx context.Context) error {
 			return fmt.Errorf("read input: %w", err)
 		}
 		line = strings.TrimSpace(line)
-		if line == "" {
+		if line == "" && len(r.attached) == 0 {
 			continue
 		}
 		drain(interrupts) // a Ctrl-C pressed between turns must not cancel the next one
+		if path, ok := droppedFile(line); ok && r.offerAttach(ctx, path) {
+			continue
+		}
 		if command.IsCommand(line) {
 			done, detach := r.command(ctx, line, interrupts)
 			if detach {
@@ -329,7 +336,8 @@ func (r *REPL) say(ctx context.Context, text string, interrupts <-chan os.Signal
 // runTurn runs one turn in the current session, which this terminal
 // holds; moved says a move of the session stopped it.
 func (r *REPL) runTurn(ctx context.Context, text string, interrupts <-chan os.Signal) (moved bool) {
-	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform}
+	in := store.Message{Role: store.RoleUser, Content: text, Platform: Platform, Attachments: r.attached}
+	r.attached = nil
 	err := r.turn(ctx, interrupts, func(ctx context.Context, emit func(agent.Event)) (agent.Result, error) {
 		return r.agent.Run(ctx, r.session.ID, in, emit)
 	})
@@ -390,6 +398,17 @@ func (r *REPL) event(e agent.Event) {
 		r.out.Status("thinking…")
 	case agent.EventCompressed:
 		r.out.Printf("(context compressed: ~%d → ~%d tokens)\n", e.Before, e.After)
+	case agent.EventFiles:
+		// The terminal is where the person is: a file sent here is the
+		// path it is kept at.
+		r.out.ClearStatus()
+		for _, f := range e.Files {
+			if f.Caption != "" {
+				r.out.Printf("%s\n", f.Caption)
+			}
+			r.out.Printf("%s\n", fileLine(r.out, f.Attachment, store.FilePathOf(r.app.Store, f.SHA256)))
+		}
+		r.out.Status("thinking…")
 	}
 }
 

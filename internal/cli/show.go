@@ -150,13 +150,18 @@ func printTranscript(out *renderer, msgs []store.Message, limit int) {
 	for _, l := range lines {
 		switch l.Role {
 		case transcript.User:
-			out.Printf("%s%s\n", prompt, underPrompt(l.Text))
+			if l.Text != "" || len(l.Files) == 0 {
+				out.Printf("%s%s\n", prompt, underPrompt(l.Text))
+			}
+			printFiles(out, l.Files)
 		case transcript.Assistant:
 			out.Delta(l.Text)
 			out.EndAnswer()
 		case transcript.ToolCall:
 			e := agent.Event{Call: llm.ToolCall{ID: l.CallID, Name: l.Tool, Arguments: json.RawMessage(l.Args)}, Output: results[l.CallID]}
 			out.Printf("%s\n", firstLine(toolLine(e)))
+		case transcript.ToolResult:
+			printFiles(out, l.Files) // what send_file sent
 		case transcript.Note:
 			switch l.Kind {
 			case store.KindSummary:
@@ -217,4 +222,17 @@ func orAgain(again string) string {
 		return "run the command again"
 	}
 	return again
+}
+
+// printFiles prints a line per file a message carries, with where it is
+// kept.
+func printFiles(out *renderer, files []transcript.File) {
+	for _, f := range files {
+		path := ""
+		if out.keptAt != nil {
+			path = out.keptAt(f.SHA256)
+		}
+		a := store.Attachment{Name: f.Name, MediaType: f.MediaType, Size: f.Size, SHA256: f.SHA256}
+		out.Printf("%s\n", fileLine(out, a, path))
+	}
 }

@@ -162,6 +162,8 @@ func builtin() []Command {
 			Description: "remove your last message and everything after it"},
 		{Name: "compress", Category: CategoryTurn, Scope: Both, Arity: NoArgs,
 			Description: "summarize older turns to free context"},
+		{Name: "attach", Category: CategoryTurn, Scope: Terminal, Arity: RequiredArgs, Args: "<file>…",
+			Description: "attach files (a photo, a PDF, any file) to your next message"},
 		{Name: "model", Category: CategoryModel, Scope: Both, Arity: OptionalArgs, Args: "[name]",
 			Description: "show or set the model for this session"},
 		{Name: "handoff", Category: CategoryPlaces, Scope: Both, Arity: RequiredArgs, Args: "<platform>",

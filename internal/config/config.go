@@ -26,6 +26,7 @@ type Config struct {
 	Model   ModelConfig   `yaml:"model"`
 	Tools   ToolsConfig   `yaml:"tools"`
 	Gateway GatewayConfig `yaml:"gateway"`
+	Files   FilesConfig   `yaml:"files"`
 	// Store says where baton keeps its state, as a URL: empty, "sqlite:",
 	// "sqlite:///abs/path" or a plain path for the SQLite file. The
 	// BATON_STORE environment variable is used when it is empty.
@@ -37,7 +38,7 @@ type Config struct {
 }
 
 // keys are the top-level keys Config itself reads.
-var keys = []string{"model", "tools", "gateway", "store"}
+var keys = []string{"model", "tools", "gateway", "store", "files"}
 
 // Section returns a decoder for the top-level section name (a platform's),
 // refusing unknown fields, and whether config.yaml has it. With no
@@ -103,6 +104,23 @@ type ModelConfig struct {
 	APIKey          string `yaml:"api_key"`
 	ContextWindow   int    `yaml:"context_window"`
 	MaxOutputTokens int    `yaml:"max_output_tokens"`
+	// Images, set false, says the model takes no pictures (many local
+	// models): each is described to it in a line instead, and the person
+	// is told once. Unset: it takes them.
+	Images *bool `yaml:"images"`
+}
+
+// SeesImages reports whether the model takes pictures (Images).
+func (m ModelConfig) SeesImages() bool { return m.Images == nil || *m.Images }
+
+// FilesConfig bounds the files messages carry.
+type FilesConfig struct {
+	// MaxBytes is the largest file kept, in bytes; 0: 25 MiB. A service
+	// may allow less (Telegram's bots download at most 20 MB).
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxImages is how many of a conversation's latest pictures the model
+	// sees whole each turn; older ones are a line each. 0: 4.
+	MaxImages int `yaml:"max_images"`
 }
 
 // ToolsConfig governs the agent's tools.

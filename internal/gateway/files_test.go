@@ -2,11 +2,18 @@ package gateway_test
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/agent/tools"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/store"
 )
 
 // A photo sent without a caption gets a turn like any other message: it
@@ -59,5 +66,97 @@ func TestFileOverTheLimitIsRefusedInOneLine(t *testing.T) {
 	waitFor(t, "the caption's answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "About the caption." })
 	if n := fake.Downloads(); n != 0 {
 		t.Errorf("%d downloads of a file over the limit", n)
+	}
+}
+
+// sendFileTools are the built-in tools working in dir, send_file keeping
+// files in the rig's store.
+func sendFileTools(t *testing.T, dir string) func(st store.Store) *agent.Registry {
+	return func(st store.Store) *agent.Registry {
+		reg, err := tools.NewRegistry(tools.Config{Dir: dir, Files: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+}
+
+// The agent's send_file reaches the person where the session is held: a
+// picture as a photo with its caption, a PDF as a document, each once,
+// before the answer; the files are in the transcript with the call's
+// result.
+func TestSendFileReachesTheChatOnce(t *testing.T) {
+	dir := t.TempDir()
+	chart := llmtest.Photo(40, 30)
+	pdf := append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte("report\n"), 500)...)
+	for name, data := range map[string][]byte{"chart.jpg": chart, "report.pdf": pdf} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) {
+		o.toolsWith = sendFileTools(t, dir)
+		o.allow = []string{"send_file"}
+	})
+	r.model.Push(
+		llmtest.Reply{ToolCalls: []llmtest.Call{
+			{Name: "send_file", Args: `{"path":"chart.jpg","caption":"the **chart**"}`},
+			{Name: "send_file", Args: `{"path":"report.pdf"}`},
+		}},
+		llmtest.Reply{Text: "Sent both."},
+	)
+	fake.PushMessage(ownerTG, 0, ownerUser, "send me the chart and the report")
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Sent both." })
+
+	files := fake.SentFiles()
+	if len(files) != 2 {
+		t.Fatalf("%d files sent, want 2: %+v", len(files), files)
+	}
+	if !files[0].Photo() || !bytes.Equal(files[0].Data, chart) || files[0].Caption != "the chart" {
+		t.Errorf("the chart arrived as %s %q with %d bytes", files[0].Method, files[0].Caption, len(files[0].Data))
+	}
+	if files[1].Photo() || files[1].Name != "report.pdf" || !bytes.Equal(files[1].Data, pdf) {
+		t.Errorf("the report arrived as %s %q with %d bytes", files[1].Method, files[1].Name, len(files[1].Data))
+	}
+	sess, err := r.st.BoundSession(t.Context(), "telegram:dm:"+itoa(ownerTG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, m := range settled(t, r, sess.ID, "Sent both.") {
+		for _, a := range m.Attachments {
+			kept = append(kept, string(m.Role)+":"+a.Name+":"+a.MediaType)
+		}
+	}
+	if want := []string{"tool:chart.jpg:image/jpeg", "tool:report.pdf:application/pdf"}; !slices.Equal(kept, want) {
+		t.Errorf("the transcript keeps %v, want %v", kept, want)
+	}
+}
+
+// A file outside the working directory and tools.paths is refused, even
+// allowed by name: send_file sends only from where the file tools act.
+func TestSendFileRefusesAFileOutside(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "id_ed25519")
+	if err := os.WriteFile(secret, []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) {
+		o.toolsWith = sendFileTools(t, dir)
+		o.allow = []string{"send_file:" + secret}
+	})
+	r.model.Push(llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "send_file", Args: `{"path":"` + secret + `"}`}}}, llmtest.Reply{Text: "Could not."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "send me my key")
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Could not." })
+	if files := fake.SentFiles(); len(files) != 0 {
+		t.Fatalf("a file outside was sent: %+v", files)
+	}
+	reqs := r.model.Requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(fmt.Sprint(last.Messages()), "outside the working directory") {
+		t.Errorf("the model was not told why: %v", last.Messages())
 	}
 }

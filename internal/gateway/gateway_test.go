@@ -63,6 +63,9 @@ type rigOpts struct {
 	script    []llmtest.Step                     // queued on the model before the gateway starts
 	answer    func(llmtest.Request) llmtest.Step // the model's answer once the script is spent; nil: an echo
 	tools     *agent.Registry
+	// toolsWith builds the tools with the rig's store (send_file keeps
+	// files there); it replaces tools.
+	toolsWith func(st store.Store) *agent.Registry
 	allow     []string // the agent's allowlist
 	approval  time.Duration
 	// wrapStore, when set, gives the gateway and its agent this store in
@@ -143,6 +146,9 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	gst := store.Store(st)
 	if o.wrapStore != nil {
 		gst = o.wrapStore(st)
+	}
+	if o.toolsWith != nil {
+		o.tools = o.toolsWith(gst)
 	}
 	gw, err := gateway.New(gateway.Config{
 		Store:             gst,

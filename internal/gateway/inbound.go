@@ -231,7 +231,7 @@ func (r *router) turn(ctx context.Context, addr platform.Address, in *store.Inbo
 		if res.Cut != "" {
 			text = res.Cut + "\n\n" + text
 		}
-		return r.reply(ctx, addr, in, text, "")
+		return r.reply(ctx, addr, in, text, "", res.Files...)
 	}
 	if err != nil {
 		r.log.Warn("turn failed", "session", sessionID, "err", err)
@@ -239,24 +239,32 @@ func (r *router) turn(ctx context.Context, addr platform.Address, in *store.Inbo
 		if res.Text != "" {
 			text = res.Text + "\n\n" + text
 		}
-		return r.reply(ctx, addr, in, text, offer)
+		return r.reply(ctx, addr, in, text, offer, res.Files...)
 	}
-	return r.reply(ctx, addr, in, res.Text, offer)
+	return r.reply(ctx, addr, in, res.Text, offer, res.Files...)
 }
 
 // reply delivers text as the answer to inbound event in (idempotent per
 // event), ending with offer (an offer to continue) unless it is "": one
 // message, so a reply streamed by edits is edited into the answer and its
 // offer rather than followed by a message of its own. It is stored with
-// in marked done, in one write.
-func (r *router) reply(ctx context.Context, addr platform.Address, in *store.Inbound, text, offer string) error {
-	if strings.TrimSpace(text) == "" {
+// in marked done, in one write. files, the turn's tools gave to send, go
+// first, each a message of its own.
+func (r *router) reply(ctx context.Context, addr platform.Address, in *store.Inbound, text, offer string, files ...agent.OutFile) error {
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return nil
 	}
 	if offer != "" {
 		text = strings.TrimRight(text, " \n") + "\n\n" + offer
 	}
-	err := r.out.deliverAll(ctx, addr, in, outgoing{key: inKey(in.ID), text: text})
+	msgs := make([]outgoing, 0, len(files)+1)
+	for i, f := range files {
+		msgs = append(msgs, outgoing{key: fileKey(inKey(in.ID), i), text: f.Caption, files: []store.Attachment{f.Attachment}})
+	}
+	if strings.TrimSpace(text) != "" {
+		msgs = append(msgs, outgoing{key: inKey(in.ID), text: text})
+	}
+	err := r.out.deliverAll(ctx, addr, in, msgs...)
 	if errors.Is(err, errNotRecorded) {
 		return err // the reply is not stored: the turn is handled again
 	}

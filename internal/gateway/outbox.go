@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // ErrNoAdapter is returned when a message is for a platform this gateway
@@ -66,6 +68,9 @@ type outgoing struct {
 	key, text string
 	kind      store.DeliveryKind
 	data      store.DeliveryData
+	// files, put in the store already, go as one message with text as
+	// their caption (never split).
+	files []store.Attachment
 }
 
 // deliverAll is deliver for several messages, stored in one write. With
@@ -79,6 +84,10 @@ func (o *outbox) deliverAll(ctx context.Context, addr platform.Address, in *stor
 	var ds []store.Delivery
 	streamed := map[string]int{} // outbox key → messages streamed for it
 	for _, m := range msgs {
+		if len(m.files) > 0 {
+			ds = append(ds, store.Delivery{Key: m.key, AddressKey: addr.Key(), Text: m.text, Kind: m.kind, Data: m.data, Attachments: m.files})
+			continue
+		}
 		parts := []string{m.text}
 		if l, ok := a.(platform.Limiter); ok {
 			parts = platform.Split(m.text, l.MaxMessageLen(), l.MessageLen)
@@ -253,7 +262,7 @@ func (o *outbox) sendOne(ctx context.Context, a platform.Adapter, addr platform.
 	// a repeat (the web page) shows it once.
 	ctx = platform.WithDeliveryKey(ctx, d.Key)
 	id, err := retry.Value(ctx, o.policy.send, func(ctx context.Context) (string, error) {
-		id, err := sendDelivery(ctx, a, addr, d)
+		id, err := o.sendDelivery(ctx, a, addr, d)
 		if err == nil {
 			return id, nil
 		}
@@ -278,9 +287,13 @@ func (o *outbox) sendOne(ctx context.Context, a platform.Adapter, addr platform.
 	return id, nil
 }
 
-// sendDelivery sends d in one try: with its kind to an adapter that tells
-// kinds apart (platform.MessageSender), else its text.
-func sendDelivery(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
+// sendDelivery sends d in one try: its file to an adapter that sends
+// files (platform.FileSender), else a line naming it; with its kind to an
+// adapter that tells kinds apart (platform.MessageSender), else its text.
+func (o *outbox) sendDelivery(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
+	if len(d.Attachments) > 0 {
+		return o.sendFile(ctx, a, addr, d)
+	}
 	ms, ok := a.(platform.MessageSender)
 	if !ok {
 		return a.Send(ctx, addr, d.Text)
@@ -466,4 +479,23 @@ func (o *outbox) takeOverStreamed(ctx context.Context, addr platform.Address, ke
 			o.streamed.note(key, o.streamed.before(ctx, addr, key))
 		}
 	}
+}
+
+// sendFile sends a delivery's file (one per delivery: deliverAll) with
+// its text as the caption, read from the store on each try. A place that
+// cannot take files is told of it in a line, with where it is kept.
+func (o *outbox) sendFile(ctx context.Context, a platform.Adapter, addr platform.Address, d store.Delivery) (string, error) {
+	att := d.Attachments[0]
+	fs, ok := a.(platform.FileSender)
+	if !ok {
+		line := transcript.FileLine(att, store.FilePathOf(o.st, att.SHA256))
+		if strings.TrimSpace(d.Text) != "" {
+			line = d.Text + "\n\n" + line
+		}
+		return a.Send(ctx, addr, line)
+	}
+	return fs.SendFile(ctx, addr, platform.File{
+		Name: att.Name, MediaType: att.MediaType, Size: att.Size, Caption: d.Text,
+		Open: func(ctx context.Context) (io.ReadCloser, error) { return o.st.OpenFile(ctx, att.SHA256) },
+	})
 }

@@ -37,3 +37,6 @@ func handoffKey(id int64) string { return "handoff:" + strconv.FormatInt(id, 10)
 
 // partKey is the outbox key of part i of the reply stored under key.
 func partKey(key string, i int) string { return key + ":part:" + strconv.Itoa(i) }
+
+// fileKey is the outbox key of the i-th file a turn answering key sends.
+func fileKey(key string, i int) string { return key + ":file:" + strconv.Itoa(i) }

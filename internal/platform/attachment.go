@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/baton-agent/baton/internal/plural"
 )
 
 // AttachmentKind says what a file was sent as on its service.
@@ -122,25 +124,6 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 
 func (l *limitedBody) Close() error { return l.body.Close() }
 
-// FormatSize writes a byte count for people: "812 bytes", "1.5 MB",
-// "20 MB", in units of 1024 as services state their limits (Telegram's
-// "20MB" is 20 << 20 bytes).
-func FormatSize(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1<<20:
-		return trimZero(float64(n)/(1<<10)) + " kB"
-	case n < 1<<30:
-		return trimZero(float64(n)/(1<<20)) + " MB"
-	}
-	return trimZero(float64(n)/(1<<30)) + " GB"
-}
-
-func trimZero(f float64) string {
-	s := fmt.Sprintf("%.1f", f)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		return s[:len(s)-2]
-	}
-	return s
-}
+// FormatSize writes a byte count for people (plural.Size): "812 bytes",
+// "1.5 MB", "20 MB", in units of 1024 as services state their limits.
+func FormatSize(n int64) string { return plural.Size(n) }

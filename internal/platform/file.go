@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"time"
 )
 
 // File is a file baton sends to a place: one the agent made or chose
@@ -55,4 +56,12 @@ func CheckUpload(service string, f File, limit int64) error {
 		return &TooLargeError{Service: service, Name: f.Name, Size: f.Size, Limit: limit, Sending: true}
 	}
 	return nil
+}
+
+// UploadTimeout bounds one try of sending a file of size bytes: base (the
+// adapter's RequestTimeout) and the time the bytes take at a slow
+// uplink's 256 kB/s, so a large file on a phone's hotspot is not cut
+// while a stalled one still ends.
+func UploadTimeout(base time.Duration, size int64) time.Duration {
+	return base + time.Duration(size/(256<<10))*time.Second
 }

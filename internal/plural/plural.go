@@ -4,7 +4,10 @@
 // message says "message(s)".
 package plural
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Count is n followed by one when n is 1, else by many.
 func Count(n int, one, many string) string {
@@ -18,4 +21,27 @@ func Word(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Size writes a byte count for people: "812 bytes", "1.5 MB",
+// "20 MB", in units of 1024 as services state their limits (Telegram's
+// "20MB" is 20 << 20 bytes).
+func Size(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return trimZero(float64(n)/(1<<10)) + " kB"
+	case n < 1<<30:
+		return trimZero(float64(n)/(1<<20)) + " MB"
+	}
+	return trimZero(float64(n)/(1<<30)) + " GB"
+}
+
+func trimZero(f float64) string {
+	s := fmt.Sprintf("%.1f", f)
+	if len(s) > 2 && s[len(s)-2:] == ".0" {
+		return s[:len(s)-2]
+	}
+	return s
 }

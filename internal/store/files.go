@@ -89,3 +89,22 @@ type Files interface {
 	// when none are.
 	OpenFile(ctx context.Context, sha256 string) (io.ReadCloser, error)
 }
+
+// FilePather is the optional part of a Store that keeps files on this
+// machine's disk, where people and the file tools can read them.
+type FilePather interface {
+	// FilePath is where the bytes kept under sha256 are; false when the
+	// hash is malformed.
+	FilePath(sha256 string) (string, bool)
+}
+
+// FilePathOf is where st keeps the bytes of sha256 on disk, or "" when it
+// keeps them elsewhere (a database server).
+func FilePathOf(st any, sha256 string) string {
+	if fp, ok := st.(FilePather); ok {
+		if p, ok := fp.FilePath(sha256); ok {
+			return p
+		}
+	}
+	return ""
+}

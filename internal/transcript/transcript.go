@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/baton-agent/baton/internal/plural"
 	"github.com/baton-agent/baton/internal/store"
 )
 
@@ -50,6 +51,54 @@ type Line struct {
 	// CallID pairs a result with its call.
 	CallID string    `json:"call_id,omitempty"`
 	Time   time.Time `json:"time"`
+	// Files are the files the message carries: a person's photo, a file
+	// a tool sent.
+	Files []File `json:"files,omitempty"`
+}
+
+// File is an attachment as a line shows it.
+type File struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	Width     int    `json:"width,omitempty"`
+	Height    int    `json:"height,omitempty"`
+}
+
+func files(as []store.Attachment) []File {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]File, len(as))
+	for i, a := range as {
+		out[i] = File{Name: Name(a), MediaType: a.MediaType, Size: a.Size, SHA256: a.SHA256, Width: a.Width, Height: a.Height}
+	}
+	return out
+}
+
+// Name is the name an attachment is shown by: its own, or for a file
+// sent without one (a photo, a voice message) its kind and the start of
+// its hash, so two are told apart.
+func Name(a store.Attachment) string {
+	if a.Name != "" {
+		return a.Name
+	}
+	kind, _, _ := strings.Cut(a.MediaType, "/")
+	if kind == "" || kind == "application" {
+		kind = "file"
+	}
+	return kind + "-" + a.SHA256[:min(8, len(a.SHA256))]
+}
+
+// FileLine is one line telling of a file where it cannot be shown: its
+// name, type and size, and where it is kept when path is not "".
+func FileLine(a store.Attachment, path string) string {
+	line := "📎 " + Name(a) + " (" + a.MediaType + ", " + plural.Size(a.Size) + ")"
+	if path != "" {
+		line += ", kept at " + path
+	}
+	return line
 }
 
 // View turns a transcript into the lines a person is shown, in order. An
@@ -66,7 +115,7 @@ func View(msgs []store.Message) []Line {
 			// baton's own words, never the person's.
 			out = append(out, Line{Role: Note, Kind: m.Kind, Text: m.Content, Time: m.CreatedAt})
 		case m.Role == store.RoleUser:
-			out = append(out, Line{Role: User, Text: m.Content, Time: m.CreatedAt})
+			out = append(out, Line{Role: User, Text: m.Content, Time: m.CreatedAt, Files: files(m.Attachments)})
 		case m.Role == store.RoleAssistant:
 			if strings.TrimSpace(m.Content) != "" {
 				out = append(out, Line{Role: Assistant, Text: m.Content, Time: m.CreatedAt})
@@ -75,7 +124,7 @@ func View(msgs []store.Message) []Line {
 				out = append(out, Line{Role: ToolCall, Tool: c.Name, Args: args(c.Arguments), CallID: c.ID, Time: m.CreatedAt})
 			}
 		case m.Role == store.RoleTool:
-			out = append(out, Line{Role: ToolResult, Tool: m.ToolName, Text: capResult(m.Content), CallID: m.ToolCallID, Time: m.CreatedAt})
+			out = append(out, Line{Role: ToolResult, Tool: m.ToolName, Text: capResult(m.Content), CallID: m.ToolCallID, Time: m.CreatedAt, Files: files(m.Attachments)})
 		}
 	}
 	return out

@@ -42,7 +42,7 @@ func New(m config.ModelConfig, o Options) (llm.Provider, error) {
 	case config.ProviderAnthropic:
 		p, err = anthropic.New(anthropic.Config{BaseURL: m.BaseURL, APIKey: m.APIKey, Model: m.Name, HTTPClient: o.HTTPClient})
 	case config.ProviderOpenAI, config.ProviderOpenRouter, config.ProviderOllama:
-		p, err = openai.New(openai.Config{Name: m.Provider, BaseURL: m.BaseURL, APIKey: m.APIKey, Model: m.Name, HTTPClient: o.HTTPClient})
+		p, err = openai.New(openai.Config{Name: m.Provider, BaseURL: m.BaseURL, APIKey: m.APIKey, Model: m.Name, HTTPClient: o.HTTPClient, NoImages: !m.SeesImages()})
 	default:
 		return nil, fmt.Errorf("model provider %q is not one of openai, anthropic, openrouter, ollama, offline", m.Provider)
 	}

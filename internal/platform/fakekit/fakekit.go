@@ -599,6 +599,13 @@ func ParseParams(r *http.Request) (map[string]string, error) {
 		for k, v := range clone.MultipartForm.Value {
 			out[k] = v[0]
 		}
+		// A file part counts as its parameter being there (a spec's
+		// InputFile); its bytes are read with FormFile.
+		for k, v := range clone.MultipartForm.File {
+			if _, ok := out[k]; !ok {
+				out[k] = "file:" + v[0].Filename
+			}
+		}
 	case "application/x-www-form-urlencoded":
 		clone := r.Clone(r.Context())
 		clone.Body = io.NopCloser(bytes.NewReader(body))
@@ -626,4 +633,42 @@ func ParseParams(r *http.Request) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// File is a file part of a multipart/form-data request.
+type File struct {
+	Name      string // the part's filename
+	MediaType string // the part's Content-Type
+	Data      []byte
+}
+
+// FormFile reads the file part called field of a multipart/form-data
+// request (the body stays readable); ok is false when there is none.
+func FormFile(r *http.Request, field string) (f File, ok bool, err error) {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return File{}, false, fmt.Errorf("read body: %w", err)
+	}
+	clone := r.Clone(r.Context())
+	clone.Body = io.NopCloser(bytes.NewReader(body))
+	if err := clone.ParseMultipartForm(32 << 20); err != nil {
+		return File{}, false, fmt.Errorf("multipart: %w", err)
+	}
+	defer clone.MultipartForm.RemoveAll()
+	fhs := clone.MultipartForm.File[field]
+	if len(fhs) == 0 {
+		return File{}, false, nil
+	}
+	part, err := fhs[0].Open()
+	if err != nil {
+		return File{}, false, err
+	}
+	defer part.Close()
+	data, err := io.ReadAll(part)
+	if err != nil {
+		return File{}, false, err
+	}
+	return File{Name: fhs[0].Filename, MediaType: fhs[0].Header.Get("Content-Type"), Data: data}, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,35 @@ func TestConformance(t *testing.T) {
 				fake.Unsupported("chat/typing")
 				return true
 			},
-			Caps: []string{"Typer", "Limiter"},
+			SayFile: func(_ context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				return fake.ReceiveFile(sender, at.Chat, imessagetest.Attachment{TransferName: f.Name, MimeType: f.MediaType, TotalBytes: f.Size, Data: f.Data}, f.Caption), nil
+			},
+			Downloads: fake.Downloads,
+			Files:     func(at platform.Address) []platformtest.ShownFile { return shownFiles(fake, at.Chat) },
+			Caps:      []string{"Typer", "Limiter", "DownloadLimiter", "FileSender"},
 		}
 	})
+}
+
+// shownFiles is each file baton sent to chat as the phone shows it: a
+// picture inline, anything else by its name, and the text baton sent
+// right after it as its caption (BlueBubbles takes no text with a file).
+func shownFiles(fake *imessagetest.Server, chat string) []platformtest.ShownFile {
+	var sent []imessagetest.Message
+	for _, m := range fake.Sent() {
+		if len(m.Chats) > 0 && m.Chats[0].GUID == chat {
+			sent = append(sent, m)
+		}
+	}
+	var out []platformtest.ShownFile
+	for i, m := range sent {
+		for _, a := range m.Attachments {
+			f := platformtest.ShownFile{Name: a.TransferName, Data: a.Data, Image: strings.HasPrefix(a.MimeType, "image/")}
+			if i+1 < len(sent) && len(sent[i+1].Attachments) == 0 {
+				f.Caption = sent[i+1].Text
+			}
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -13,8 +13,10 @@
 // iMessage has no threads: a handoff lands in the home chat. Addresses: a
 // chat is named by its BlueBubbles chat guid ("iMessage;-;+15551234567" a
 // one-to-one chat, platform.DM; "iMessage;+;chat123…" a group,
-// platform.Group). Tapbacks, attachments without text and baton's own
-// messages are not handed over.
+// platform.Group). Files come with their message (downloaded from the
+// server's /api/v1/attachment/{guid}/download) and go out by
+// /api/v1/message/attachment. Tapbacks and baton's own messages are not
+// handed over.
 package imessage
 
 import (
@@ -82,8 +84,8 @@ type Config struct {
 	Memory platform.Memory
 }
 
-// Adapter is the iMessage platform adapter: platform.Adapter, Typer and
-// Limiter.
+// Adapter is the iMessage platform adapter: platform.Adapter, Typer,
+// Limiter, DownloadLimiter and FileSender.
 type Adapter struct {
 	cfg    Config
 	client *http.Client
@@ -100,6 +102,8 @@ type Adapter struct {
 	failedGUID string         // its guid
 	handed     *platform.Seen // guids stored lately, so a catch-up does not repeat them
 	refused    bool           // typing refusal already logged
+
+	sentFiles sentFiles
 }
 
 var (
@@ -175,24 +179,30 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		if strings.TrimSpace(plain) == "" {
 			continue
 		}
-		body := map[string]any{"chatGuid": to.Chat, "tempGuid": tempGUID(), "message": plain, "method": "apple-script"}
-		if a.cfg.PrivateAPI {
-			body["method"] = "private-api"
-		}
-		var sent struct {
-			GUID string `json:"guid"`
-		}
-		if err := a.call(ctx, http.MethodPost, "/api/v1/message/text", body, &sent); err != nil {
+		guid, err := a.sendText(ctx, to, tempGUID(), plain)
+		if err != nil {
 			return first, fmt.Errorf("imessage: send: %w", err)
 		}
 		if first == "" {
-			first = sent.GUID
+			first = guid
 		}
 	}
 	if first == "" {
 		return "", platform.Permanent(fmt.Errorf("imessage: send: empty message"))
 	}
 	return first, nil
+}
+
+// sendText posts one text message and returns its guid.
+func (a *Adapter) sendText(ctx context.Context, to platform.Address, tempGUID, text string) (string, error) {
+	body := map[string]any{"chatGuid": to.Chat, "tempGuid": tempGUID, "message": text, "method": a.method()}
+	var sent struct {
+		GUID string `json:"guid"`
+	}
+	if err := a.call(ctx, http.MethodPost, "/api/v1/message/text", body, &sent); err != nil {
+		return "", err
+	}
+	return sent.GUID, nil
 }
 
 // Typing shows the typing bubble, which needs the Private API.
@@ -248,31 +258,50 @@ type answer struct {
 func (a *Adapter) call(ctx context.Context, method, path string, body, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
-	var rd io.Reader
+	var (
+		rd          io.Reader
+		contentType string
+	)
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
 			return platform.Permanent(fmt.Errorf("%s: %w", path, err))
 		}
-		rd = bytes.NewReader(data)
+		rd, contentType = bytes.NewReader(data), "application/json"
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.cfg.URL+path+"?password="+url.QueryEscape(a.cfg.Password), rd)
+	resp, err := a.request(ctx, method, path, contentType, rd)
 	if err != nil {
-		return platform.Permanent(fmt.Errorf("%s: bad server url", path))
+		return err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	defer resp.Body.Close()
+	return a.answer(path, resp, out)
+}
+
+// request sends one request to the configured server, the password in
+// its query; a failure to reach it is reported without the URL, which
+// holds the password.
+func (a *Adapter) request(ctx context.Context, method, path, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, a.cfg.URL+path+"?password="+url.QueryEscape(a.cfg.Password), body)
+	if err != nil {
+		return nil, platform.Permanent(fmt.Errorf("%s: bad server url", path))
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := a.client.Do(req)
 	if err != nil {
-		// The URL holds the password: report the failure without it.
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
+	return resp, nil
+}
+
+// answer reads resp's envelope into out (when not nil), or classifies
+// its failure.
+func (a *Adapter) answer(path string, resp *http.Response, out any) error {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
 		return fmt.Errorf("%s: read answer: %w", path, err)

@@ -104,9 +104,8 @@ func TestWebhookNeedsTheSecret(t *testing.T) {
 	}
 }
 
-// Tapbacks, attachments without text and baton's own messages are not
-// handed over; text with an attachment is, without the attachment's
-// placeholder.
+// Tapbacks and baton's own messages are not handed over; a file without
+// text is, and text with a file is, without the file's placeholder.
 func TestWhatIsHandedOver(t *testing.T) {
 	fake := imessagetest.New(t, password)
 	a := newAdapter(t, fake, false)
@@ -119,25 +118,32 @@ func TestWhatIsHandedOver(t *testing.T) {
 	target := fake.Receive(owner, dm, "book the train")
 	love, guid := "love", target
 	fake.ReceiveMessage(imessagetest.Message{Text: "Loved “book the train”", AssociatedMessageGUID: &guid, AssociatedMessageType: &love, Handle: handle, Chats: chats})
-	fake.ReceiveMessage(imessagetest.Message{Text: "\ufffc", Attachments: []imessagetest.Attachment{{GUID: "A1", TransferName: "IMG_1.HEIC", MimeType: "image/heic"}}, Handle: handle, Chats: chats})
+	photo := fake.ReceiveFile(owner, dm, imessagetest.Attachment{TransferName: "IMG_1.HEIC", MimeType: "image/heic", Data: []byte("a picture")}, "")
 	fake.ReceiveMessage(imessagetest.Message{Text: "\ufffcthe ticket", Attachments: []imessagetest.Attachment{{GUID: "A2", TransferName: "ticket.pdf"}}, Handle: handle, Chats: chats})
 	if _, err := a.Send(testutil.Context(t, 0), platform.Address{Platform: "imessage", Kind: platform.DM, Chat: dm}, "**on it**"); err != nil {
 		t.Fatal(err)
 	}
 	group := fake.Receive("+15552222222", "iMessage;+;chat4242", "hi all")
-	testutil.Eventually(t, 0, func() bool { return len(c.all()) >= 3 }, "three messages")
+	testutil.Eventually(t, 0, func() bool { return len(c.all()) >= 4 }, "four messages")
 	// Another catch-up passes without repeating anything.
 	n := fake.CallCount("message/query")
 	testutil.Eventually(t, 0, func() bool { return fake.CallCount("message/query") > n+1 }, "two more catch-ups")
 	got := c.all()
-	if len(got) != 3 || got[0].Text != "book the train" || got[0].ID != target || got[1].Text != "the ticket" || got[2].ID != group {
+	if len(got) != 4 || got[0].Text != "book the train" || got[0].ID != target || got[1].ID != photo || got[1].Text != "" ||
+		got[2].Text != "the ticket" || got[3].ID != group {
 		t.Fatalf("handed over %+v", got)
+	}
+	if atts := got[1].Attachments; len(atts) != 1 || atts[0].Kind != platform.KindPhoto || atts[0].Name != "IMG_1.HEIC" {
+		t.Errorf("a photo alone arrived with %+v", atts)
+	}
+	if atts := got[2].Attachments; len(atts) != 1 || atts[0].Kind != platform.KindDocument || atts[0].Name != "ticket.pdf" {
+		t.Errorf("a file with text arrived with %+v", atts)
 	}
 	if got[0].At != (platform.Address{Platform: "imessage", Kind: platform.DM, Chat: dm}) || got[0].SenderID != owner {
 		t.Errorf("a DM arrived as %+v", got[0])
 	}
-	if got[2].At.Kind != platform.Group || got[2].At.Chat != "iMessage;+;chat4242" {
-		t.Errorf("a group message arrived at %+v", got[2].At)
+	if got[3].At.Kind != platform.Group || got[3].At.Chat != "iMessage;+;chat4242" {
+		t.Errorf("a group message arrived at %+v", got[3].At)
 	}
 	if s := fake.Sent(); len(s) != 1 || s[0].Text != "on it" {
 		t.Errorf("sent %+v", s)

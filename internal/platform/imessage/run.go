@@ -218,7 +218,7 @@ func (a *Adapter) catchUp(ctx context.Context, r platform.Receiver) error {
 	const page = 100
 	for offset := 0; ; offset += page {
 		var msgs []message
-		q := map[string]any{"after": after, "sort": "ASC", "limit": page, "offset": offset, "with": []string{"chat", "handle"}}
+		q := map[string]any{"after": after, "sort": "ASC", "limit": page, "offset": offset, "with": []string{"chat", "handle", "attachment"}}
 		if err := a.call(ctx, http.MethodPost, "/api/v1/message/query", q, &msgs); err != nil {
 			return fmt.Errorf("imessage: fetch new messages: %w", err)
 		}
@@ -236,16 +236,15 @@ func (a *Adapter) catchUp(ctx context.Context, r platform.Receiver) error {
 
 // message is the part of a BlueBubbles message baton reads.
 type message struct {
-	GUID                  string          `json:"guid"`
-	Text                  *string         `json:"text"`
-	IsFromMe              bool            `json:"isFromMe"`
-	DateCreated           int64           `json:"dateCreated"`
-	AssociatedMessageGUID *string         `json:"associatedMessageGuid"`
-	AssociatedMessageType json.RawMessage `json:"associatedMessageType"`
-	Attachments           []struct {
-		TransferName string `json:"transferName"`
-	} `json:"attachments"`
-	Handle *struct {
+	GUID                  string           `json:"guid"`
+	Text                  *string          `json:"text"`
+	IsFromMe              bool             `json:"isFromMe"`
+	DateCreated           int64            `json:"dateCreated"`
+	AssociatedMessageGUID *string          `json:"associatedMessageGuid"`
+	AssociatedMessageType json.RawMessage  `json:"associatedMessageType"`
+	IsAudioMessage        bool             `json:"isAudioMessage"`
+	Attachments           []wireAttachment `json:"attachments"`
+	Handle                *struct {
 		Address string `json:"address"`
 	} `json:"handle"`
 	Chats []struct {
@@ -284,7 +283,8 @@ func (a *Adapter) handOver(ctx context.Context, r platform.Receiver, m message) 
 }
 
 // decode makes an event of m; ok is false for what is not a person's
-// text to baton: baton's own messages, tapbacks, attachments without text.
+// message to baton: baton's own messages, tapbacks, messages with
+// neither text nor a file.
 func (a *Adapter) decode(m message) (platform.Event, bool) {
 	tapback := (m.AssociatedMessageGUID != nil && *m.AssociatedMessageGUID != "") ||
 		(len(m.AssociatedMessageType) > 0 && string(m.AssociatedMessageType) != "null")
@@ -293,10 +293,11 @@ func (a *Adapter) decode(m message) (platform.Event, bool) {
 		// An attachment's place in the text is U+FFFC.
 		text = strings.TrimSpace(strings.ReplaceAll(*m.Text, "\ufffc", ""))
 	}
-	if m.IsFromMe || tapback || text == "" || m.Handle == nil || m.Handle.Address == "" || len(m.Chats) == 0 {
-		if !m.IsFromMe && len(m.Attachments) > 0 && text == "" {
-			a.log.Info("imessage: an attachment without text was not handed over", "guid", m.GUID)
-		}
+	if m.IsFromMe || tapback || m.Handle == nil || m.Handle.Address == "" || len(m.Chats) == 0 {
+		return platform.Event{}, false
+	}
+	files := a.attachments(m)
+	if text == "" && len(files) == 0 {
 		return platform.Event{}, false
 	}
 	chat := m.Chats[0].GUID
@@ -305,11 +306,12 @@ func (a *Adapter) decode(m message) (platform.Event, bool) {
 		kind = platform.DM
 	}
 	return platform.Event{
-		At:       platform.Address{Platform: Name, Kind: kind, Chat: chat},
-		SenderID: m.Handle.Address,
-		Sender:   m.Handle.Address,
-		Text:     text,
-		ID:       m.GUID,
-		Time:     time.UnixMilli(m.DateCreated),
+		At:          platform.Address{Platform: Name, Kind: kind, Chat: chat},
+		SenderID:    m.Handle.Address,
+		Sender:      m.Handle.Address,
+		Text:        text,
+		ID:          m.GUID,
+		Time:        time.UnixMilli(m.DateCreated),
+		Attachments: files,
 	}, true
 }

@@ -63,7 +63,18 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober"},
+			SayFile: func(ctx context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				u := w.Owner
+				if sender == w.Stranger.ID {
+					u = w.Stranger
+				}
+				return u.SayFile(ctx, at.Chat, at.Thread, f.Name, f.MediaType, f.Caption, f.Data, f.Size)
+			},
+			Downloads: func() int { return proxy.CallCount("download") },
+			Files: func(at platform.Address) []platformtest.ShownFile {
+				return shownFiles(w, at)
+			},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober", "DownloadLimiter", "FileSender"},
 		}
 	})
 }
@@ -75,6 +86,29 @@ func botBodies(w *world, msgs []matrixtest.Message) []string {
 		if m.Sender == w.Bot.ID {
 			out = append(out, m.Body)
 		}
+	}
+	return out
+}
+
+// shownFiles is the bot's files at an address, as a person's client
+// shows them: in the thread for a thread, outside threads for the room.
+func shownFiles(w *world, at platform.Address) []platformtest.ShownFile {
+	ctx := context.Background()
+	msgs, err := w.Owner.Messages(ctx, at.Chat)
+	if err != nil {
+		return nil
+	}
+	var out []platformtest.ShownFile
+	for _, m := range msgs {
+		f, ok := matrixtest.FileOf(m)
+		if !ok || m.Sender != w.Bot.ID || m.Thread != at.Thread {
+			continue
+		}
+		data, err := w.Owner.Download(ctx, f.URL)
+		if err != nil {
+			return nil
+		}
+		out = append(out, platformtest.ShownFile{Name: f.Name, Data: data, Caption: f.Caption, Image: f.MsgType == "m.image"})
 	}
 	return out
 }

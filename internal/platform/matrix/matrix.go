@@ -10,6 +10,11 @@
 // and returns exactly the address a person's reply in that thread (from
 // Element or any client that sets an m.thread relation) will carry.
 //
+// Files: m.image, m.file, m.audio and m.video messages arrive as
+// attachments read through the homeserver's authenticated media (an
+// mxc:// URI only); SendFile uploads a file and posts it as m.image or
+// m.file. The limit either way is the homeserver's m.upload.size.
+//
 // The sync token is kept in baton's store (platform.Memory) and moved on
 // only after every message of a sync batch was stored, so a restart
 // neither replays nor loses a message.
@@ -98,7 +103,8 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Adapter is the Matrix platform adapter. It implements platform.Adapter,
-// Threader, Typer, Editor, EditPacer and Limiter.
+// Threader, Typer, Editor, EditPacer, Limiter, Prober, DownloadLimiter
+// and FileSender.
 type Adapter struct {
 	cfg    Config
 	cli    *mautrix.Client
@@ -112,6 +118,8 @@ type Adapter struct {
 	order   []string              // keys of latest, oldest first, to bound it
 	refused platform.Refusals     // optional methods already logged as refused
 	warned  map[id.RoomID]bool    // encrypted rooms already logged
+	// uploadSize is the homeserver's m.upload.size, 0 until known.
+	uploadSize int64
 	// newestSeen is, per room, the newest event handed over (also in
 	// Memory), where a backfill stops.
 	newestSeen map[id.RoomID]string

@@ -43,7 +43,7 @@ func formatted(md string, plainOnly bool) textContent {
 
 // encode is the content's JSON without Go's escaping of <, > and &,
 // which would triple the size of HTML.
-func encode(c textContent) ([]byte, error) {
+func encode(c any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

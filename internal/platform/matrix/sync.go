@@ -42,6 +42,7 @@ func (a *Adapter) run(ctx context.Context, r platform.Receiver) error {
 	if err := a.identify(ctx); err != nil {
 		return err
 	}
+	a.readMediaConfig(ctx)
 	since, err := a.loadSince(ctx)
 	if err != nil {
 		return err
@@ -210,6 +211,12 @@ type wireEvent struct {
 type messageContent struct {
 	MsgType    string          `json:"msgtype"`
 	Body       string          `json:"body"`
+	FileName   string          `json:"filename"`
+	URL        string          `json:"url"`
+	File       json.RawMessage `json:"file"` // an encrypted file's keys
+	Info       *fileInfo       `json:"info"`
+	Voice      json.RawMessage `json:"m.voice"`
+	VoiceMSC   json.RawMessage `json:"org.matrix.msc3245.voice"`
 	Membership string          `json:"membership"`
 	RelatesTo  *relatesTo      `json:"m.relates_to"`
 	NewContent json.RawMessage `json:"m.new_content"`
@@ -423,7 +430,8 @@ func (a *Adapter) warnEncrypted(room id.RoomID) {
 
 // decode turns a room event into a person's message. ok is false for
 // what baton does not act on: the bot's own events, notices (bots answer
-// each other with them), edits, redactions, non-text messages.
+// each other with them), edits, redactions, messages that are neither
+// text nor a file (m.image, m.file, m.audio, m.video: see fileOf).
 func (a *Adapter) decode(room id.RoomID, w wireEvent) (platform.Event, bool) {
 	if w.Type != "m.room.message" || w.EventID == "" || w.Sender == "" || id.UserID(w.Sender) == id.UserID(a.UserID()) {
 		return platform.Event{}, false
@@ -433,17 +441,20 @@ func (a *Adapter) decode(room id.RoomID, w wireEvent) (platform.Event, bool) {
 		a.log.Warn("matrix: undecodable message skipped", "room", room, "event", w.EventID, "err", err)
 		return platform.Event{}, false
 	}
-	if c.MsgType != "m.text" && c.MsgType != "m.emote" {
-		return platform.Event{}, false
-	}
 	if c.RelatesTo != nil && c.RelatesTo.RelType == "m.replace" {
 		return platform.Event{}, false
 	}
 	text := c.Body
+	var files []platform.Attachment
+	if att, caption, ok := a.fileOf(c); ok {
+		files, text = []platform.Attachment{att}, caption
+	} else if c.MsgType != "m.text" && c.MsgType != "m.emote" {
+		return platform.Event{}, false
+	}
 	if c.RelatesTo != nil && c.RelatesTo.InReplyTo != nil {
 		text = stripReplyFallback(text)
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return platform.Event{}, false
 	}
 	at := platform.Address{Platform: Name, Kind: platform.Group, Chat: string(room)}
@@ -463,7 +474,7 @@ func (a *Adapter) decode(room id.RoomID, w wireEvent) (platform.Event, bool) {
 	if w.OriginServerTS <= 0 {
 		ts = time.Now().UTC()
 	}
-	return platform.Event{At: at, SenderID: w.Sender, Sender: name, Text: text, ID: w.EventID, Time: ts}, true
+	return platform.Event{At: at, SenderID: w.Sender, Sender: name, Text: text, ID: w.EventID, Time: ts, Attachments: files}, true
 }
 
 // stripReplyFallback drops the quoted "> <@someone> …" lines older

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,33 @@ func TestConformance(t *testing.T) {
 				fake.Unsupported("sendTyping")
 				return true
 			},
-			Caps: []string{"Typer", "Limiter"},
+			SayFile: func(_ context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				group := ""
+				if at.Kind == platform.Group {
+					group = at.Chat
+				}
+				return fake.PushFiles(sender, "Owner", group, f.Caption,
+					signaltest.File{Filename: f.Name, ContentType: f.MediaType, Data: f.Data, Size: f.Size}), nil
+			},
+			Downloads: fake.Downloads,
+			Files:     func(at platform.Address) []platformtest.ShownFile { return shownFiles(fake, at) },
+			Caps:      []string{"Typer", "Limiter", "DownloadLimiter", "FileSender"},
 		}
 	})
+}
+
+// shownFiles is every attachment the daemon sent to an address, with the
+// message's text as its caption; an image type is shown as a picture.
+func shownFiles(fake *signaltest.Server, at platform.Address) []platformtest.ShownFile {
+	var out []platformtest.ShownFile
+	for _, s := range fake.Sent() {
+		if at.Kind == platform.Group && s.GroupID != at.Chat || at.Kind == platform.DM && (len(s.Recipients) != 1 || s.Recipients[0] != at.Chat) {
+			continue
+		}
+		for _, f := range s.Attachments {
+			out = append(out, platformtest.ShownFile{Name: f.Filename, Data: f.Data, Caption: s.Message,
+				Image: strings.HasPrefix(f.ContentType, "image/")})
+		}
+	}
+	return out
 }

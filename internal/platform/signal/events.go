@@ -145,19 +145,21 @@ type envelope struct {
 		SourceName   string `json:"sourceName"`
 		Timestamp    int64  `json:"timestamp"`
 		DataMessage  *struct {
-			Timestamp int64   `json:"timestamp"`
-			Message   *string `json:"message"`
-			GroupInfo *struct {
+			Timestamp   int64            `json:"timestamp"`
+			Message     *string          `json:"message"`
+			Attachments []wireAttachment `json:"attachments"`
+			GroupInfo   *struct {
 				GroupID string `json:"groupId"`
 			} `json:"groupInfo"`
 		} `json:"dataMessage"`
 		SyncMessage *struct {
 			SentMessage *struct {
-				Destination       string  `json:"destination"`
-				DestinationNumber string  `json:"destinationNumber"`
-				DestinationUUID   string  `json:"destinationUuid"`
-				Timestamp         int64   `json:"timestamp"`
-				Message           *string `json:"message"`
+				Destination       string           `json:"destination"`
+				DestinationNumber string           `json:"destinationNumber"`
+				DestinationUUID   string           `json:"destinationUuid"`
+				Timestamp         int64            `json:"timestamp"`
+				Message           *string          `json:"message"`
+				Attachments       []wireAttachment `json:"attachments"`
 				GroupInfo         *struct {
 					GroupID string `json:"groupId"`
 				} `json:"groupInfo"`
@@ -167,9 +169,9 @@ type envelope struct {
 	Account string `json:"account"`
 }
 
-// decode reads a receive notification. ok is false for what carries no
-// text for baton: receipts, typing, reactions, attachments without a
-// caption, and the owner's messages to anyone but themselves.
+// decode reads a receive notification. ok is false for what carries
+// neither text nor a file for baton: receipts, typing, reactions, and the
+// owner's messages to anyone but themselves.
 func (a *Adapter) decode(data []byte) (ev platform.Event, ok bool, err error) {
 	var n envelope
 	if err := json.Unmarshal(data, &n); err != nil {
@@ -180,33 +182,45 @@ func (a *Adapter) decode(data []byte) (ev platform.Event, ok bool, err error) {
 	switch {
 	case e.DataMessage != nil:
 		m := e.DataMessage
-		if m.Message == nil || strings.TrimSpace(*m.Message) == "" || sender == "" {
+		if sender == "" {
 			return ev, false, nil
 		}
 		at := platform.Address{Platform: Name, Kind: platform.DM, Chat: sender}
+		chat := map[string]any{"recipient": sender}
 		if m.GroupInfo != nil && m.GroupInfo.GroupID != "" {
 			at = platform.Address{Platform: Name, Kind: platform.Group, Chat: m.GroupInfo.GroupID}
+			chat = map[string]any{"groupId": m.GroupInfo.GroupID}
 		}
-		return a.event(at, sender, e.SourceName, *m.Message, firstNonZero(m.Timestamp, e.Timestamp)), true, nil
+		return a.event(at, sender, e.SourceName, m.Message, a.attachments(m.Attachments, chat), firstNonZero(m.Timestamp, e.Timestamp))
 	case e.SyncMessage != nil && e.SyncMessage.SentMessage != nil:
 		m := e.SyncMessage.SentMessage
 		to := firstOf(m.DestinationNumber, m.Destination, m.DestinationUUID)
-		if m.Message == nil || strings.TrimSpace(*m.Message) == "" || m.GroupInfo != nil || !a.isSelf(to) {
+		if m.GroupInfo != nil || !a.isSelf(to) {
 			return ev, false, nil
 		}
 		at := platform.Address{Platform: Name, Kind: platform.DM, Chat: a.cfg.Account}
-		return a.event(at, a.cfg.Account, e.SourceName, *m.Message, firstNonZero(m.Timestamp, e.Timestamp)), true, nil
+		files := a.attachments(m.Attachments, map[string]any{"recipient": a.cfg.Account})
+		return a.event(at, a.cfg.Account, e.SourceName, m.Message, files, firstNonZero(m.Timestamp, e.Timestamp))
 	}
 	return ev, false, nil
 }
 
-func (a *Adapter) event(at platform.Address, sender, name, text string, ts int64) platform.Event {
+// event is a message's event; ok is false for one with neither text nor
+// a file.
+func (a *Adapter) event(at platform.Address, sender, name string, text *string, files []platform.Attachment, ts int64) (platform.Event, bool, error) {
+	body := ""
+	if text != nil && strings.TrimSpace(*text) != "" {
+		body = *text
+	}
+	if body == "" && len(files) == 0 {
+		return platform.Event{}, false, nil
+	}
 	return platform.Event{
-		At: at, SenderID: sender, Sender: name, Text: text,
+		At: at, SenderID: sender, Sender: name, Text: body, Attachments: files,
 		// A Signal message is named by its author and timestamp.
 		ID:   sender + ":" + strconv.FormatInt(ts, 10),
 		Time: time.UnixMilli(ts),
-	}
+	}, true, nil
 }
 
 func (a *Adapter) isSelf(id string) bool { return id != "" && id == a.cfg.Account }

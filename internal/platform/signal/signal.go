@@ -12,6 +12,10 @@
 // is the DM whose Chat is the account itself; a group is platform.Group
 // with Chat = the base64 group id.
 //
+// Files: a message's attachments arrive as attachments read through the
+// daemon's getAttachment (the daemon downloads them as they come);
+// SendFile sends one as a data URI attachment. 100 MB either way.
+//
 // When signal-cli runs as a linked device of the owner's own phone, the
 // owner's words reach baton only in Note to Self: what they write to other
 // people (sync messages to anyone else) is never handed to the gateway.
@@ -71,8 +75,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Adapter is the Signal platform adapter: platform.Adapter, Typer and
-// Limiter.
+// Adapter is the Signal platform adapter: platform.Adapter, Typer,
+// Limiter, DownloadLimiter and FileSender.
 type Adapter struct {
 	cfg    Config
 	client *http.Client
@@ -217,27 +221,51 @@ func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message
 func (a *Adapter) call(ctx context.Context, method string, params map[string]any, result any) error {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
-	id := a.nextID.Add(1)
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params, "id": id})
+	body, err := a.request(method, params)
 	if err != nil {
 		return platform.Permanent(fmt.Errorf("%s: %w", method, err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL+"/api/v1/rpc", bytes.NewReader(body))
+	resp, err := a.post(ctx, method, bytes.NewReader(body), int64(len(body)))
 	if err != nil {
-		return platform.Permanent(fmt.Errorf("%s: %w", method, err))
+		return err
 	}
+	defer resp.Body.Close()
+	return readAnswer(method, resp.Body, result)
+}
+
+// request encodes a JSON-RPC request with a fresh id.
+func (a *Adapter) request(method string, params map[string]any) ([]byte, error) {
+	return json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params, "id": a.nextID.Add(1)})
+}
+
+// post sends an encoded request of length bytes and returns the answer
+// of a daemon that took it (HTTP 200), whose body the caller reads and
+// closes; any other answer is the error, classified.
+func (a *Adapter) post(ctx context.Context, method string, body io.Reader, length int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL+"/api/v1/rpc", body)
+	if err != nil {
+		return nil, platform.Permanent(fmt.Errorf("%s: %w", method, err))
+	}
+	req.ContentLength = length
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("%s: read answer: %w", method, err)
+		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return httpError(method, resp, data)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, httpError(method, resp, data)
+	}
+	return resp, nil
+}
+
+// readAnswer reads a JSON-RPC answer (at most 1 MB): its error,
+// classified, or its result into result when that is not nil.
+func readAnswer(method string, body io.Reader, result any) error {
+	data, err := io.ReadAll(io.LimitReader(body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("%s: read answer: %w", method, err)
 	}
 	var answer struct {
 		Result json.RawMessage `json:"result"`

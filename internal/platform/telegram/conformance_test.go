@@ -90,6 +90,19 @@ func TestConformance(t *testing.T) {
 				return id, nil
 			},
 			Downloads: srv.Downloads,
+			Files: func(at platform.Address) []platformtest.ShownFile {
+				chat, thread, err := where(at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []platformtest.ShownFile
+				for _, f := range srv.SentFiles() {
+					if f.ChatID == strconv.FormatInt(chat, 10) && f.ThreadID == thread {
+						out = append(out, platformtest.ShownFile{Name: f.Name, Data: f.Data, Caption: f.Caption, Image: f.Photo()})
+					}
+				}
+				return out
+			},
 			Acked: func(id string) bool {
 				mu.Lock()
 				upd, ok := updates[id]
@@ -106,7 +119,7 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Commander", "Prober", "DownloadLimiter"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Commander", "Prober", "DownloadLimiter", "FileSender"},
 		}
 	})
 }

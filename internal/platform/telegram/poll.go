@@ -170,11 +170,17 @@ func (a *Adapter) rawCall(ctx context.Context, method string, params map[string]
 	if err != nil {
 		return fmt.Errorf("%s: encode: %w", method, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.ServerURL+"/bot"+a.cfg.Token+"/"+method, bytes.NewReader(body))
+	return a.rawPost(ctx, method, "application/json", bytes.NewReader(body), out)
+}
+
+// rawPost posts body (of contentType) to a Bot API method and decodes
+// the answer as rawCall does.
+func (a *Adapter) rawPost(ctx context.Context, method, contentType string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.ServerURL+"/bot"+a.cfg.Token+"/"+method, body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, a.redact(err))
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, a.redact(err))

@@ -76,8 +76,23 @@ func conformance(t *testing.T, piped bool) {
 			Shown: func(at platform.Address) []string {
 				var out []string
 				for _, m := range fake.Shown() {
-					if m.Chat == at.Chat {
+					if m.Chat == at.Chat && m.File == nil {
 						out = append(out, m.Text)
+					}
+				}
+				return out
+			},
+			SayFile: func(_ context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				id := fake.PushFile(whatsapp.Message{Chat: at.Chat, Sender: sender, SenderName: "Owner", FromMe: sender == self, Text: f.Caption},
+					whatsapp.Media{Kind: platform.KindDocument, Name: f.Name, MediaType: f.MediaType, Size: f.Size}, f.Data)
+				return at.Chat + "/" + id, nil
+			},
+			Downloads: fake.Downloads,
+			Files: func(at platform.Address) []platformtest.ShownFile {
+				var out []platformtest.ShownFile
+				for _, m := range fake.Shown() {
+					if m.Chat == at.Chat && m.File != nil {
+						out = append(out, platformtest.ShownFile{Name: m.File.Name, Data: m.File.Data, Caption: m.Text, Image: m.File.Image})
 					}
 				}
 				return out
@@ -89,7 +104,7 @@ func conformance(t *testing.T, piped bool) {
 				fake.NoPresence()
 				return true
 			},
-			Caps: []string{"Typer", "Limiter"},
+			Caps: []string{"Typer", "Limiter", "DownloadLimiter", "FileSender"},
 		}
 	})
 }

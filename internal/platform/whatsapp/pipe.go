@@ -22,15 +22,23 @@ import (
 
 // protocolVersion changes whenever a frame changes meaning: baton and
 // baton-whatsapp from different versions refuse each other clearly.
-const protocolVersion = 1
+// Version 2 carries files.
+const protocolVersion = 2
 
 // maxFrame bounds one line of the protocol: a message of WhatsApp's
 // longest (65,536 characters) with room for its JSON.
 const maxFrame = 1 << 20
 
+// chunkSize is the most file bytes one frame carries: in base64, with
+// the frame around it, well under maxFrame.
+const chunkSize = 512 << 10
+
 // frame is one line of the protocol, in either direction.
 type frame struct {
-	// From baton to baton-whatsapp: listen, stop, ack, send, composing.
+	// From baton to baton-whatsapp: listen, stop, ack, send, composing;
+	// for a file in: download (Media), then read (Handle) until EOF, then
+	// close; for a file out: upload, put (Handle, Data) for each chunk,
+	// then sendfile (Handle, File), or close to give up.
 	Op string `json:"op,omitempty"`
 	// ID ties a send or composing to its reply, and a listen to its
 	// events.
@@ -40,7 +48,13 @@ type frame struct {
 	Text string `json:"text,omitempty"`
 	// MsgID is the message id a send asks for ("": WhatsApp's client
 	// makes one up); see Client.SendText.
-	MsgID string `json:"msg_id,omitempty"`
+	MsgID string  `json:"msg_id,omitempty"`
+	Media *Media  `json:"media,omitempty"`
+	File  *Upload `json:"file,omitempty"`
+	// Handle names a file being read or written across frames.
+	Handle int64  `json:"handle,omitempty"`
+	Data   []byte `json:"data,omitempty"`
+	EOF    bool   `json:"eof,omitempty"` // no more Data after this reply's
 
 	// From baton-whatsapp: hello (first), connected, message, ended
 	// (Listen returned), or a reply.
@@ -124,7 +138,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, c Client, openErr e
 		acks   = map[int64]chan error{}
 		seq    int64
 		listen context.CancelFunc
+		files  = &openFiles{}
 	)
+	defer files.closeAll() // after the work is done
 	defer work.Wait()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxFrame)
@@ -192,6 +208,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, c Client, openErr e
 			work.Go(func() {
 				write(frame{Reply: f.ID, Error: toWire(c.Composing(ctx, f.Chat))})
 			})
+		case "download", "read", "upload", "put", "sendfile", "close":
+			// Each file's frames come one at a time, each after the
+			// reply to the one before.
+			work.Go(func() { write(files.serve(ctx, c, f)) })
 		default:
 			write(frame{Reply: f.ID, Error: &wireError{Text: fmt.Sprintf("baton-whatsapp: unknown op %q", f.Op)}})
 		}

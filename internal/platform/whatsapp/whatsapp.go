@@ -7,9 +7,10 @@
 // yourself") and, when configured, one home chat (a group the owner made
 // for baton). Only what is said there reaches the gateway; nothing else is
 // ever handed over. WhatsApp has no threads: a handoff lands in the home
-// chat. Addresses: platform.DM with Chat = the chat's JID
-// ("4915550000@s.whatsapp.net"), platform.Group for a group JID
-// ("120363…@g.us").
+// chat. Files come and go as WhatsApp's media messages, through the
+// Client (Download, SendFile). Addresses: platform.DM with Chat = the
+// chat's JID ("4915550000@s.whatsapp.net"), platform.Group for a group
+// JID ("120363…@g.us").
 //
 // The adapter's logic sits behind Client, so that it is tested without
 // WhatsApp's servers. The real Client is Process: it runs baton-whatsapp
@@ -21,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -65,7 +67,7 @@ type ServerError struct {
 
 func (e *ServerError) Error() string { return fmt.Sprintf("server answered %d %s", e.Code, e.Text) }
 
-// Message is a text message as a Client hears it.
+// Message is a message as a Client hears it: text, files, or both.
 type Message struct {
 	ID         string    // WhatsApp's message id
 	Chat       string    // the chat's JID, without a device: user@s.whatsapp.net or id@g.us
@@ -74,6 +76,7 @@ type Message struct {
 	FromMe     bool      // written on the account itself (any of the owner's devices)
 	Text       string    // the text or caption
 	Time       time.Time // when WhatsApp says it was sent
+	Files      []Media   // the image, document, audio or video it carries
 }
 
 // Client is what the adapter needs of WhatsApp. device.Whatsmeow implements
@@ -97,6 +100,12 @@ type Client interface {
 	SendText(ctx context.Context, chat, id, text string) (string, error)
 	// Composing shows "typing…" in a chat.
 	Composing(ctx context.Context, chat string) error
+	// Download reads the bytes of a file a message carried, in one try.
+	Download(ctx context.Context, f Media) (io.ReadCloser, error)
+	// SendFile uploads body (f.Size bytes) and sends it to a chat once as
+	// the message with id ("": the client makes one up), as SendText
+	// does, and returns the message's id.
+	SendFile(ctx context.Context, chat, id string, f Upload, body io.Reader) (string, error)
 }
 
 // Config configures the adapter.
@@ -110,8 +119,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Adapter is the WhatsApp platform adapter: platform.Adapter, Typer and
-// Limiter.
+// Adapter is the WhatsApp platform adapter: platform.Adapter, Typer,
+// Limiter, DownloadLimiter and FileSender.
 type Adapter struct {
 	client Client
 	home   string
@@ -264,7 +273,7 @@ func (a *Adapter) Run(ctx context.Context, r platform.Receiver) error {
 func (a *Adapter) event(m Message) (platform.Event, bool) {
 	self := a.client.Self()
 	mine := (m.Chat == self && m.FromMe) || (a.home != "" && m.Chat == a.home)
-	if !mine || strings.TrimSpace(m.Text) == "" || m.ID == "" || a.wasSent(m.ID) {
+	if !mine || (strings.TrimSpace(m.Text) == "" && len(m.Files) == 0) || m.ID == "" || a.wasSent(m.ID) {
 		return platform.Event{}, false
 	}
 	sender := m.Sender
@@ -274,8 +283,9 @@ func (a *Adapter) event(m Message) (platform.Event, bool) {
 	return platform.Event{
 		At: addressOf(m.Chat), SenderID: sender, Sender: m.SenderName, Text: m.Text,
 		// WhatsApp ids are unique per sender; the chat makes them unique here.
-		ID:   m.Chat + "/" + m.ID,
-		Time: m.Time,
+		ID:          m.Chat + "/" + m.ID,
+		Time:        m.Time,
+		Attachments: a.attachments(m),
 	}, true
 }
 

@@ -47,6 +47,16 @@ const tempPrefix = ".put-"
 // store.DefaultMaxFileBytes).
 func WithMaxFileBytes(n int64) Option { return func(s *Store) { s.maxFileBytes = n } }
 
+// FilePath is where the bytes kept under sha256 are on disk, for people
+// and the file tools to read (never to write: other messages may name
+// them too); false for a malformed hash.
+func (s *Store) FilePath(sha256 string) (string, bool) {
+	if !validSHA(sha256) {
+		return "", false
+	}
+	return s.filePath(sha256), true
+}
+
 // FilesPath is the folder holding the store's attachments.
 func (s *Store) FilesPath() string { return filepath.Join(filepath.Dir(s.path), FilesDir) }
 

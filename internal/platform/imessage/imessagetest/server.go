@@ -1,6 +1,8 @@
 // Package imessagetest is a fake BlueBubbles server for tests: its REST
 // API (GET /api/v1/ping, POST /api/v1/message/text, POST
-// /api/v1/message/query, POST /api/v1/chat/{guid}/typing), every request
+// /api/v1/message/query, POST /api/v1/chat/{guid}/typing, GET
+// /api/v1/attachment/{guid}/download, POST /api/v1/message/attachment
+// as a multipart form), every request
 // checked for ?password=, answers in BlueBubbles' {status, message, data,
 // error} envelope, and new messages POSTed as "new-message" webhooks to
 // the address the test gives it, as the real server does — once, not
@@ -13,7 +15,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +35,7 @@ type Message struct {
 	DateCreated           int64        `json:"dateCreated"`
 	AssociatedMessageGUID *string      `json:"associatedMessageGuid"`
 	AssociatedMessageType *string      `json:"associatedMessageType"`
+	IsAudioMessage        bool         `json:"isAudioMessage"`
 	Attachments           []Attachment `json:"attachments"`
 	Handle                *Handle      `json:"handle"`
 	Chats                 []Chat       `json:"chats"`
@@ -51,9 +56,13 @@ type Chat struct {
 
 // Attachment is a file sent with a message.
 type Attachment struct {
-	GUID         string `json:"guid"`
-	TransferName string `json:"transferName"`
-	MimeType     string `json:"mimeType"`
+	GUID           string `json:"guid"`
+	TransferName   string `json:"transferName"`
+	MimeType       string `json:"mimeType"`
+	TotalBytes     int64  `json:"totalBytes"`
+	HideAttachment bool   `json:"hideAttachment"`
+	// Data is what the download route serves.
+	Data []byte `json:"-"`
 }
 
 // Hook is one webhook POST the fake made.
@@ -132,14 +141,20 @@ func (s *Server) EnablePrivateAPI() {
 }
 
 // methodOf names a request by its path under /api/v1, "chat/typing" for
-// any chat's typing.
+// any chat's typing, "attachment/download" for any attachment's download.
 func methodOf(r *http.Request) string {
 	p := strings.TrimPrefix(r.URL.Path, "/api/v1/")
 	if strings.HasPrefix(p, "chat/") && strings.HasSuffix(p, "/typing") {
 		return "chat/typing"
 	}
+	if strings.HasPrefix(p, "attachment/") && strings.HasSuffix(p, "/download") {
+		return downloadMethod
+	}
 	return p
 }
+
+// downloadMethod names the download route in the call log.
+const downloadMethod = "attachment/download"
 
 func envelope(status int, msg string, data any, errType string) map[string]any {
 	out := map[string]any{"status": status, "message": msg}
@@ -182,6 +197,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.sendText(w, r)
 	case method == "message/query" && r.Method == http.MethodPost:
 		s.query(w, r)
+	case method == "message/attachment" && r.Method == http.MethodPost:
+		s.sendAttachment(w, r)
+	case method == downloadMethod && r.Method == http.MethodGet:
+		s.download(w, r)
 	case method == "chat/typing" && r.Method == http.MethodPost:
 		s.mu.Lock()
 		on := s.privateAPI
@@ -226,10 +245,11 @@ func (s *Server) sendText(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	var q struct {
-		After  int64  `json:"after"`
-		Sort   string `json:"sort"`
-		Limit  int    `json:"limit"`
-		Offset int    `json:"offset"`
+		After  int64    `json:"after"`
+		Sort   string   `json:"sort"`
+		Limit  int      `json:"limit"`
+		Offset int      `json:"offset"`
+		With   []string `json:"with"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
 		fakekit.WriteJSON(w, http.StatusBadRequest, envelope(http.StatusBadRequest, "Bad Request", nil, "Validation Error"))
@@ -240,8 +260,13 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	var out []Message
+	// Attachments are in the answer only when asked for, as BlueBubbles does.
+	withFiles := slices.Contains(q.With, "attachment") || slices.Contains(q.With, "attachments")
 	for _, m := range s.messages {
 		if m.DateCreated > q.After {
+			if !withFiles {
+				m.Attachments = nil
+			}
 			out = append(out, m)
 		}
 	}
@@ -362,3 +387,102 @@ func (s *Server) HoldSends() (release func()) { return s.Hold("message/text") }
 
 // Held is how many sends wait now.
 func (s *Server) Held() int { return s.Server.Held("message/text") }
+
+// ReceiveFile stores a message a person sent in chat with one file and
+// an optional caption, and POSTs its webhook; it returns the message's
+// guid. The file's GUID is given when missing, and its TotalBytes is
+// len(Data) when 0.
+func (s *Server) ReceiveFile(from, chat string, file Attachment, caption string) string {
+	s.mu.Lock()
+	if file.GUID == "" {
+		file.GUID = "at_" + s.guid()
+	}
+	s.mu.Unlock()
+	if file.TotalBytes == 0 {
+		file.TotalBytes = int64(len(file.Data))
+	}
+	return s.ReceiveMessage(Message{Text: "\ufffc" + caption, Attachments: []Attachment{file},
+		Handle: &Handle{Address: from, Service: "iMessage"}, Chats: []Chat{chatOf(chat)}})
+}
+
+// Downloads counts the requests for attachment bytes, answered or not.
+func (s *Server) Downloads() int { return s.CallCount(downloadMethod) }
+
+// download serves an attachment's bytes, as BlueBubbles' GET
+// /api/v1/attachment/{guid}/download does.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	guid := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/attachment/"), "/download")
+	s.mu.Lock()
+	var found *Attachment
+	for _, m := range s.messages {
+		for i := range m.Attachments {
+			if m.Attachments[i].GUID == guid {
+				found = &m.Attachments[i]
+			}
+		}
+	}
+	s.mu.Unlock()
+	if found == nil {
+		fakekit.WriteJSON(w, http.StatusNotFound, envelope(http.StatusNotFound, "Attachment does not exist!", nil, "Not Found"))
+		return
+	}
+	media := found.MimeType
+	if media == "" {
+		media = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", media)
+	w.Header().Set("Content-Length", strconv.Itoa(len(found.Data)))
+	_, _ = w.Write(found.Data)
+}
+
+// sendAttachment takes POST /api/v1/message/attachment: a multipart form
+// with chatGuid, tempGuid (required for AppleScript), name, method and
+// the file as "attachment", checked as BlueBubbles' validator does.
+func (s *Server) sendAttachment(w http.ResponseWriter, r *http.Request) {
+	bad := func(msg string) {
+		fakekit.WriteJSON(w, http.StatusBadRequest, envelope(http.StatusBadRequest, msg, nil, "Validation Error"))
+	}
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		bad("Bad Request: " + err.Error())
+		return
+	}
+	defer r.MultipartForm.RemoveAll()
+	chat, temp, name, method := r.FormValue("chatGuid"), r.FormValue("tempGuid"), r.FormValue("name"), r.FormValue("method")
+	if method == "" {
+		method = "apple-script"
+	}
+	switch {
+	case chat == "" || name == "":
+		bad("Bad Request: chatGuid and name are required")
+		return
+	case method != "apple-script" && method != "private-api":
+		bad("Bad Request: method must be apple-script or private-api")
+		return
+	case method == "apple-script" && temp == "":
+		bad("A 'tempGuid' is required when sending via AppleScript")
+		return
+	}
+	file, hdr, err := r.FormFile("attachment")
+	if err != nil || hdr.Size == 0 {
+		bad("Attachment not provided or was empty!")
+		return
+	}
+	data, err := io.ReadAll(file)
+	file.Close()
+	if err != nil {
+		bad("Bad Request: " + err.Error())
+		return
+	}
+	s.mu.Lock()
+	if method == "private-api" && !s.privateAPI {
+		s.mu.Unlock()
+		fakekit.WriteJSON(w, http.StatusInternalServerError, envelope(500, "iMessage Private API is not enabled!", nil, "Server Error"))
+		return
+	}
+	m := Message{GUID: s.guid(), Text: "\ufffc", IsFromMe: true, DateCreated: s.tick(), Chats: []Chat{chatOf(chat)},
+		Attachments: []Attachment{{GUID: "at_" + s.guid(), TransferName: name, MimeType: hdr.Header.Get("Content-Type"), TotalBytes: int64(len(data)), Data: data}}}
+	s.messages = append(s.messages, m)
+	s.mu.Unlock()
+	s.Changed()
+	fakekit.WriteJSON(w, http.StatusOK, envelope(http.StatusOK, "Attachment sent!", m, ""))
+}

@@ -18,7 +18,9 @@ import (
 // on, with the kit's failures on demand: FailNext(method, …), LoseNext
 // (method: passed on, the answer lost), Unsupported(method), Down and Up. Methods are named after the API call: "sync",
 // "send" (a message), "edit" (a message replacing another), "typing",
-// "whoami", "join", "leave", "messages"; anything else by its path.
+// "whoami", "join", "leave", "messages", "upload" (a file to the media
+// repository), "download" (a file's bytes, authenticated or not);
+// anything else by its path.
 type Proxy struct {
 	*fakekit.Server
 }
@@ -43,12 +45,20 @@ const badGateway = "<html><head><title>502 Bad Gateway</title></head><body><h1>5
 
 // Method names a client-server API request (see Proxy).
 func Method(r *http.Request) string {
+	if m, ok := strings.CutPrefix(r.URL.Path, "/_matrix/media/"); ok {
+		if _, rest, _ := strings.Cut(m, "/"); strings.HasPrefix(rest, "upload") || strings.HasPrefix(rest, "download/") {
+			return strings.SplitN(rest, "/", 2)[0]
+		}
+		return r.URL.Path
+	}
 	p := strings.TrimPrefix(r.URL.Path, "/_matrix/client/")
 	parts := strings.Split(p, "/")
 	if len(parts) > 1 {
 		parts = parts[1:] // the version: v3, r0
 	}
 	switch {
+	case len(parts) >= 2 && parts[0] == "media" && parts[1] == "download":
+		return "download"
 	case len(parts) == 1 && parts[0] == "sync":
 		return "sync"
 	case len(parts) == 2 && parts[0] == "account" && parts[1] == "whoami":

@@ -23,6 +23,10 @@ func TestMethod(t *testing.T) {
 		{"POST", "/_matrix/client/v3/join/!r:x", `{}`, "join"},
 		{"POST", "/_matrix/client/v3/rooms/!r:x/leave", `{}`, "leave"},
 		{"GET", "/_matrix/client/versions", "", "/_matrix/client/versions"},
+		{"POST", "/_matrix/media/v3/upload", "", "upload"},
+		{"GET", "/_matrix/client/v1/media/download/localhost/abc", "", "download"},
+		{"GET", "/_matrix/media/v3/download/localhost/abc/a.pdf", "", "download"},
+		{"GET", "/_matrix/client/v1/media/config", "", "/_matrix/client/v1/media/config"},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))

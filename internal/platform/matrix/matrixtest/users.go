@@ -359,3 +359,124 @@ func (h *Homeserver) NewWorld(ctx context.Context) (*World, error) {
 	}
 	return w, nil
 }
+
+// Upload puts data in the homeserver's media repository as Element does
+// (POST /_matrix/media/v3/upload) and returns its mxc:// URI.
+func (u *User) Upload(ctx context.Context, name, mediaType string, data []byte) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		u.hs.url+"/_matrix/media/v3/upload?"+url.Values{"filename": {name}}.Encode(), bytes.NewReader(data))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", mediaType)
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("upload %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ContentURI string `json:"content_uri"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		e := &CallError{Status: resp.StatusCode}
+		_ = json.NewDecoder(resp.Body).Decode(e)
+		return "", fmt.Errorf("upload %s: %w", name, e)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return "", fmt.Errorf("upload %s: %w", name, err)
+	}
+	return out.ContentURI, nil
+}
+
+// SayFile sends a file in room (in the thread rooted at thread, if set)
+// as Element does: uploaded, then an m.file message whose body is the
+// caption and filename the name, or body the name when there is no
+// caption. size is the size info tells; 0 tells len(data).
+func (u *User) SayFile(ctx context.Context, room, thread, name, mediaType, caption string, data []byte, size int64) (string, error) {
+	mxc, err := u.Upload(ctx, name, mediaType, data)
+	if err != nil {
+		return "", err
+	}
+	if size == 0 {
+		size = int64(len(data))
+	}
+	body := name
+	if caption != "" {
+		body = caption
+	}
+	content := map[string]any{"msgtype": "m.file", "body": body, "filename": name, "url": mxc,
+		"info": map[string]any{"mimetype": mediaType, "size": size}}
+	if thread != "" {
+		content["m.relates_to"] = map[string]any{"rel_type": "m.thread", "event_id": thread, "is_falling_back": true,
+			"m.in_reply_to": map[string]any{"event_id": thread}}
+	}
+	return u.send(ctx, room, "m.room.message", content)
+}
+
+// Download reads an mxc:// URI's bytes through authenticated media, as
+// a client shows a file.
+func (u *User) Download(ctx context.Context, mxc string) ([]byte, error) {
+	server, mediaID, ok := strings.Cut(strings.TrimPrefix(mxc, "mxc://"), "/")
+	if !ok || !strings.HasPrefix(mxc, "mxc://") {
+		return nil, fmt.Errorf("download %q: not an mxc:// URI", mxc)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.hs.url+"/_matrix/client/v1/media/download/"+esc(server)+"/"+esc(mediaID), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w", mxc, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download %s: %s", mxc, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// File is a file message as a client shows it.
+type File struct {
+	Message
+	MsgType  string // m.image, m.file, m.audio, m.video
+	Name     string // filename, or body when there is none
+	Caption  string // body when filename is set and differs from it
+	URL      string // mxc://
+	MimeType string
+	Size     int64
+	W, H     int
+}
+
+// FileOf reads m as a file message; ok is false for one that is not.
+func FileOf(m Message) (f File, ok bool) {
+	var c struct {
+		MsgType  string `json:"msgtype"`
+		Body     string `json:"body"`
+		FileName string `json:"filename"`
+		URL      string `json:"url"`
+		Info     struct {
+			MimeType string `json:"mimetype"`
+			Size     int64  `json:"size"`
+			W        int    `json:"w"`
+			H        int    `json:"h"`
+		} `json:"info"`
+	}
+	if json.Unmarshal(m.Raw, &c) != nil {
+		return f, false
+	}
+	switch c.MsgType {
+	case "m.image", "m.file", "m.audio", "m.video":
+	default:
+		return f, false
+	}
+	f = File{Message: m, MsgType: c.MsgType, Name: c.Body, URL: c.URL, MimeType: c.Info.MimeType, Size: c.Info.Size, W: c.Info.W, H: c.Info.H}
+	if c.FileName != "" {
+		f.Name = c.FileName
+		if c.Body != c.FileName {
+			f.Caption = c.Body
+		}
+	}
+	return f, true
+}

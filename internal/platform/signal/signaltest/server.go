@@ -1,6 +1,7 @@
 // Package signaltest is a fake signal-cli daemon for tests, speaking what
 // `signal-cli -a ACCOUNT daemon --http --receive-mode=on-connection`
-// speaks: JSON-RPC 2.0 on POST /api/v1/rpc (send, sendTyping, version),
+// speaks: JSON-RPC 2.0 on POST /api/v1/rpc (send with text and
+// attachments, sendTyping, getAttachment, version),
 // the receive notifications as Server-Sent Events on GET /api/v1/events,
 // and GET /api/v1/check. As that daemon does, it takes a message from
 // Signal's servers only while an event stream is open: a message pushed
@@ -12,11 +13,17 @@ package signaltest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +38,19 @@ type Sent struct {
 	Message    string
 	TextStyle  []string // "start:length:STYLE"
 	Timestamp  int64    // the id the fake gave it
+	// Attachments are the files sent with it, as signal-cli read them
+	// from their data URIs.
+	Attachments []File
+}
+
+// File is an attachment: one a person sends (ContentType as their app
+// claims, Size as told when it must differ from len(Data)), or one the
+// daemon was asked to send.
+type File struct {
+	Filename    string
+	ContentType string
+	Data        []byte
+	Size        int64
 }
 
 // Event is one event of the stream.
@@ -59,12 +79,13 @@ type Server struct {
 	opened   int // event streams ever opened
 	taken    int // events[:taken] were written to a stream: gone from the daemon
 	refusals map[string]int
+	files    map[string][]byte // attachments the daemon downloaded, by id
 }
 
 // New starts a fake daemon for account on 127.0.0.1, closed when tb ends.
 func New(tb testing.TB, account string) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, account: account, clock: time.Now().UnixMilli(), drops: make(chan struct{}), refusals: map[string]int{}}
+	s := &Server{tb: tb, account: account, clock: time.Now().UnixMilli(), drops: make(chan struct{}), refusals: map[string]int{}, files: map[string][]byte{}}
 	s.Server = fakekit.New(tb, fakekit.Config{Method: methodOf, Failure: writeFailure}, http.HandlerFunc(s.serve))
 	return s
 }
@@ -220,11 +241,14 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": code, "message": msg}, "id": req.ID})
 	}
 	var p struct {
-		Recipient json.RawMessage `json:"recipient"`
-		GroupID   string          `json:"groupId"`
-		Message   string          `json:"message"`
-		TextStyle json.RawMessage `json:"textStyle"`
-		Account   string          `json:"account"`
+		Recipient   json.RawMessage `json:"recipient"`
+		GroupID     string          `json:"groupId"`
+		Message     string          `json:"message"`
+		TextStyle   json.RawMessage `json:"textStyle"`
+		Attachments json.RawMessage `json:"attachments"`
+		Attachment  json.RawMessage `json:"attachment"`
+		ID          string          `json:"id"`
+		Account     string          `json:"account"`
 	}
 	if len(req.Params) > 0 {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
@@ -246,6 +270,19 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 			fail(-32602, "No recipients given")
 			return
 		}
+		var files []File
+		for _, a := range append(stringList(p.Attachments), stringList(p.Attachment)...) {
+			f, err := readAttachment(a)
+			if err != nil {
+				fail(-32603, "Failed to send message: "+err.Error()+" (UnexpectedErrorException)")
+				return
+			}
+			files = append(files, f)
+		}
+		if p.Message == "" && len(files) == 0 {
+			fail(-1, "Sending empty message is not allowed, either a message, attachment or sticker must be given.")
+			return
+		}
 		s.mu.Lock()
 		if n := s.refusals[p.Message]; n > 0 {
 			s.refusals[p.Message] = n - 1
@@ -254,10 +291,29 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ts := s.tick()
-		s.sent = append(s.sent, Sent{Recipients: recipients, GroupID: p.GroupID, Message: p.Message, TextStyle: stringList(p.TextStyle), Timestamp: ts})
+		s.sent = append(s.sent, Sent{Recipients: recipients, GroupID: p.GroupID, Message: p.Message, TextStyle: stringList(p.TextStyle), Timestamp: ts, Attachments: files})
 		s.mu.Unlock()
 		s.Changed()
 		answer(map[string]any{"timestamp": ts, "results": []map[string]any{{"type": "SUCCESS"}}})
+	case "getAttachment":
+		// Its id and exactly one of recipient or groupId, as the
+		// command's arguments require; the bytes as one base64 string.
+		if p.ID == "" {
+			fail(-1, "Missing attachment id parameter")
+			return
+		}
+		if (len(recipients) == 0) == (p.GroupID == "") {
+			fail(-32602, "one of the arguments --recipient -g/--group-id is required")
+			return
+		}
+		s.mu.Lock()
+		data, ok := s.files[p.ID]
+		s.mu.Unlock()
+		if !ok {
+			fail(-1, "Could not find attachment with ID: "+p.ID)
+			return
+		}
+		answer(map[string]any{"data": base64.StdEncoding.EncodeToString(data)})
 	case "sendTyping":
 		var params map[string]any
 		_ = json.Unmarshal(req.Params, &params)
@@ -269,6 +325,53 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(-32601, "Method not implemented")
 	}
+}
+
+// dataURI is signal-cli's reading of a data URI (RFC 2397, with
+// parameters such as a filename); anything else it takes for a file path.
+var dataURI = regexp.MustCompile(`(?i)\Adata:(?P<type>.+?/.+?)?(?P<parameters>;.+?=.+?)?(?P<base64>;base64)?,(?P<data>.+)\z`)
+
+// readAttachment reads an attachment argument as signal-cli does: a data
+// URI, whose filename parameter is URL-decoded, or else a file path.
+func readAttachment(arg string) (File, error) {
+	m := dataURI.FindStringSubmatch(arg)
+	if m == nil {
+		data, err := os.ReadFile(arg)
+		if err != nil {
+			return File{}, fmt.Errorf("%s (NoSuchFileException)", arg)
+		}
+		return File{Filename: filepath.Base(arg), ContentType: "application/octet-stream", Data: data}, nil
+	}
+	get := func(name string) string { return m[dataURI.SubexpIndex(name)] }
+	f := File{ContentType: get("type")}
+	if f.ContentType == "" {
+		f.ContentType = "text/plain"
+	}
+	// Its parameter pattern (\G;(?<key>.+)=(?<value>.+), greedy) takes
+	// the parameters as one: the key runs to the last "=".
+	if params := get("parameters"); params != "" {
+		eq := strings.LastIndex(params, "=")
+		if params[1:eq] == "filename" {
+			name, err := url.QueryUnescape(params[eq+1:])
+			if err != nil {
+				return File{}, fmt.Errorf("filename %q: %w", params[eq+1:], err)
+			}
+			f.Filename = name
+		}
+	}
+	var err error
+	if get("base64") != "" {
+		f.Data, err = base64.StdEncoding.DecodeString(get("data"))
+	} else {
+		var s string
+		s, err = url.QueryUnescape(get("data"))
+		f.Data = []byte(s)
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("data URI: %w", err)
+	}
+	f.Size = int64(len(f.Data))
+	return f, nil
 }
 
 // HoldSends makes every send wait until release is called: a slow
@@ -331,6 +434,71 @@ func (s *Server) PushMessage(from, name, groupID, text string) string {
 	}})
 	return from + ":" + strconv.FormatInt(ts, 10)
 }
+
+// PushFiles queues a message from a person with files (and text, ""
+// for none), as the daemon tells it once it has downloaded them: each
+// file under a fresh id in the message's attachments, its bytes kept for
+// getAttachment. It returns the message id the adapter gives it.
+func (s *Server) PushFiles(from, name, groupID, text string, files ...File) string {
+	s.mu.Lock()
+	ts := s.tick()
+	list := s.keep(ts, files)
+	s.mu.Unlock()
+	dm := map[string]any{"timestamp": ts, "message": nil, "expiresInSeconds": 0, "viewOnce": false, "attachments": list}
+	if text != "" {
+		dm["message"] = text
+	}
+	if groupID != "" {
+		dm["groupInfo"] = map[string]any{"groupId": groupID, "type": "DELIVER"}
+	}
+	s.Push(map[string]any{"account": s.account, "envelope": map[string]any{
+		"source": from, "sourceNumber": from, "sourceUuid": uuidOf(from), "sourceName": name, "sourceDevice": 1,
+		"timestamp": ts, "dataMessage": dm,
+	}})
+	return from + ":" + strconv.FormatInt(ts, 10)
+}
+
+// PushSentFiles queues files (and text, "" for none) the account's own
+// phone sent to destination, as PushSent does text.
+func (s *Server) PushSentFiles(destination, text string, files ...File) string {
+	s.mu.Lock()
+	ts := s.tick()
+	list := s.keep(ts, files)
+	s.mu.Unlock()
+	sent := map[string]any{"destination": destination, "destinationNumber": destination, "destinationUuid": uuidOf(destination),
+		"timestamp": ts, "message": nil, "expiresInSeconds": 0, "viewOnce": false, "attachments": list}
+	if text != "" {
+		sent["message"] = text
+	}
+	s.Push(map[string]any{"account": s.account, "envelope": map[string]any{
+		"source": s.account, "sourceNumber": s.account, "sourceUuid": uuidOf(s.account), "sourceName": "Me", "sourceDevice": 1,
+		"timestamp": ts, "syncMessage": map[string]any{"sentMessage": sent},
+	}})
+	return s.account + ":" + strconv.FormatInt(ts, 10)
+}
+
+// keep stores files as downloaded attachments of the message at ts and
+// returns how the daemon lists them; s.mu is held.
+func (s *Server) keep(ts int64, files []File) []map[string]any {
+	var list []map[string]any
+	for i, f := range files {
+		id := fmt.Sprintf("att%d%d", ts, i)
+		s.files[id] = f.Data
+		size := f.Size
+		if size == 0 {
+			size = int64(len(f.Data))
+		}
+		a := map[string]any{"contentType": f.ContentType, "id": id, "size": size, "uploadTimestamp": ts}
+		if f.Filename != "" {
+			a["filename"] = f.Filename
+		}
+		list = append(list, a)
+	}
+	return list
+}
+
+// Downloads is how many getAttachment calls the daemon has had.
+func (s *Server) Downloads() int { return s.CallCount("getAttachment") }
 
 // PushSent queues what the account's own phone sent to destination (a
 // sync message); destination = the account is Note to Self.

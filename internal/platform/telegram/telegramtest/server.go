@@ -118,6 +118,7 @@ type Server struct {
 	pages      map[string]int         // methods answered with a web server's HTML error page, by status
 	polls      int64                  // getUpdates calls so far: a newer one ends an older one's wait
 	files      map[string]*storedFile // by file_id: what getFile and the download route serve
+	sentFiles  []SentFile
 }
 
 // New starts a fake Bot API for token on 127.0.0.1, closed when tb ends.
@@ -385,8 +386,11 @@ func (s *Server) WriteLog(w io.Writer) error {
 		switch strings.ToLower(c.Method) {
 		case "getupdates":
 			what = fmt.Sprintf("offset=%s timeout=%s", c.Params["offset"], c.Params["timeout"])
-		case "sendmessage", "editmessagetext", "createforumtopic", "sendchataction":
+		case "sendmessage", "editmessagetext", "createforumtopic", "sendchataction", "sendphoto", "senddocument":
 			text := c.Params["text"]
+			if text == "" {
+				text = c.Params["caption"]
+			}
 			if text == "" {
 				text = c.Params["name"]
 			}
@@ -532,6 +536,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.createForumTopic(w, r, params)
 	case "getfile":
 		s.getFile(w, r, params)
+	case "sendphoto", "senddocument":
+		s.sendFile(w, r, method, params)
 	case "deletewebhook", "sendmessagedraft":
 		s.reply(w, r, method, params, 200, "", 0, true)
 	default:

@@ -38,3 +38,9 @@ func (unlinked) SendText(context.Context, string, string, string) (string, error
 	return "", errUnlinked
 }
 func (unlinked) Composing(context.Context, string) error { return errUnlinked }
+func (unlinked) Download(context.Context, whatsapp.Media) (io.ReadCloser, error) {
+	return nil, errUnlinked
+}
+func (unlinked) SendFile(context.Context, string, string, whatsapp.Upload, io.Reader) (string, error) {
+	return "", errUnlinked
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"log/slog"
 	"net/url"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
 )
 
 // The device (its keys and the Signal-protocol sessions whatsmeow keeps
@@ -200,7 +201,7 @@ func (s selfIDs) is(j types.JID) bool {
 }
 
 // messageOf maps a whatsmeow message to a Message; ok is false for what
-// carries no text (reactions, receipts, media without a caption), edits
+// carries neither text nor a file (reactions, receipts, stickers), edits
 // (their original was answered already), broadcasts and newsletters, and
 // what this very device sent (baton's own replies).
 func messageOf(e *events.Message, self selfIDs) (whatsapp.Message, bool) {
@@ -212,7 +213,8 @@ func messageOf(e *events.Message, self selfIDs) (whatsapp.Message, bool) {
 		return whatsapp.Message{}, false
 	}
 	text := textOf(e.Message)
-	if strings.TrimSpace(text) == "" {
+	files := mediaOf(e.Message)
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return whatsapp.Message{}, false
 	}
 	chat := info.Chat.ToNonAD()
@@ -228,7 +230,7 @@ func messageOf(e *events.Message, self selfIDs) (whatsapp.Message, bool) {
 	}
 	return whatsapp.Message{
 		ID: info.ID, Chat: chat.String(), Sender: sender.String(), SenderName: info.PushName,
-		FromMe: info.IsFromMe, Text: text, Time: info.Timestamp,
+		FromMe: info.IsFromMe, Text: text, Time: info.Timestamp, Files: files,
 	}, true
 }
 
@@ -240,6 +242,12 @@ func textOf(m *waE2E.Message) string {
 		return m.GetConversation()
 	case m.GetExtendedTextMessage() != nil:
 		return m.GetExtendedTextMessage().GetText()
+	case m.GetImageMessage() != nil:
+		return m.GetImageMessage().GetCaption()
+	case m.GetDocumentMessage() != nil:
+		return m.GetDocumentMessage().GetCaption()
+	case m.GetVideoMessage() != nil:
+		return m.GetVideoMessage().GetCaption()
 	}
 	return ""
 }

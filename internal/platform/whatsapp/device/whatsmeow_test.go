@@ -3,7 +3,7 @@ package device
 import (
 	"context"
 	"errors"
-	"github.com/baton-agent/baton/internal/platform/whatsapp"
+	"io"
 	"log/slog"
 	"reflect"
 	"testing"
@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -177,3 +178,9 @@ func (f fixed) SendText(context.Context, string, string, string) (string, error)
 	return "", f.sendErr
 }
 func (fixed) Composing(context.Context, string) error { return errors.New("not connected") }
+func (fixed) Download(context.Context, whatsapp.Media) (io.ReadCloser, error) {
+	return nil, errors.New("not connected")
+}
+func (f fixed) SendFile(context.Context, string, string, whatsapp.Upload, io.Reader) (string, error) {
+	return "", f.sendErr
+}

@@ -11,9 +11,13 @@
 package whatsapptest
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"time"
@@ -21,9 +25,19 @@ import (
 	"github.com/baton-agent/baton/internal/platform/whatsapp"
 )
 
-// Sent is a message the adapter sent.
+// Sent is a message the adapter sent: text, or a file with its caption
+// as Text.
 type Sent struct {
 	ID, Chat, Text string
+	File           *SentFile // nil for a text message
+}
+
+// SentFile is a file the adapter sent, as the message carries it.
+type SentFile struct {
+	Name      string // a document's file name; "" for an image
+	MediaType string
+	Image     bool // an image message, not a document
+	Data      []byte
 }
 
 // Fake is an in-memory WhatsApp account; the zero value is not usable,
@@ -48,6 +62,8 @@ type Fake struct {
 	noPresence bool
 	hold       chan struct{} // sends wait for it to close while not nil
 	held       int
+	media      map[string][]byte // file bytes by Media.Ref, for Download
+	downloads  int
 }
 
 var _ whatsapp.Client = (*Fake)(nil)
@@ -60,7 +76,7 @@ var errNoAck = errors.New("whatsapptest: timed out waiting for the server's ack"
 
 // New makes an account whose own JID is self (user@s.whatsapp.net).
 func New(self string) *Fake {
-	return &Fake{self: self, wake: make(chan struct{}), acked: map[string]bool{}}
+	return &Fake{self: self, wake: make(chan struct{}), acked: map[string]bool{}, media: map[string][]byte{}}
 }
 
 func (f *Fake) changed() {
@@ -133,6 +149,29 @@ func (f *Fake) Listen(ctx context.Context, connected func(), handle func(context
 // are held; with LoseNextSend it records it and fails. A message gets the
 // id given, or a new one for "".
 func (f *Fake) SendText(ctx context.Context, chat, id, text string) (string, error) {
+	return f.send(ctx, Sent{ID: id, Chat: chat, Text: text})
+}
+
+// SendFile reads body and records the file as SendText records text, its
+// caption as the message's text.
+func (f *Fake) SendFile(ctx context.Context, chat, id string, up whatsapp.Upload, body io.Reader) (string, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return "", err
+	}
+	if int64(len(data)) != up.Size {
+		return "", fmt.Errorf("whatsapptest: file of %d bytes said to be %d", len(data), up.Size)
+	}
+	file := &SentFile{MediaType: up.MediaType, Image: up.Image, Data: data}
+	if !up.Image {
+		file.Name = up.Name
+	}
+	return f.send(ctx, Sent{ID: id, Chat: chat, Text: up.Caption, File: file})
+}
+
+// send records m as sent, as SendText says.
+func (f *Fake) send(ctx context.Context, m Sent) (string, error) {
+	chat, id := m.Chat, m.ID
 	f.mu.Lock()
 	if hold := f.hold; hold != nil {
 		f.held++
@@ -163,7 +202,8 @@ func (f *Fake) SendText(ctx context.Context, chat, id, text string) (string, err
 	if id == "" {
 		id = f.id()
 	}
-	f.sent = append(f.sent, Sent{ID: id, Chat: chat, Text: text})
+	m.ID = id
+	f.sent = append(f.sent, m)
 	f.changed()
 	if f.loseSend {
 		f.loseSend = false
@@ -370,4 +410,57 @@ func (f *Fake) Wait(ctx context.Context, cond func() bool) error {
 		case <-wake:
 		}
 	}
+}
+
+// Download serves the bytes of a file pushed with PushFile, counted in
+// Downloads, as whatsmeow downloads from WhatsApp's media servers.
+func (f *Fake) Download(_ context.Context, m whatsapp.Media) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.downloads++
+	f.changed()
+	if f.loggedOut {
+		return nil, whatsapp.ErrLoggedOut
+	}
+	if f.down {
+		return nil, errNotConnected
+	}
+	data, ok := f.media[string(m.Ref)]
+	if !ok {
+		// What whatsmeow answers for media the servers no longer have.
+		return nil, &whatsapp.ServerError{Code: 404, Text: "download failed with status code 404"}
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// Downloads counts the downloads asked for, served or not.
+func (f *Fake) Downloads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.downloads
+}
+
+// PushFile makes a message with one file arrive, as m (its Files are
+// replaced) with file described by desc: its Ref and Hash are filled in,
+// and its Size is len(data) when 0. It returns the message's id.
+func (f *Fake) PushFile(m whatsapp.Message, desc whatsapp.Media, data []byte) string {
+	sum := sha256.Sum256(data)
+	desc.Hash = hex.EncodeToString(sum[:])
+	if desc.Size == 0 {
+		desc.Size = int64(len(data))
+	}
+	f.mu.Lock()
+	desc.Ref = []byte("/mms/" + strconv.Itoa(len(f.media)+1))
+	f.media[string(desc.Ref)] = bytes.Clone(data)
+	f.mu.Unlock()
+	m.Files = []whatsapp.Media{desc}
+	return f.Push(m)
+}
+
+// ExpireMedia drops every file's bytes, as WhatsApp's media servers do
+// some weeks after a message: a download then fails with a 404.
+func (f *Fake) ExpireMedia() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.media)
 }
