@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -159,10 +158,7 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 	if err := platform.CheckUpload(display, f, MaxUpload); err != nil {
 		return "", err
 	}
-	name := f.Name
-	if strings.TrimSpace(name) == "" {
-		name = "file"
-	}
+	name := f.UploadName()
 	if f.Open == nil {
 		return "", platform.Permanent(fmt.Errorf("discord: send %s: nothing to read it from", name))
 	}
@@ -174,7 +170,12 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		msg.Nonce, msg.EnforceNonce = nonce, true
 	}
 	id, err := a.postFile(ctx, rest.CreateMessage.Compile(nil, ch), msg, name, f)
-	if err != nil {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae) && ae.Status == http.StatusRequestEntityTooLarge:
+		// A channel's limit below the default (none is, today).
+		return "", &platform.TooLargeError{Service: display, Name: name, Size: f.Size, Limit: MaxUpload, Sending: true}
+	case err != nil:
 		return "", fmt.Errorf("discord: send %s: %w", name, err)
 	}
 	return id, nil
@@ -205,7 +206,7 @@ func (a *Adapter) postFile(ctx context.Context, ep *rest.CompiledEndpoint, msg f
 		pw.CloseWithError(err)
 		written <- err
 	}()
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, platform.UploadTimeout(a.cfg.RequestTimeout, f.Size))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.APIURL+ep.URL, pr)
 	if err != nil {
@@ -263,7 +264,7 @@ func writeParts(mw *multipart.Writer, payload []byte, name, mediaType string, r 
 		mediaType = "application/octet-stream"
 	}
 	part, err = mw.CreatePart(textproto.MIMEHeader{
-		"Content-Disposition": {mime.FormatMediaType("form-data", map[string]string{"name": "files[0]", "filename": name})},
+		"Content-Disposition": {fmt.Sprintf(`form-data; name="files[0]"; filename=%q`, name)},
 		"Content-Type":        {mediaType},
 	})
 	if err != nil {

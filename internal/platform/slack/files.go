@@ -189,10 +189,7 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 	if err := platform.CheckUpload(display, f, MaxUpload); err != nil {
 		return "", err
 	}
-	name := f.Name
-	if strings.TrimSpace(name) == "" {
-		name = "file"
-	}
+	name := f.UploadName()
 	what := "send " + name + " to " + to.Key()
 	switch {
 	case f.Size <= 0:
@@ -237,8 +234,9 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", fmt.Errorf("slack: %s: read it: %w", what, err)
 	}
 	body := &counter{r: io.LimitReader(rc, f.Size+1)}
-	// The bytes take as long as they take: bounded by ctx alone.
-	err = a.api.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: u.UploadURL, Reader: body, Filename: name})
+	cctx, cancel = context.WithTimeout(ctx, platform.UploadTimeout(a.cfg.RequestTimeout, f.Size))
+	err = a.api.UploadToURL(cctx, slack.UploadToURLParameters{UploadURL: u.UploadURL, Reader: body, Filename: name})
+	cancel()
 	rc.Close()
 	if err != nil {
 		return "", classify(what, err)
