@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/disgoorg/disgo/discord"
@@ -158,7 +159,7 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 	if err := platform.CheckUpload(display, f, MaxUpload); err != nil {
 		return "", err
 	}
-	name := f.UploadName()
+	name := pictureName(f)
 	if f.Open == nil {
 		return "", platform.Permanent(fmt.Errorf("discord: send %s: nothing to read it from", name))
 	}
@@ -179,6 +180,20 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", fmt.Errorf("discord: send %s: %w", name, err)
 	}
 	return id, nil
+}
+
+// pictureName is the name a file goes under: a picture's ends in its
+// type's extension, as Discord shows a picture inline by its name alone.
+func pictureName(f platform.File) string {
+	name := f.UploadName()
+	if !f.IsImage() {
+		return name
+	}
+	ext := map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}[strings.ToLower(f.MediaType)]
+	if got := strings.ToLower(path.Ext(name)); got == ext || ext == ".jpg" && got == ".jpeg" {
+		return name
+	}
+	return name + ext
 }
 
 // userAgent is what Discord asks a bot's requests to say.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -146,5 +147,35 @@ func TestSendFileKeepsItsBytesOutOfTheLog(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), secret) {
 		t.Errorf("the file's bytes are in the log:\n%s", logs.String())
+	}
+}
+
+// A picture whose name does not end in its type's extension is sent
+// under one that does, so Discord shows it inline; a document keeps its
+// name as it is.
+func TestPictureNamedForDiscord(t *testing.T) {
+	fake := discordtest.New(t, token)
+	a := newAdapter(t, fake, token)
+	home := platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: fake.Home()}
+	pic := platformtest.SamplePNG()
+	for _, f := range []struct{ name, media, want string }{
+		{"chart", "image/png", "chart.png"},
+		{"photo.JPEG", "image/jpeg", "photo.JPEG"},
+		{"shot.png", "image/png", "shot.png"},
+		{"notes", "text/plain", "notes"},
+	} {
+		if _, err := a.SendFile(t.Context(), home, platform.File{Name: f.name, MediaType: f.media, Size: int64(len(pic)),
+			Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(pic)), nil }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, p := range fake.Posts() {
+		for _, att := range p.Attachments {
+			got = append(got, fmt.Sprintf("%s:%v", att.Filename, att.IsImage()))
+		}
+	}
+	if strings.Join(got, " ") != "chart.png:true photo.JPEG:true shot.png:true notes:false" {
+		t.Errorf("sent as %q", got)
 	}
 }
