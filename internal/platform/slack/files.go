@@ -107,7 +107,12 @@ func (a *Adapter) download(ctx context.Context, f wireFile, label string) (io.Re
 	if src == "" {
 		src = f.URLPrivate
 	}
-	if !a.onFileHost(src) {
+	switch {
+	case f.Mode == "hidden_by_limit":
+		return nil, platform.Permanent(fmt.Errorf("slack: download %s: Slack keeps it out of reach (older than the workspace's plan shows)", label))
+	case f.Mode == "external":
+		return nil, platform.Permanent(fmt.Errorf("slack: download %s: it is kept outside Slack", label))
+	case !a.onFileHost(src):
 		return nil, platform.Permanent(fmt.Errorf("slack: download %s: it is not on Slack's file host", label))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)

@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/platform"
@@ -28,6 +30,28 @@ func TestFilesOfAMessage(t *testing.T) {
 	for i, w := range want {
 		if g := ev.Attachments[i]; g.Kind != w.Kind || g.Name != w.Name || g.MediaType != w.MediaType || g.Size != w.Size || g.ID != w.ID {
 			t.Errorf("attachment %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// A file Slack hides (past a free plan's reach) or keeps elsewhere (an
+// external file) is refused in one line saying so, without a request.
+func TestFilesOutOfReach(t *testing.T) {
+	a, err := New(Config{BotToken: "xoxb-1", AppToken: "xapp-1", APIURL: "http://127.0.0.1:1/api/", FilesURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		f    wireFile
+		want string
+	}{
+		{wireFile{ID: "F1", Name: "old.pdf", Mode: "hidden_by_limit"}, "out of reach"},
+		{wireFile{ID: "F2", Name: "doc", Mode: "external", URLPrivate: "https://docs.google.com/x"}, "outside Slack"},
+		{wireFile{ID: "F3", Name: "x.txt", Mode: "hosted", URLPrivateDownload: "https://example.com/files-pri/x"}, "not on Slack's file host"},
+	} {
+		_, err := a.download(t.Context(), c.f, c.f.Name)
+		if !errors.Is(err, platform.ErrPermanent) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want a permanent refusal saying %q", c.f.Name, err, c.want)
 		}
 	}
 }
