@@ -145,10 +145,12 @@ type fileMessageAttachment struct {
 }
 
 // SendFile posts a file, with its caption as the message's content, as
-// multipart/form-data: payload_json and files[0]. Discord shows a
-// picture inline by itself. A file of a stored delivery carries the
-// nonce Send would give its first message, enforced, so a try after a
-// lost answer or a restart posts it once. A file over MaxUpload is
+// multipart/form-data: payload_json and files[0]; a caption longer than
+// a message follows in messages of its own. Discord shows a picture
+// inline by its name (see pictureName). A file of a stored delivery
+// carries the nonce Send would give its first message, enforced, so a
+// try after a lost answer or a restart posts it once (and the rest of
+// its caption, under nonces of their own). A file over MaxUpload is
 // refused before it is read; one that turns out larger than it said is
 // cut off mid-request, never posted.
 func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.File) (string, error) {
@@ -164,8 +166,9 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", platform.Permanent(fmt.Errorf("discord: send %s: nothing to read it from", name))
 	}
 	msg := fileMessage{AllowedMentions: noMentionsPtr(), Attachments: []fileMessageAttachment{{ID: "0", Filename: name}}}
-	if parts := platform.Split(f.Caption, MaxMessageLen, platform.UTF16Len); len(parts) > 0 {
-		msg.Content = parts[0] // a caption is a line or two; never more than one message
+	parts := platform.Split(f.Caption, MaxMessageLen, platform.UTF16Len)
+	if len(parts) > 0 {
+		msg.Content = parts[0]
 	}
 	if nonce, ok := deliveryNonce(ctx, to, 0); ok {
 		msg.Nonce, msg.EnforceNonce = nonce, true
@@ -178,6 +181,15 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", &platform.TooLargeError{Service: display, Name: name, Size: f.Size, Limit: MaxUpload, Sending: true}
 	case err != nil:
 		return "", fmt.Errorf("discord: send %s: %w", name, err)
+	}
+	if len(parts) > 1 {
+		rest := strings.Join(parts[1:], "\n\n")
+		if key := platform.DeliveryKey(ctx); key != "" {
+			ctx = platform.WithDeliveryKey(ctx, key+"\x00caption")
+		}
+		if _, err := a.Send(ctx, to, rest); err != nil {
+			return id, err
+		}
 	}
 	return id, nil
 }

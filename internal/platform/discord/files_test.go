@@ -179,3 +179,36 @@ func TestPictureNamedForDiscord(t *testing.T) {
 		t.Errorf("sent as %q", got)
 	}
 }
+
+// A caption longer than a message goes with the file as far as it fits,
+// the rest in a message after it; a stored delivery whose answer was
+// lost, sent again, shows the file and the rest of its caption once.
+func TestLongCaptionFollowsOnce(t *testing.T) {
+	fake := discordtest.New(t, token)
+	a := newAdapter(t, fake, token)
+	home := platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: fake.Home()}
+	caption := strings.Repeat("word ", 350) + "\n\n" + strings.Repeat("more ", 200)
+	f := platform.File{Name: "log.txt", MediaType: "text/plain", Size: 3,
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("log")), nil }}
+	f.Caption = caption
+	once := platform.WithDeliveryKey(t.Context(), "delivery:long")
+	fake.LoseNext(discordtest.RouteCreateMessage)
+	if _, err := a.SendFile(once, home, f); err == nil {
+		t.Fatal("a SendFile whose answer was lost succeeded")
+	}
+	first, err := a.SendFile(once, home, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := a.SendFile(once, home, f); err != nil || again != first {
+		t.Errorf("sent again: %q, %v; want %q", again, err, first)
+	}
+	shown := fake.Shown()
+	if len(shown) != 2 || len(shown[0].Attachments) != 1 || len(shown[1].Attachments) != 0 {
+		t.Fatalf("shown %d messages, want the file and the rest of its caption: %+v", len(shown), shown)
+	}
+	words := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	if got := words(shown[0].Content + " " + shown[1].Content); got != words(caption) {
+		t.Errorf("the caption shown is %d characters, want %d", len(got), len(words(caption)))
+	}
+}
