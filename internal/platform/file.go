@@ -65,3 +65,19 @@ func CheckUpload(service string, f File, limit int64) error {
 func UploadTimeout(base time.Duration, size int64) time.Duration {
 	return base + time.Duration(size/(256<<10))*time.Second
 }
+
+// UploadName is the file's name as an upload carries it: printable,
+// without quotes, backslashes or a path (a multipart filename, a name a
+// service keeps), never empty.
+func (f File) UploadName() string {
+	name := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || r == '/' {
+			return '_'
+		}
+		return r
+	}, strings.TrimSpace(f.Name))
+	if name == "" {
+		return "file"
+	}
+	return name
+}

@@ -125,3 +125,40 @@ func TestCatchUpAfterTheSessionExpired(t *testing.T) {
 		})
 	}
 }
+
+// A file sent while baton was away longer than Discord keeps a session is
+// fetched with its message, and read from the CDN like one that came over
+// the gateway.
+func TestCatchUpBringsAttachments(t *testing.T) {
+	fake := discordtest.New(t, token)
+	mem := platformtest.NewMemory()
+	adapter := func() *discord.Adapter {
+		a, err := discord.New(discord.Config{Token: token, APIURL: fake.APIURL(), CDNURL: fake.CDNURL(),
+			Logger: slog.New(slog.DiscardHandler), Memory: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	home := fake.Home()
+	ev := &events{}
+	stop, _ := run(t, adapter(), ev)
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 1 }, "the connection")
+	id, _ := fake.Say(home, owner, "before the outage")
+	ev.await(t, id)
+	stop()
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.Connected() == 0 }, "the first run to be gone")
+
+	id, _ = fake.SayFile(home, owner, discordtest.File{Name: "away.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4 away")})
+	fake.ExpireSessions()
+	ev2 := &events{}
+	keepRunning(t, adapter(), ev2)
+	got := ev2.await(t, id)
+	if len(got.Attachments) != 1 || got.Attachments[0].Name != "away.pdf" {
+		t.Fatalf("the file caught up arrived as %+v", got)
+	}
+	data, err := readAll(t, got.Attachments[0])
+	if err != nil || string(data) != "%PDF-1.4 away" {
+		t.Errorf("read back %q, %v", data, err)
+	}
+}

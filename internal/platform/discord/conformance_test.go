@@ -23,7 +23,7 @@ var owner = discordtest.User{ID: "4242", Username: "owner"}
 func newAdapter(t *testing.T, fake *discordtest.Server, tok string) *discord.Adapter {
 	t.Helper()
 	logs := &testutil.SyncBuffer{}
-	a, err := discord.New(discord.Config{Token: tok, APIURL: fake.APIURL(), RequestTimeout: 5 * time.Second,
+	a, err := discord.New(discord.Config{Token: tok, APIURL: fake.APIURL(), CDNURL: fake.CDNURL(), RequestTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -50,11 +50,24 @@ func TestConformance(t *testing.T) {
 			Home:    platform.Address{Platform: discord.Name, Kind: platform.Group, Chat: fake.Home()},
 			Person:  owner.ID,
 			Say: func(_ context.Context, at platform.Address, sender, text string) (string, error) {
-				ch := at.Chat
-				if at.Thread != "" {
-					ch = at.Thread
+				return fake.Say(channelOf(at), discordtest.User{ID: sender, Username: "person"}, text)
+			},
+			SayFile: func(_ context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				return fake.SayFile(channelOf(at), discordtest.User{ID: sender, Username: "person"},
+					discordtest.File{Name: f.Name, ContentType: f.MediaType, Data: f.Data, Size: f.Size, Caption: f.Caption})
+			},
+			Downloads: fake.Downloads,
+			Files: func(at platform.Address) []platformtest.ShownFile {
+				var out []platformtest.ShownFile
+				for _, p := range fake.Shown() {
+					if p.ChannelID != channelOf(at) {
+						continue
+					}
+					for _, a := range p.Attachments {
+						out = append(out, platformtest.ShownFile{Name: a.Filename, Data: a.Data, Caption: p.Content, Image: a.IsImage()})
+					}
 				}
-				return fake.Say(ch, discordtest.User{ID: sender, Username: "person"}, text)
+				return out
 			},
 			Acked:     fake.Acked,
 			LoseSend:  func() { fake.LoseNext(discordtest.RouteCreateMessage) },
@@ -78,12 +91,20 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober", "DownloadLimiter", "FileSender"},
 		}
 	})
 }
 
 var _ = http.StatusOK
+
+// channelOf is the channel a message at an address is in.
+func channelOf(at platform.Address) string {
+	if at.Thread != "" {
+		return at.Thread
+	}
+	return at.Chat
+}
 
 // A probe that finds no session starts left fails, so a down Discord is
 // not restarted into an identify it would refuse; once they reset, it

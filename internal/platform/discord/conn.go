@@ -343,9 +343,9 @@ func (c *conn) dispatch(ctx context.Context, f frame) error {
 }
 
 // message hands a person's message to the receiver. What is not for baton
-// (the bot's own messages, other bots, system messages, empty content) is
-// skipped; an undecodable one is logged and skipped, so it cannot block
-// the session.
+// (the bot's own messages, other bots, system messages, neither text nor
+// files) is skipped; an undecodable one is logged and skipped, so it
+// cannot block the session.
 func (c *conn) message(ctx context.Context, raw json.RawMessage) error {
 	var m wireMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -367,7 +367,8 @@ func (c *conn) handle(ctx context.Context, m wireMessage) error {
 		return nil
 	}
 	text := strings.TrimSpace(stripMention(m.Content, botID))
-	if text == "" || c.a.seen.Has(m.ID) {
+	files := c.a.attachments(m)
+	if (text == "" && len(files) == 0) || c.a.seen.Has(m.ID) {
 		return nil
 	}
 	at, err := c.a.addressOf(ctx, m.ChannelID, m.GuildID)
@@ -384,7 +385,7 @@ func (c *conn) handle(ctx context.Context, m wireMessage) error {
 	if when.IsZero() {
 		when = snowflakeTime(m.ID)
 	}
-	ev := platform.Event{At: at, SenderID: m.Author.ID, Sender: name, Text: text, ID: m.ID, Time: when.UTC()}
+	ev := platform.Event{At: at, SenderID: m.Author.ID, Sender: name, Text: text, ID: m.ID, Time: when.UTC(), Attachments: files}
 	if err := c.r.Receive(ctx, ev); err != nil {
 		return fmt.Errorf("discord: store message %s: %w", m.ID, err)
 	}
@@ -428,7 +429,9 @@ type wireMessage struct {
 	Content   string `json:"content"`
 	Timestamp string `json:"timestamp"`
 	WebhookID string `json:"webhook_id"`
-	Author    struct {
+	// Attachments are the message's files.
+	Attachments []wireAttachment `json:"attachments"`
+	Author      struct {
 		ID         string `json:"id"`
 		Username   string `json:"username"`
 		GlobalName string `json:"global_name"`

@@ -1,6 +1,7 @@
 // Package discord connects baton to Discord as a bot: the gateway
 // websocket for messages (with the Message Content intent), REST for
-// replies, typing, edits and the threads handoffs open.
+// replies, typing, edits and the threads handoffs open. Attachments are
+// read from Discord's CDN; files go out as multipart messages (files.go).
 //
 // Addresses: a direct message is platform.DM with Chat = the DM channel id;
 // a guild text channel is platform.Group with Chat = the channel id; a
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +83,10 @@ type Config struct {
 	// RequestTimeout bounds one REST call and the gateway handshake;
 	// default 30s.
 	RequestTimeout time.Duration
+	// CDNURL is where attachments are downloaded from, default
+	// DefaultCDNURL: only an attachment URL on it, under /attachments/,
+	// is ever fetched (tests point it at a fake).
+	CDNURL string
 	// Memory keeps the gateway session to resume across restarts of baton
 	// (its id, resume URL, last event handed over and the bot's id), so
 	// that Discord replays what was said while baton was down; nil keeps
@@ -99,10 +105,12 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Adapter is the Discord platform adapter: platform.Adapter, Threader,
-// Typer, Editor, EditPacer and Limiter.
+// Typer, Editor, EditPacer, Limiter, DownloadLimiter and FileSender.
 type Adapter struct {
 	cfg  Config
 	rest rest.Client
+	http *http.Client // downloads from the CDN
+	cdn  *url.URL     // Config.CDNURL
 	log  *slog.Logger
 
 	mu       sync.Mutex
@@ -143,6 +151,9 @@ var (
 	_ platform.EditPacer = (*Adapter)(nil)
 	_ platform.Limiter   = (*Adapter)(nil)
 	_ platform.Prober    = (*Adapter)(nil)
+
+	_ platform.DownloadLimiter = (*Adapter)(nil)
+	_ platform.FileSender      = (*Adapter)(nil)
 )
 
 // New makes an adapter; it does not contact Discord (Run does).
@@ -155,6 +166,13 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.APIURL = DefaultAPIURL
 	}
 	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	if cfg.CDNURL == "" {
+		cfg.CDNURL = DefaultCDNURL
+	}
+	cdn, err := url.Parse(strings.TrimRight(cfg.CDNURL, "/"))
+	if err != nil || cdn.Host == "" {
+		return nil, fmt.Errorf("discord: CDN URL %q is not an absolute URL", cfg.CDNURL)
+	}
 	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
 	client := platform.HTTPClientOr(cfg.HTTPClient)
 	log := platform.Logger(cfg.Logger, Name)
@@ -169,6 +187,8 @@ func New(cfg Config) (*Adapter, error) {
 	return &Adapter{
 		cfg:      cfg,
 		rest:     restClient,
+		http:     client,
+		cdn:      cdn,
 		log:      log,
 		channels: map[string]chanInfo{},
 		marks:    platform.NewMarks[string](maxMarked, newer),

@@ -10,9 +10,9 @@ import (
 )
 
 // Any MESSAGE_CREATE payload decodes without panicking; what is handed to
-// the gateway is a person's non-empty message (never the bot's own, a
-// bot's, a webhook's or a system message), with its id and author, at the
-// channel it was said in.
+// the gateway is a person's message with text or files (never the bot's
+// own, a bot's, a webhook's or a system message), with its id and
+// author, at the channel it was said in.
 func FuzzMessage(f *testing.F) {
 	for _, s := range []string{
 		`{"id":"1","channel_id":"dm1","author":{"id":"42","username":"owner"},"content":"hello","timestamp":"2026-11-23T10:00:00Z"}`,
@@ -23,6 +23,8 @@ func FuzzMessage(f *testing.F) {
 		`{"id":"6","channel_id":"c1","guild_id":"g1","webhook_id":"w","author":{"id":"9"},"content":"a hook"}`,
 		`{"id":"7","channel_id":"c1","guild_id":"g1","type":7,"author":{"id":"42"},"content":"joined"}`,
 		`{"id":"8","channel_id":"c1","author":{"id":"42"},"content":"   "}`,
+		`{"id":"10","channel_id":"c1","guild_id":"g1","author":{"id":"42"},"content":"","attachments":[{"id":"11","filename":"a.png","content_type":"image/png","size":5,"url":"https://cdn.discordapp.com/attachments/c1/11/a.png?ex=1&is=1&hm=x&"}]}`,
+		`{"id":"12","channel_id":"c1","guild_id":"g1","author":{"id":"42"},"content":"x","attachments":[{"id":""},{"filename":7}]}`,
 		`{"id":9}`, `[]`, `null`, `"x"`,
 	} {
 		f.Add([]byte(s))
@@ -54,7 +56,12 @@ func FuzzMessage(f *testing.F) {
 			if ev.ID == "" || ev.ID != m.ID || ev.SenderID != m.Author.ID || ev.SenderID == "7" || m.Author.Bot || m.Author.System || m.WebhookID != "" {
 				t.Fatalf("message %s handed over as %+v", raw, ev)
 			}
-			if ev.At.Platform != Name || strings.TrimSpace(ev.Text) == "" {
+			for _, att := range ev.Attachments {
+				if att.Open == nil || (att.Kind != platform.KindPhoto && att.Kind != platform.KindDocument) {
+					t.Fatalf("message %s handed over with attachment %+v", raw, att)
+				}
+			}
+			if ev.At.Platform != Name || strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0 {
 				t.Fatalf("message %s handed over at %+v with text %q", raw, ev.At, ev.Text)
 			}
 			if ev.At.Kind == platform.Thread && (ev.At.Thread != m.ChannelID || ev.At.Chat != "c1") {

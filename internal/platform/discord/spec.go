@@ -15,6 +15,9 @@ type Section struct {
 	APIURL string `yaml:"api_url"`
 	// GatewayURL points at another gateway; default the one Discord names.
 	GatewayURL string `yaml:"gateway_url"`
+	// CDNURL points at another CDN (where attachments are read from);
+	// default Discord's.
+	CDNURL string `yaml:"cdn_url"`
 }
 
 // Spec registers Discord: enabled when a bot token is set, in the
@@ -32,5 +35,5 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	if tok == "" {
 		return nil, platform.ErrNotConfigured
 	}
-	return New(Config{Token: tok, APIURL: sec.APIURL, GatewayURL: sec.GatewayURL, Logger: s.Log, Memory: s.Memory})
+	return New(Config{Token: tok, APIURL: sec.APIURL, GatewayURL: sec.GatewayURL, CDNURL: sec.CDNURL, Logger: s.Log, Memory: s.Memory})
 }

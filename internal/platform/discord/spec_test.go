@@ -28,8 +28,8 @@ func TestSpecOpen(t *testing.T) {
 	if err != nil || a.(*Adapter).cfg.Token != "env-token" {
 		t.Errorf("token from the environment: %v", err)
 	}
-	a, err = spec.Open(ctx, setup("token: config-token\napi_url: http://127.0.0.1:1/api/v10\n", map[string]string{EnvToken: "env-token"}))
-	if err != nil || a.(*Adapter).cfg.Token != "config-token" || a.(*Adapter).cfg.APIURL != "http://127.0.0.1:1/api/v10" {
+	a, err = spec.Open(ctx, setup("token: config-token\napi_url: http://127.0.0.1:1/api/v10\ncdn_url: http://127.0.0.1:2/cdn\n", map[string]string{EnvToken: "env-token"}))
+	if err != nil || a.(*Adapter).cfg.Token != "config-token" || a.(*Adapter).cfg.APIURL != "http://127.0.0.1:1/api/v10" || a.(*Adapter).cfg.CDNURL != "http://127.0.0.1:2/cdn" {
 		t.Errorf("token from config wins: %v", err)
 	}
 	if _, err := spec.Open(ctx, setup("tokn: x\n", nil)); err == nil || !strings.Contains(err.Error(), "tokn") {

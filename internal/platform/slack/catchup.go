@@ -193,11 +193,11 @@ func (a *Adapter) catchUpPlace(ctx context.Context, r platform.Receiver, key str
 			continue // a thread's root, or what the mark covers
 		}
 		e := messageEvent{Type: cmpOr(m.Type, "message"), Subtype: m.SubType, Channel: mk.Where.Channel, User: m.User,
-			BotID: m.BotID, Text: m.Text, TS: m.Timestamp, ThreadTS: m.ThreadTimestamp, Hidden: m.Hidden}
+			BotID: m.BotID, Text: m.Text, TS: m.Timestamp, ThreadTS: m.ThreadTimestamp, Hidden: m.Hidden, Files: wireFiles(m.Files)}
 		if mk.Where.DM {
 			e.ChannelType = "im"
 		}
-		ev, ok, err := messageOf(e, a.BotUserID())
+		ev, ok, err := messageOf(e, a.BotUserID(), a.opener)
 		if err != nil {
 			a.log.Warn("slack: undecodable message in the history skipped", "place", key, "err", err)
 		}

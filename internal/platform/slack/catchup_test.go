@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -134,5 +135,48 @@ func TestCatchUpAfterAnOutage(t *testing.T) {
 				t.Errorf("%d replies requests, want at least 1", n)
 			}
 		})
+	}
+}
+
+// A file shared while baton was away is caught up with its message, and
+// read from the file host like one that came over the socket.
+func TestCatchUpBringsFiles(t *testing.T) {
+	fake := slacktest.New(t, botToken, appToken)
+	mem := platformtest.NewMemory()
+	adapter := func() *slack.Adapter {
+		a, err := slack.New(slack.Config{BotToken: botToken, AppToken: appToken, APIURL: fake.APIURL(), FilesURL: fake.FilesURL(),
+			Logger: slog.New(slog.DiscardHandler), Memory: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	first := &inbox{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		platform.Supervise(ctx, adapter(), first, retry.Policy{First: 5 * time.Millisecond, Max: 50 * time.Millisecond}, first.report)
+	}()
+	first.event(t, say(fake, slacktest.Message{Channel: channel, User: owner, Text: "hello"}))
+	cancel()
+	<-done
+	testutil.Eventually(t, testutil.Patience, func() bool { return fake.OpenSockets() == 0 }, "the first run's socket to close")
+
+	ts, _ := fake.PushFile(slacktest.Message{Channel: channel, User: owner}, slacktest.File{Name: "away.pdf", Mimetype: "application/pdf", Data: []byte("%PDF-1.4 away")})
+	fake.ExpireUnacked()
+	second := &inbox{}
+	supervise(t, adapter(), second)
+	ev := second.event(t, channel+":"+ts)
+	if len(ev.Attachments) != 1 || ev.Attachments[0].Name != "away.pdf" || ev.Attachments[0].Kind != platform.KindDocument {
+		t.Fatalf("the file caught up arrived as %+v", ev)
+	}
+	rc, err := ev.Attachments[0].Open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if data, err := io.ReadAll(rc); err != nil || string(data) != "%PDF-1.4 away" {
+		t.Errorf("read back %q, %v", data, err)
 	}
 }

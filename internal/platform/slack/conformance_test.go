@@ -24,10 +24,16 @@ const (
 // newAdapter is an adapter pointed at fake, its log shown if t fails.
 func newAdapter(t *testing.T, fake *slacktest.Server) *slack.Adapter {
 	t.Helper()
+	return newAdapterWith(t, fake, nil)
+}
+
+// newAdapterWith is newAdapter keeping what lasts across restarts in mem.
+func newAdapterWith(t *testing.T, fake *slacktest.Server, mem platform.Memory) *slack.Adapter {
+	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	a, err := slack.New(slack.Config{
-		BotToken: botToken, AppToken: appToken, APIURL: fake.APIURL(),
-		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		BotToken: botToken, AppToken: appToken, APIURL: fake.APIURL(), FilesURL: fake.FilesURL(),
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), Memory: mem,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,8 @@ func newAdapter(t *testing.T, fake *slacktest.Server) *slack.Adapter {
 func TestConformance(t *testing.T) {
 	platformtest.Run(t, func(t *testing.T) platformtest.Harness {
 		fake := slacktest.New(t, botToken, appToken)
-		a := newAdapter(t, fake)
+		mem := platformtest.NewMemory()
+		a := newAdapterWith(t, fake, mem)
 		var mu sync.Mutex
 		envelopes := map[string]string{} // event id → the envelope that carried it
 		// Only edits can be refused alone here: a thread's root is an
@@ -63,11 +70,44 @@ func TestConformance(t *testing.T) {
 				mu.Unlock()
 				return id, nil
 			},
+			SayFile: func(_ context.Context, at platform.Address, sender string, f platformtest.SaidFile) (string, error) {
+				ts, env := fake.PushFile(slacktest.Message{Channel: at.Chat, User: sender, Text: f.Caption, ThreadTS: at.Thread},
+					slacktest.File{Name: f.Name, Mimetype: f.MediaType, Data: f.Data, Size: f.Size})
+				id := at.Chat + ":" + ts
+				mu.Lock()
+				envelopes[id] = env
+				mu.Unlock()
+				return id, nil
+			},
+			Downloads: fake.Downloads,
+			Files: func(at platform.Address) []platformtest.ShownFile {
+				var out []platformtest.ShownFile
+				for _, f := range fake.Shares() {
+					if f.Channel == at.Chat && f.ThreadTS == at.Thread {
+						out = append(out, platformtest.ShownFile{Name: f.Name, Data: f.Data, Caption: f.Comment, Image: f.IsImage()})
+					}
+				}
+				return out
+			},
 			Acked: func(id string) bool {
 				mu.Lock()
 				env, ok := envelopes[id]
 				mu.Unlock()
 				return ok && fake.Acked(env)
+			},
+			LoseSend: func() {
+				fake.LoseNext("chat.postMessage")
+				fake.LoseNext("files.completeUploadExternal")
+			},
+			Restarted: func(t *testing.T) platform.Adapter { return newAdapterWith(t, fake, mem) },
+			Shown: func(at platform.Address) []string {
+				var out []string
+				for _, p := range fake.Shown() {
+					if p.Channel == at.Chat && p.ThreadTS == at.Thread {
+						out = append(out, p.Text)
+					}
+				}
+				return out
 			},
 			Down:     fake.Down,
 			Up:       fake.Up,
@@ -79,7 +119,7 @@ func TestConformance(t *testing.T) {
 				}
 				return ok
 			},
-			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober"},
+			Caps: []string{"Threader", "Typer", "Editor", "EditPacer", "Limiter", "Prober", "DownloadLimiter", "FileSender"},
 		}
 	})
 }

@@ -11,10 +11,11 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"event_callback","event":{"type":"message","channel":"D1","user":"U1","text":"hi","ts":"1.1"}}`), "UBOT")
 	f.Add([]byte(`{"type":"event_callback","event":{"type":"app_mention","channel":"C1","user":"U1","text":"<@UBOT> /handoff cli","ts":"1.2","thread_ts":"1.0"}}`), "UBOT")
 	f.Add([]byte(`{"type":"event_callback","event":{"type":"message","subtype":"message_changed","channel":"C1"}}`), "UBOT")
+	f.Add([]byte(`{"type":"event_callback","event":{"type":"message","subtype":"file_share","channel":"C1","user":"U1","text":"","ts":"1.3","files":[{"id":"F1","name":"a.pdf","mimetype":"application/pdf","size":4,"mode":"hosted","url_private_download":"https://files.slack.com/files-pri/T-F1/download/a.pdf"},{"id":"F2","mode":"tombstone"}]}}`), "UBOT")
 	f.Add([]byte(`{"type":"event_callback","event":null}`), "")
 	f.Add([]byte(`[]`), "U")
 	f.Fuzz(func(t *testing.T, raw []byte, bot string) {
-		ev, ok, err := decodeEvent(raw, bot)
+		ev, ok, err := decodeEvent(raw, bot, nil)
 		if err != nil || !ok {
 			return
 		}
@@ -23,6 +24,11 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		if ev.SenderID == bot && bot != "" {
 			t.Fatalf("the bot's own message was handed over: %+v", ev)
+		}
+		for _, att := range ev.Attachments {
+			if att.ID == "" {
+				t.Fatalf("a file without its id was handed over: %+v", ev)
+			}
 		}
 	})
 }

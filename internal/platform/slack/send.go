@@ -20,18 +20,22 @@ const maxRootTitle = 150
 // the (first) message posted. In a thread every part carries thread_ts,
 // so nothing leaks into the channel. Text longer than MaxMessageLen is
 // split first (the gateway normally has done it already). Each part is
-// tried once; failures are classified (see classify).
+// tried once; failures are classified (see classify). Slack drops no
+// repeated post, so a part of a stored delivery is remembered
+// (Config.Memory) before it goes and carries its delivery token in its
+// metadata: tried again — after a lost answer, or by baton restarted —
+// it is looked for in the place and given back rather than posted twice.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	if err := check(to); err != nil {
 		return "", err
 	}
 	var first string
-	for _, part := range platform.Split(text, MaxMessageLen, a.MessageLen) {
+	for i, part := range platform.Split(text, MaxMessageLen, a.MessageLen) {
 		md := renderMrkdwn(part)
 		if strings.TrimSpace(md) == "" {
 			continue // Slack refuses empty messages (no_text)
 		}
-		ts, err := a.post(ctx, to.Chat, to.Thread, md)
+		ts, err := a.postOnce(ctx, to, i, md)
 		if err != nil {
 			return first, classify("send to "+to.Key(), err)
 		}
@@ -45,13 +49,92 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	return first, nil
 }
 
-// post is one chat.postMessage.
-func (a *Adapter) post(ctx context.Context, channel, threadTS, mrkdwn string) (string, error) {
+// deliveryEvent is the metadata event type marking a message of a
+// stored delivery; its payload's "token" says which.
+const deliveryEvent = "baton_delivery"
+
+// postOnce posts part i of what Send was given, once per stored delivery
+// (see Send).
+func (a *Adapter) postOnce(ctx context.Context, to platform.Address, i int, mrkdwn string) (string, error) {
+	token, keyed := platform.DeliveryToken(ctx, to, i, tokenLen)
+	if !keyed {
+		return a.post(ctx, to.Chat, to.Thread, mrkdwn, nil)
+	}
+	_, before, err := a.wasTried(ctx, token)
+	if err != nil {
+		return "", err
+	}
+	if before {
+		ts, err := a.postedAt(ctx, to, token)
+		if err != nil || ts != "" {
+			return ts, err
+		}
+	} else if err := a.remember(ctx, tried{Token: token}); err != nil {
+		return "", err
+	}
+	return a.post(ctx, to.Chat, to.Thread, mrkdwn, &slack.SlackMetadata{
+		EventType: deliveryEvent, EventPayload: map[string]any{"token": token}})
+}
+
+// maxLookPages bounds the pages of a place read looking for a message
+// tried before: a thread is read from its start, a channel from its
+// newest message.
+const maxLookPages = 10
+
+// postedAt is the ts of the message carrying token in its metadata at
+// to, "" when there is none.
+func (a *Adapter) postedAt(ctx context.Context, to platform.Address, token string) (string, error) {
+	cursor := ""
+	for range maxLookPages {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+		var page []slack.Message
+		var next string
+		var err error
+		if to.Thread == "" {
+			var resp *slack.GetConversationHistoryResponse
+			resp, err = a.api.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{
+				ChannelID: to.Chat, Limit: 200, Cursor: cursor, IncludeAllMetadata: true})
+			if err == nil {
+				page, next = resp.Messages, resp.ResponseMetaData.NextCursor
+				if !resp.HasMore {
+					next = ""
+				}
+			}
+		} else {
+			var more bool
+			page, more, next, err = a.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{
+				ChannelID: to.Chat, Timestamp: to.Thread, Limit: 200, Cursor: cursor, IncludeAllMetadata: true})
+			if !more {
+				next = ""
+			}
+		}
+		cancel()
+		if err != nil {
+			return "", err
+		}
+		for _, m := range page {
+			if m.Metadata.EventType == deliveryEvent && m.Metadata.EventPayload["token"] == token {
+				return m.Timestamp, nil
+			}
+		}
+		if next == "" {
+			return "", nil
+		}
+		cursor = next
+	}
+	return "", nil
+}
+
+// post is one chat.postMessage, with metadata when meta is set.
+func (a *Adapter) post(ctx context.Context, channel, threadTS, mrkdwn string, meta *slack.SlackMetadata) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
 	opts := []slack.MsgOption{slack.MsgOptionText(mrkdwn, false)}
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	if meta != nil {
+		opts = append(opts, slack.MsgOptionMetadata(*meta))
 	}
 	_, ts, err := a.api.PostMessageContext(ctx, channel, opts...)
 	return ts, err
@@ -118,7 +201,7 @@ func (a *Adapter) NewThread(ctx context.Context, home platform.Address, title st
 	if err := check(home); err != nil {
 		return platform.Address{}, err
 	}
-	ts, err := a.post(ctx, home.Chat, "", rootText(title))
+	ts, err := a.post(ctx, home.Chat, "", rootText(title), nil)
 	if err != nil {
 		return platform.Address{}, a.optional("chat.postMessage", "new thread in "+home.Key(), err)
 	}

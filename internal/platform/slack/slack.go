@@ -2,7 +2,8 @@
 // (no public URL needed), replies go out through the Web API as mrkdwn,
 // split at a readable length and grown by chat.update while the model
 // writes; a handoff opens a thread under a root message in the home
-// channel.
+// channel. Files come with their messages, read from Slack's file host
+// with the bot token, and go out by the external upload flow (files.go).
 //
 // Addresses: a direct message is platform.DM with Chat = the D… channel
 // id (and Thread = the thread's ts for a thread inside the DM); a message
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -70,9 +72,14 @@ type Config struct {
 	// PingEvery is how often the socket is checked with a ping; a ping
 	// unanswered within the same time ends Run. Default 30s.
 	PingEvery time.Duration
+	// FilesURL is Slack's file host, default DefaultFilesURL: only a
+	// file there is ever downloaded, and only there does the bot token go
+	// with a download (tests point it at a fake).
+	FilesURL string
 	// Memory keeps where people last spoke to baton across restarts, so
-	// that what they said while baton was away is fetched (catchup.go);
-	// nil keeps it in memory only.
+	// that what they said while baton was away is fetched (catchup.go),
+	// and the files stored deliveries uploaded (files.go); nil keeps them
+	// in memory only.
 	Memory platform.Memory
 }
 
@@ -88,11 +95,14 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Adapter is the Slack platform adapter. It implements platform.Adapter,
-// Threader, Typer, Editor, EditPacer and Limiter.
+// Threader, Typer, Editor, EditPacer, Limiter, DownloadLimiter and
+// FileSender.
 type Adapter struct {
-	cfg Config
-	api *slack.Client
-	log *slog.Logger
+	cfg   Config
+	api   *slack.Client
+	http  *http.Client // downloads and files.info
+	files *url.URL     // Config.FilesURL
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	botUser string            // the bot's user id (U…), from auth.test
@@ -103,6 +113,9 @@ type Adapter struct {
 	marks       *platform.Marks[place]
 	marksLoaded bool
 	marksSaved  time.Time
+
+	keptMu sync.Mutex // one read-modify-write of the deliveries tried at a time
+	kept   []tried    // the deliveries tried, without Config.Memory
 }
 
 var (
@@ -113,6 +126,9 @@ var (
 	_ platform.EditPacer = (*Adapter)(nil)
 	_ platform.Limiter   = (*Adapter)(nil)
 	_ platform.Prober    = (*Adapter)(nil)
+
+	_ platform.DownloadLimiter = (*Adapter)(nil)
+	_ platform.FileSender      = (*Adapter)(nil)
 )
 
 // New makes an adapter; it does not contact Slack (Run does).
@@ -132,6 +148,13 @@ func New(cfg Config) (*Adapter, error) {
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"
 	}
+	if cfg.FilesURL == "" {
+		cfg.FilesURL = DefaultFilesURL
+	}
+	files, err := url.Parse(strings.TrimRight(cfg.FilesURL, "/"))
+	if err != nil || files.Host == "" {
+		return nil, fmt.Errorf("slack: files URL %q is not an absolute URL", cfg.FilesURL)
+	}
 	cfg.RequestTimeout = platform.RequestTimeout(cfg.RequestTimeout)
 	if cfg.PingEvery <= 0 {
 		cfg.PingEvery = 30 * time.Second
@@ -144,7 +167,7 @@ func New(cfg Config) (*Adapter, error) {
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionHTTPClient(client),
 	)
-	return &Adapter{cfg: cfg, api: api, log: log,
+	return &Adapter{cfg: cfg, api: api, http: client, files: files, log: log,
 		seen: platform.NewSeen(platform.SeenLimit), marks: platform.NewMarks[place](maxMarked, newerTS)}, nil
 }
 

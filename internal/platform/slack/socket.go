@@ -225,6 +225,8 @@ type messageEvent struct {
 	TS          string `json:"ts"`
 	ThreadTS    string `json:"thread_ts"`
 	Hidden      bool   `json:"hidden"`
+	// Files are the message's files (subtype file_share).
+	Files []wireFile `json:"files"`
 }
 
 // slashCommand is a slash_commands payload.
@@ -243,7 +245,7 @@ type slashCommand struct {
 func (a *Adapter) decodeEnvelope(env envelope) (platform.Event, bool) {
 	switch env.Type {
 	case "events_api":
-		ev, ok, err := decodeEvent(env.Payload, a.BotUserID())
+		ev, ok, err := decodeEvent(env.Payload, a.BotUserID(), a.opener)
 		if err != nil {
 			a.log.Warn("slack: undecodable event skipped", "envelope", env.EnvelopeID, "err", err)
 		}
@@ -272,8 +274,9 @@ func (a *Adapter) decodeEnvelope(env envelope) (platform.Event, bool) {
 
 // decodeEvent reads a message or app_mention event. botUser is the bot's
 // user id: its own messages are skipped, and a mention of it that starts
-// a message is taken off ("@baton /handoff cli" is the command).
-func decodeEvent(raw []byte, botUser string) (platform.Event, bool, error) {
+// a message is taken off ("@baton /handoff cli" is the command). Its
+// files are opened with open.
+func decodeEvent(raw []byte, botUser string, open opener) (platform.Event, bool, error) {
 	var cb eventCallback
 	if err := json.Unmarshal(raw, &cb); err != nil {
 		return platform.Event{}, false, fmt.Errorf("decode event: %w", err)
@@ -281,12 +284,12 @@ func decodeEvent(raw []byte, botUser string) (platform.Event, bool, error) {
 	if cb.Type != "event_callback" {
 		return platform.Event{}, false, nil
 	}
-	return messageOf(cb.Event, botUser)
+	return messageOf(cb.Event, botUser, open)
 }
 
 // messageOf is the event for a person's message; ok is false for what
 // baton does not act on (see decodeEvent).
-func messageOf(e messageEvent, botUser string) (platform.Event, bool, error) {
+func messageOf(e messageEvent, botUser string, open opener) (platform.Event, bool, error) {
 	if e.Type != "message" && e.Type != "app_mention" {
 		return platform.Event{}, false, nil
 	}
@@ -302,7 +305,8 @@ func messageOf(e messageEvent, botUser string) (platform.Event, bool, error) {
 		return platform.Event{}, false, errors.New("event without channel or ts")
 	}
 	text := plainText(e.Text, botUser)
-	if strings.TrimSpace(text) == "" {
+	files := attachments(e.Files, open)
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return platform.Event{}, false, nil
 	}
 	thread := e.ThreadTS
@@ -310,12 +314,13 @@ func messageOf(e messageEvent, botUser string) (platform.Event, bool, error) {
 		thread = "" // a thread's root is said in the channel
 	}
 	return platform.Event{
-		At:       addressOf(e.Channel, e.ChannelType, thread),
-		SenderID: e.User,
-		Sender:   e.User,
-		Text:     text,
-		ID:       e.Channel + ":" + e.TS,
-		Time:     tsTime(e.TS),
+		At:          addressOf(e.Channel, e.ChannelType, thread),
+		SenderID:    e.User,
+		Sender:      e.User,
+		Text:        text,
+		ID:          e.Channel + ":" + e.TS,
+		Time:        tsTime(e.TS),
+		Attachments: files,
 	}, true, nil
 }
 

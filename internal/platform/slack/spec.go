@@ -15,6 +15,9 @@ type Section struct {
 	AppToken string `yaml:"app_token"`
 	// APIURL points at another Web API base (ending in /api/); default Slack's.
 	APIURL string `yaml:"api_url"`
+	// FilesURL points at another file host (where files are downloaded
+	// from, with the bot token); default Slack's.
+	FilesURL string `yaml:"files_url"`
 }
 
 // Spec registers Slack: enabled when a bot token is set, in the slack:
@@ -33,5 +36,5 @@ func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {
 	if bot == "" && (app == "" || !s.Present) {
 		return nil, platform.ErrNotConfigured
 	}
-	return New(Config{BotToken: bot, AppToken: app, APIURL: sec.APIURL, Logger: s.Log, Memory: s.Memory})
+	return New(Config{BotToken: bot, AppToken: app, APIURL: sec.APIURL, FilesURL: sec.FilesURL, Logger: s.Log, Memory: s.Memory})
 }

@@ -31,12 +31,12 @@ func TestSpecOpen(t *testing.T) {
 	if err != nil || a.(*Adapter).cfg.BotToken != "xoxb-env" || a.(*Adapter).cfg.AppToken != "xapp-env" {
 		t.Fatalf("tokens from the environment: %v", err)
 	}
-	a, err = spec.Open(ctx, setup("bot_token: xoxb-config\napp_token: xapp-config\napi_url: http://127.0.0.1:1/api\n",
+	a, err = spec.Open(ctx, setup("bot_token: xoxb-config\napp_token: xapp-config\napi_url: http://127.0.0.1:1/api\nfiles_url: http://127.0.0.1:2\n",
 		map[string]string{EnvBotToken: "xoxb-env", EnvAppToken: "xapp-env"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := a.(*Adapter).cfg; c.BotToken != "xoxb-config" || c.AppToken != "xapp-config" || c.APIURL != "http://127.0.0.1:1/api/" {
+	if c := a.(*Adapter).cfg; c.BotToken != "xoxb-config" || c.AppToken != "xapp-config" || c.APIURL != "http://127.0.0.1:1/api/" || c.FilesURL != "http://127.0.0.1:2" {
 		t.Errorf("config wins: %+v", c)
 	}
 	if s := a.(*Adapter).cfg.String(); strings.Contains(s, "xoxb") || strings.Contains(s, "xapp") {

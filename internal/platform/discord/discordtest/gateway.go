@@ -128,12 +128,13 @@ func (s *Server) dispatchLocked(t string, d map[string]any, c *Channel, mentione
 			}
 			if c.GuildID != "" && !mentioned && !ss.intents.Has(gateway.IntentMessageContent) {
 				// Discord's rule: without the intent, guild messages
-				// arrive with their content empty.
+				// arrive with their content and attachments empty.
 				payload = map[string]any{}
 				for k, v := range d {
 					payload[k] = v
 				}
 				payload["content"] = ""
+				payload["attachments"] = []any{}
 			}
 		}
 		ss.seq++

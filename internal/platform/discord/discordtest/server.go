@@ -13,6 +13,7 @@ package discordtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -79,6 +80,8 @@ type Post struct {
 	// Enforced says whether enforce_nonce was set.
 	Nonce    string
 	Enforced bool
+	// Attachments are the files a created message carries.
+	Attachments []Attachment
 }
 
 // NonceWindow is how long an enforced nonce finds the message it made.
@@ -126,6 +129,8 @@ type Server struct {
 	globalLimit   time.Duration
 	startsUsed    bool // GET /gateway/bot says no session starts are left
 	dropAfter     map[string]int
+	stored        map[string]*Attachment // attachment id → the file the CDN serves
+	attached      map[string][]any       // message id → its attachments as messages give them
 }
 
 // New starts a fake Discord accepting token, with one guild holding a text
@@ -396,6 +401,8 @@ func routeOf(r *http.Request) string {
 	switch {
 	case p == "/gateway" && r.URL.Path == "/gateway":
 		return RouteGateway
+	case strings.HasPrefix(r.URL.Path, cdnBase+"/attachments/") && r.Method == http.MethodGet:
+		return RouteCDN
 	case p == "/gateway/bot" && r.Method == http.MethodGet:
 		return RouteGetGatewayBot
 	case p == "/users/@me" && r.Method == http.MethodGet:
@@ -452,8 +459,12 @@ func writeError(w http.ResponseWriter, status, code int, msg string) {
 // for, unsupported routes and a service down before it is called.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	route := routeOf(r)
-	if route == RouteGateway {
+	switch route {
+	case RouteGateway:
 		s.serveGateway(w, r)
+		return
+	case RouteCDN:
+		s.serveCDN(w, r)
 		return
 	}
 	if r.Header.Get("Authorization") != "Bot "+s.token {
@@ -604,14 +615,16 @@ func contains(list []string, s string) bool {
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route string, parts []string) bool {
-	var body struct {
-		Content         *string         `json:"content"`
-		AllowedMentions json.RawMessage `json:"allowed_mentions"`
-		Nonce           json.RawMessage `json:"nonce"`
-		EnforceNonce    bool            `json:"enforce_nonce"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+	body, files, err := readMessage(r)
+	switch {
+	case errors.Is(err, errTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, 40005, "Request entity too large")
+		return false
+	case err != nil:
 		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
+		return false
+	case len(files) > 0 && route != RouteCreateMessage:
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body: files are taken by a new message only here")
 		return false
 	}
 	nonce, ok := parseNonce(body.Nonce)
@@ -642,9 +655,12 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route strin
 		}
 	}
 	s.mu.Unlock()
-	if body.Content == nil || strings.TrimSpace(*body.Content) == "" {
+	if (body.Content == nil || strings.TrimSpace(*body.Content) == "") && len(files) == 0 {
 		writeError(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
 		return false
+	}
+	if body.Content == nil {
+		body.Content = new(string)
 	}
 	if utf8.RuneCountInString(*body.Content) > 2000 {
 		fakekit.WriteJSON(w, http.StatusBadRequest, map[string]any{
@@ -679,9 +695,24 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, route strin
 		AllowedMentions: allowed, Pings: pings(*body.Content, body.AllowedMentions)}
 	if route == RouteCreateMessage {
 		post.Nonce, post.Enforced = nonce, body.EnforceNonce
+		var atts []any
+		for _, f := range files {
+			a := s.keepLocked(ch.ID, f.Name, f.ContentType, f.Data)
+			post.Attachments = append(post.Attachments, *a)
+			atts = append(atts, s.attachmentJSON(a))
+		}
+		if len(atts) > 0 {
+			if s.attached == nil {
+				s.attached = map[string][]any{}
+			}
+			s.attached[msgID] = atts
+		}
 	}
 	s.posts = append(s.posts, post)
 	msg := s.messageJSON(&ch, msgID, s.bot, true, *body.Content)
+	if atts, ok := s.attached[msgID]; ok {
+		msg["attachments"] = atts
+	}
 	if post.Nonce != "" {
 		msg["nonce"] = post.Nonce
 	}
@@ -739,6 +770,9 @@ func (s *Server) repeatLocked(nonce string) (map[string]any, bool) {
 		}
 	}
 	m := s.messageJSON(c, n.msgID, s.bot, true, content)
+	if atts, ok := s.attached[n.msgID]; ok {
+		m["attachments"] = atts
+	}
 	m["nonce"] = nonce
 	return m, true
 }

@@ -58,13 +58,14 @@ var problemCodes = map[apispec.Kind]string{
 // specCheck is the kit's Config.Spec: every REST request is held against
 // the operation the description has for its method and path — path and
 // query parameters, the JSON body's fields and their types. The gateway
-// websocket (RouteGateway, at the URL GET /gateway/bot names) is fake-only
-// here, not a REST route: it is not checked. A field the description
+// websocket (RouteGateway, at the URL GET /gateway/bot names) and the CDN
+// (RouteCDN) are fake-only here, not REST routes: they are not checked. A
+// multipart/form-data body is checked part by part (multipartProblems). A field the description
 // lacks is refused too, though Discord ignores it: a misspelt one would
 // otherwise go unseen.
 func specCheck(api *apispec.OpenAPI) func(*http.Request, string, map[string]string) *fakekit.Refusal {
 	return func(r *http.Request, route string, _ map[string]string) *fakekit.Refusal {
-		if route == RouteGateway {
+		if route == RouteGateway || route == RouteCDN {
 			return nil
 		}
 		path, ok := strings.CutPrefix(r.URL.Path, apiBase)
@@ -78,7 +79,7 @@ func specCheck(api *apispec.OpenAPI) func(*http.Request, string, map[string]stri
 		case op == nil:
 			return &fakekit.Refusal{Unknown: true, Code: "404", Reason: "404: Not Found"}
 		}
-		problems := op.Check(r)
+		problems := append(op.Check(r), multipartProblems(api, op, r)...)
 		if len(problems) == 0 {
 			return nil
 		}

@@ -1,8 +1,11 @@
 package discordtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"slices"
 	"strings"
@@ -130,4 +133,106 @@ func dropMessages(v any) any {
 		return out
 	}
 	return v
+}
+
+// multipartCreate posts a multipart create made of parts (name, file
+// name or "", body) and returns the status and the answer.
+func multipartCreate(t *testing.T, s *Server, channel string, parts [][3]string) (int, map[string]any) {
+	t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	for _, p := range parts {
+		var w io.Writer
+		var err error
+		if p[1] != "" {
+			w, err = mw.CreateFormFile(p[0], p[1])
+		} else {
+			w, err = mw.CreateFormField(p[0])
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(w, p[2])
+	}
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, s.APIURL()+"/channels/"+channel+"/messages", &b)
+	req.Header.Set("Authorization", "Bot "+s.Token())
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// A multipart create is held against the description part by part: a
+// part the form does not have, a payload_json field it does not have or
+// of the wrong type are refused as Discord does; a file over 10 MB is
+// answered 413. A well-formed one is shown with its file, which the CDN
+// serves at the URL the answer gives.
+func TestMultipartCreatesAsDiscordTakesThem(t *testing.T) {
+	Spec(t)
+	s := New(t, "tok")
+	s.ExpectRefusals()
+	home := s.Home()
+	cases := []struct {
+		name   string
+		parts  [][3]string
+		status int
+		code   float64
+	}{
+		{"a part the form lacks", [][3]string{{"payload_json", "", `{"content":"hi"}`}, {"file", "a.txt", "a"}}, 400, 50035},
+		{"a payload field it lacks", [][3]string{{"payload_json", "", `{"content":"hi","caption":"x"}`}, {"files[0]", "a.txt", "a"}}, 400, 50035},
+		{"attachments of the wrong type", [][3]string{{"payload_json", "", `{"attachments":[{"id":0,"filename":"a.txt"}]}`}, {"files[0]", "a.txt", "a"}}, 400, 50035},
+		{"payload_json not JSON", [][3]string{{"payload_json", "", `{content`}, {"files[0]", "a.txt", "a"}}, 400, 50035},
+		{"a file over 10 MB", [][3]string{{"payload_json", "", `{}`}, {"files[0]", "big.bin", strings.Repeat("x", MaxUpload+1)}}, 413, 40005},
+	}
+	for _, c := range cases {
+		if status, out := multipartCreate(t, s, home, c.parts); status != c.status || out["code"] != c.code {
+			t.Errorf("%s: %d %v, want %d with code %v", c.name, status, out, c.status, c.code)
+		}
+	}
+	if n := len(s.Refusals()); n != len(cases)-1 {
+		t.Errorf("%d refusals recorded, want %d: %v", n, len(cases)-1, s.Refusals())
+	}
+	if len(s.Posts()) != 0 {
+		t.Fatalf("a refused create was carried out: %+v", s.Posts())
+	}
+
+	status, out := multipartCreate(t, s, home, [][3]string{
+		{"payload_json", "", `{"content":"the log","attachments":[{"id":"0","filename":"run.txt"}]}`},
+		{"files[0]", "ignored.bin", "line\n"},
+	})
+	atts, _ := out["attachments"].([]any)
+	if status != http.StatusOK || len(atts) != 1 {
+		t.Fatalf("well-formed multipart create: %d %v", status, out)
+	}
+	att := atts[0].(map[string]any)
+	if att["filename"] != "run.txt" || att["size"] != float64(5) || !strings.HasPrefix(att["content_type"].(string), "text/plain") {
+		t.Errorf("attachment %v", att)
+	}
+	resp, err := http.Get(att["url"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "line\n" || s.Downloads() != 1 {
+		t.Errorf("the CDN served %d %q (downloads %d)", resp.StatusCode, body, s.Downloads())
+	}
+	// An unsigned URL is no longer available.
+	resp, err = http.Get(strings.Split(att["url"].(string), "?")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unsigned CDN URL: %d", resp.StatusCode)
+	}
+	if p := s.Shown(); len(p) != 1 || p[0].Content != "the log" || len(p[0].Attachments) != 1 || string(p[0].Attachments[0].Data) != "line\n" {
+		t.Errorf("shown %+v", p)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -114,7 +115,13 @@ type Server struct {
 	connects   int
 	failCodes  map[string][]string
 	forbidden  []string
-	deaf       bool // new sockets read nothing: pings go unanswered
+	deaf       bool     // new sockets read nothing: pings go unanswered
+	noFiles    bool     // downloads sign in, as for a token without files:read
+	holdShares bool     // completed uploads are shared at ReleaseShares
+	held       []func() // the shares held, to make at ReleaseShares
+	files      map[string]*slackFile
+	fileOrder  []string // file ids, oldest first
+	nextFile   int
 }
 
 // New starts a fake Slack on 127.0.0.1 accepting botToken (xoxb-) for the
@@ -150,8 +157,13 @@ func methodOf(r *http.Request) string {
 	if m, ok := strings.CutPrefix(r.URL.Path, "/api/"); ok {
 		return m
 	}
-	if r.URL.Path == "/link" {
+	switch {
+	case r.URL.Path == "/link":
 		return "socket"
+	case strings.HasPrefix(r.URL.Path, "/files-pri/"):
+		return RouteDownload
+	case strings.HasPrefix(r.URL.Path, "/upload/v1/"):
+		return RouteUpload
 	}
 	return r.URL.Path
 }
@@ -405,8 +417,15 @@ func (s *Server) Statuses() []Status {
 // answered failures asked for, unsupported methods and a service down.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	method := methodOf(r)
-	if method == "socket" {
+	switch method {
+	case "socket":
 		s.serveSocket(w, r)
+		return
+	case RouteDownload:
+		s.serveDownload(w, r)
+		return
+	case RouteUpload:
+		s.serveUpload(w, r)
 		return
 	}
 	params, err := fakekit.Params(r)
@@ -462,6 +481,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, method, params)
 	case "conversations.history", "conversations.replies":
 		s.conversation(w, key, params)
+	case "files.getuploadurlexternal":
+		s.getUploadURL(w, params)
+	case "files.completeuploadexternal":
+		s.completeUpload(w, params)
+	case "files.info":
+		s.fileInfo(w, params)
 	case "assistant.threads.setstatus":
 		if params["channel_id"] == "" || params["thread_ts"] == "" {
 			fail(w, "invalid_arguments")
@@ -558,6 +583,19 @@ func (s *Server) conversation(w http.ResponseWriter, method string, p map[string
 	if page == nil {
 		page = []map[string]any{}
 	}
+	if p["include_all_metadata"] != "true" && p["include_all_metadata"] != "1" {
+		// Metadata is given only to a client that asks for it.
+		bare := make([]map[string]any, 0, len(page))
+		for _, m := range page {
+			if _, ok := m["metadata"]; ok {
+				c := maps.Clone(m)
+				delete(c, "metadata")
+				m = c
+			}
+			bare = append(bare, m)
+		}
+		page = bare
+	}
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "messages": page, "has_more": next != "",
 		"response_metadata": map[string]any{"next_cursor": next}})
 }
@@ -599,6 +637,18 @@ func (s *Server) chat(w http.ResponseWriter, method string, p map[string]string)
 			return
 		}
 	}
+	var meta map[string]any
+	if raw := p["metadata"]; raw != "" {
+		var m struct {
+			EventType    string         `json:"event_type"`
+			EventPayload map[string]any `json:"event_payload"`
+		}
+		if err := json.Unmarshal([]byte(raw), &m); err != nil || m.EventType == "" || m.EventPayload == nil {
+			fail(w, "invalid_metadata_format")
+			return
+		}
+		meta = map[string]any{"event_type": m.EventType, "event_payload": m.EventPayload}
+	}
 	post := Post{Method: method, Channel: channel, Text: text, ThreadTS: p["thread_ts"], Broadcast: p["reply_broadcast"] == "true"}
 	if strings.EqualFold(method, "chat.update") {
 		post.Method = "chat.update"
@@ -633,6 +683,10 @@ func (s *Server) chat(w http.ResponseWriter, method string, p map[string]string)
 			}
 		}
 		s.recordLocked(channel, ev)
+		if meta != nil {
+			h := s.history[channel]
+			h[len(h)-1]["metadata"] = meta
+		}
 		s.queueLocked("events_api", s.callback(ev))
 	}
 	s.posts = append(s.posts, post)

@@ -49,6 +49,28 @@ var beyondSpec = map[string]WebMethod{
 		Doc:        "https://api.slack.com/methods/apps.connections.open",
 		BeyondSpec: "Socket Mode came after the published description; its method takes the app-level token alone",
 	},
+	"files.getUploadURLExternal": {
+		Doc: "https://api.slack.com/methods/files.getUploadURLExternal",
+		Params: []Param{
+			{Name: "filename", Type: "string", Required: true},
+			{Name: "length", Type: "integer", Required: true},
+			{Name: "alt_txt", Type: "string"},
+			{Name: "snippet_type", Type: "string"},
+		},
+		BeyondSpec: "the external upload flow came after the published description",
+	},
+	"files.completeUploadExternal": {
+		Doc: "https://api.slack.com/methods/files.completeUploadExternal",
+		Params: []Param{
+			{Name: "files", Type: "string", Required: true}, // a JSON array of {id, title}
+			{Name: "channel_id", Type: "string"},
+			{Name: "channels", Type: "string"},
+			{Name: "initial_comment", Type: "string"},
+			{Name: "thread_ts", Type: "string"},
+			{Name: "blocks", Type: "string"},
+		},
+		BeyondSpec: "the external upload flow came after the published description",
+	},
 	"assistant.threads.setStatus": {
 		Doc: "https://api.slack.com/methods/assistant.threads.setStatus",
 		Params: []Param{
@@ -72,6 +94,9 @@ var laterParams = map[string][]Param{
 	"conversations.history": {{Name: "include_all_metadata", Type: "boolean"}},
 	// https://api.slack.com/methods/conversations.replies#arg_include_all_metadata
 	"conversations.replies": {{Name: "include_all_metadata", Type: "boolean"}},
+	// https://api.slack.com/methods/chat.postMessage#arg_metadata: a JSON
+	// object, event_type and event_payload (api.slack.com/reference/metadata).
+	"chat.postMessage": {{Name: "metadata", Type: "string"}},
 }
 
 // loadWebAPI reads the description once per test binary: it is large,
@@ -195,11 +220,12 @@ func fits(typ, v string) bool {
 }
 
 // specCheck is the kit's Config.Spec. The Socket Mode websocket
-// ("socket", at the URL apps.connections.open hands out) is fake-only
-// here and not a Web API method: it is not checked.
+// ("socket", at the URL apps.connections.open hands out), the file host's
+// downloads and the upload URLs are fake-only here and not Web API
+// methods: they are not checked.
 func specCheck(api *WebAPI) func(*http.Request, string, map[string]string) *fakekit.Refusal {
 	return func(_ *http.Request, method string, params map[string]string) *fakekit.Refusal {
-		if method == "socket" {
+		if method == "socket" || method == RouteDownload || method == RouteUpload {
 			return nil
 		}
 		return api.check(method, params)

@@ -16,6 +16,7 @@ import (
 var answered = []string{
 	"auth.test", "apps.connections.open", "chat.postMessage", "chat.update",
 	"conversations.history", "conversations.replies", "assistant.threads.setStatus",
+	"files.getUploadURLExternal", "files.completeUploadExternal", "files.info",
 }
 
 func TestAnsweredMethodsAreInTheWebAPI(t *testing.T) {
@@ -101,10 +102,11 @@ func TestEventsAreWrappedAsTheEventsAPIDescribes(t *testing.T) {
 	s := New(t, "xoxb-1", "xapp-1")
 	root, _ := s.PushMessage(Message{Channel: "C1", User: "U1", Text: "hi", Mention: true})
 	s.PushMessage(Message{Channel: "C1", User: "U1", Text: "in a thread", ThreadTS: root})
+	s.PushFile(Message{Channel: "C1", User: "U1"}, File{Name: "a.pdf", Mimetype: "application/pdf", Data: []byte("%PDF")})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.envelopes) != 3 {
-		t.Fatalf("%d envelopes, want 3", len(s.envelopes))
+	if len(s.envelopes) != 4 {
+		t.Fatalf("%d envelopes, want 4", len(s.envelopes))
 	}
 	for _, e := range s.envelopes {
 		raw, err := json.Marshal(e.payload)
