@@ -142,6 +142,9 @@ type Result struct {
 	// Files are the files the turn's tools gave to send (SendFile), in
 	// order, each stored with its call's result.
 	Files []OutFile
+	// Notice is something the person is to be told with the answer (that
+	// the model does not see their pictures: BlindNotice); "" for none.
+	Notice string
 }
 
 // lock marks the session busy so two turns never interleave their rows.

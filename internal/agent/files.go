@@ -29,7 +29,7 @@ const (
 // PDFs as themselves, text files inline up to a bound, and anything else
 // — or anything the store cannot read back — as one line naming it. nil
 // when the store keeps no files.
-func (a *Agent) fileParts(ctx context.Context, msgs []store.Message) func(store.Message) []llm.Part {
+func (a *Agent) fileParts(ctx context.Context, msgs []store.Message, seesImages bool) func(store.Message) []llm.Part {
 	files, ok := a.Store.(store.Files)
 	if !ok {
 		return nil
@@ -54,17 +54,19 @@ func (a *Agent) fileParts(ctx context.Context, msgs []store.Message) func(store.
 		for j, at := range m.Attachments {
 			p := llm.Part{Name: at.Name, MediaType: at.MediaType}
 			switch {
+			case isImage(at) && !seesImages:
+				p.Kind, p.Text = llm.PartText, a.describe(at, "this model does not take pictures")
 			case isImage(at) && whole[partKey(m, j)]:
 				p.Kind = llm.PartImage
-				p.Data, p.Text = readFile(ctx, files, at, -1)
+				p.Data, p.Text = a.readFile(ctx, files, at, -1)
 			case isImage(at):
-				p.Kind, p.Text = llm.PartText, describe(at, "an earlier image, not sent again")
+				p.Kind, p.Text = llm.PartText, a.describe(at, "an earlier image, not sent again")
 			case at.MediaType == "application/pdf" && at.Size <= maxDocumentBytes:
 				p.Kind = llm.PartDocument
-				p.Data, p.Text = readFile(ctx, files, at, -1)
+				p.Data, p.Text = a.readFile(ctx, files, at, -1)
 			case isText(at):
 				p.Kind = llm.PartText
-				data, line := readFile(ctx, files, at, maxInlineText)
+				data, line := a.readFile(ctx, files, at, maxInlineText)
 				p.Text = line
 				if line == "" {
 					p.Text = fmt.Sprintf("[attached %s]\n%s", nameOf(at), data)
@@ -73,7 +75,7 @@ func (a *Agent) fileParts(ctx context.Context, msgs []store.Message) func(store.
 					}
 				}
 			default:
-				p.Kind, p.Text = llm.PartText, describe(at, "not readable by this model")
+				p.Kind, p.Text = llm.PartText, a.describe(at, "not readable by this model")
 			}
 			if p.Kind != llm.PartText && p.Data == nil {
 				p.Kind = llm.PartText // unreadable: the line stands in
@@ -101,17 +103,49 @@ func nameOf(at store.Attachment) string {
 	return "a file"
 }
 
-// describe is the one line that stands in for a file.
-func describe(at store.Attachment, why string) string {
+// describe is the one line that stands in for a file, with where the
+// file tools read it when the store keeps it on this machine.
+func (a *Agent) describe(at store.Attachment, why string) string {
+	if p := store.FilePathOf(a.Store, at.SHA256); p != "" {
+		why += "; read_file reads it at " + p
+	}
 	return fmt.Sprintf("[attached %s: %s, %s; %s]", nameOf(at), at.MediaType, plural.Size(at.Size), why)
+}
+
+// BlindNotice tells the person, once a session (Result.Notice), that the
+// model does not see the pictures they send.
+const BlindNotice = "(This model does not take pictures (config.yaml says model.images: false): it is told each " +
+	"picture's name, type and size only. Name a model that sees them in model.name to change that.)"
+
+// firstImage reports whether the last message of msgs, the person's, is
+// the first of the session to carry a picture.
+func firstImage(msgs []store.Message) bool {
+	if len(msgs) == 0 || !hasImage(msgs[len(msgs)-1]) {
+		return false
+	}
+	for _, m := range msgs[:len(msgs)-1] {
+		if m.Role == store.RoleUser && hasImage(m) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasImage(m store.Message) bool {
+	for _, at := range m.Attachments {
+		if isImage(at) {
+			return true
+		}
+	}
+	return false
 }
 
 // readFile reads an attachment's bytes back, at most limit of them (all
 // for a negative limit); on failure it returns the line that stands in.
-func readFile(ctx context.Context, files store.Files, at store.Attachment, limit int64) ([]byte, string) {
+func (a *Agent) readFile(ctx context.Context, files store.Files, at store.Attachment, limit int64) ([]byte, string) {
 	rc, err := files.OpenFile(ctx, at.SHA256)
 	if err != nil {
-		return nil, describe(at, "could not be read back: "+err.Error())
+		return nil, a.describe(at, "could not be read back: "+err.Error())
 	}
 	defer rc.Close()
 	var r io.Reader = rc
@@ -120,7 +154,7 @@ func readFile(ctx context.Context, files store.Files, at store.Attachment, limit
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, describe(at, "could not be read back: "+err.Error())
+		return nil, a.describe(at, "could not be read back: "+err.Error())
 	}
 	return data, ""
 }

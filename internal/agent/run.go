@@ -119,6 +119,9 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			return fmt.Errorf("store input: %w", err)
 		}
 	}
+	if input.Role != "" && !llm.SeesImages(a.Provider, a.model(t.sess)) && firstImage(t.msgs) {
+		t.res.Notice = BlindNotice
+	}
 	compressed := false
 	if a.overThreshold(t.msgs) {
 		if msgs, before, after, err := a.compress(ctx, t.session, t.sess, t.msgs); err == nil {
@@ -233,7 +236,7 @@ func (t *turn) start(ctx context.Context) (draft string, err error) {
 // stop or crash cut off: it is shown again first, sent as the model's own
 // last message, and what the model adds is returned.
 func (t *turn) callModel(ctx context.Context, kept string) (llm.Response, string, error) {
-	msgs, err := toLLM(t.msgs, t.a.fileParts(ctx, t.msgs))
+	msgs, err := toLLM(t.msgs, t.a.fileParts(ctx, t.msgs, llm.SeesImages(t.a.Provider, t.a.model(t.sess))))
 	if err != nil {
 		return llm.Response{}, "", fmt.Errorf("prepare transcript: %w", err)
 	}

@@ -91,7 +91,10 @@ func Once(ctx context.Context, a *app.App, sessionID, text string, files []strin
 		}
 		in.Attachments = append(in.Attachments, att)
 	}
-	_, runErr := ag.Run(ctx, sessionID, in, emit)
+	res, runErr := ag.Run(ctx, sessionID, in, emit)
+	if res.Notice != "" {
+		fmt.Fprintln(errOut, res.Notice)
+	}
 	if !lastNL {
 		_, _ = io.WriteString(out, "\n")
 	}

@@ -369,8 +369,11 @@ func (r *REPL) turn(ctx context.Context, interrupts <-chan os.Signal, fn func(co
 	}()
 
 	r.out.Status("thinking…")
-	_, err := fn(tctx, r.event)
+	res, err := fn(tctx, r.event)
 	r.out.EndAnswer()
+	if res.Notice != "" {
+		r.out.Printf("%s\n", res.Notice)
+	}
 	var moved *agent.MovedError
 	switch {
 	case err == nil:

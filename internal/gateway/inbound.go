@@ -241,7 +241,11 @@ func (r *router) turn(ctx context.Context, addr platform.Address, in *store.Inbo
 		}
 		return r.reply(ctx, addr, in, text, offer, res.Files...)
 	}
-	return r.reply(ctx, addr, in, res.Text, offer, res.Files...)
+	text := res.Text
+	if res.Notice != "" {
+		text = res.Notice + "\n\n" + text
+	}
+	return r.reply(ctx, addr, in, text, offer, res.Files...)
 }
 
 // reply delivers text as the answer to inbound event in (idempotent per

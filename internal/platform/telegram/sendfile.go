@@ -102,7 +102,7 @@ func (a *Adapter) upload(ctx context.Context, method string, fields map[string]s
 				}
 			}
 			h := textproto.MIMEHeader{}
-			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, field, fileName(f)))
+			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, field, f.UploadName()))
 			h.Set("Content-Type", f.MediaType)
 			part, err := mw.CreatePart(h)
 			if err != nil {
@@ -117,21 +117,6 @@ func (a *Adapter) upload(ctx context.Context, method string, fields map[string]s
 	err = a.rawPost(ctx, method, mw.FormDataContentType(), pr, out)
 	pr.CloseWithError(err) // the writer stops if the request ended early
 	return err
-}
-
-// fileName is the name the upload carries: printable, without quotes or
-// path, never empty.
-func fileName(f platform.File) string {
-	name := strings.Map(func(r rune) rune {
-		if r < 0x20 || r == '"' || r == '\\' || r == '/' || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, f.Name)
-	if name == "" {
-		return "file"
-	}
-	return name
 }
 
 // classifyUploadErr sorts a failed upload as Send's failures are: 401

@@ -1,0 +1,84 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/llm/openai"
+	"github.com/baton-agent/baton/internal/store"
+)
+
+// withPhoto runs a turn whose message carries a photo kept in the store.
+func (e *env) withPhoto(sid string, photo []byte, text string) agent.Result {
+	e.t.Helper()
+	att, err := e.st.PutFile(context.Background(), bytes.NewReader(photo), "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res, err := e.agent.Run(context.Background(), sid, store.Message{Role: store.RoleUser, Content: text, Attachments: []store.Attachment{att}}, func(agent.Event) {})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res
+}
+
+// Only the latest MaxImages pictures go whole; an older one is a line
+// naming where the file tools read it.
+func TestOlderImagesAreALine(t *testing.T) {
+	e := newEnv(t)
+	e.agent.MaxImages = 1
+	first, second := llmtest.Photo(20, 10), llmtest.Photo(10, 20)
+	e.srv.Push(llmtest.Reply{Text: "one"}, llmtest.Reply{Text: "two"})
+	e.withPhoto(e.sid, first, "first")
+	e.withPhoto(e.sid, second, "second")
+	reqs := e.srv.Requests()
+	imgs := reqs[len(reqs)-1].Images()
+	if len(imgs) != 1 || !bytes.Equal(imgs[0].Data, second) {
+		t.Fatalf("the second turn sent %d images, want only the latest", len(imgs))
+	}
+	msgs := fmt.Sprint(reqs[len(reqs)-1].Messages())
+	path := ""
+	for _, m := range e.transcript(e.sid) {
+		if len(m.Attachments) > 0 {
+			path = store.FilePathOf(e.st, m.Attachments[0].SHA256)
+			break
+		}
+	}
+	if !strings.Contains(msgs, "an earlier image, not sent again; read_file reads it at "+path) {
+		t.Errorf("the older image's line is missing or names no path (%s):\n%s", path, msgs)
+	}
+}
+
+// A model that takes no pictures gets each as a line, and the person is
+// told so once: with the first picture of the session, not after.
+func TestBlindModelToldOnce(t *testing.T) {
+	e := newEnv(t)
+	p, err := openai.New(openai.Config{BaseURL: e.srv.URL + "/v1", APIKey: "k", Model: "llama", NoImages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.agent.Provider = p
+	e.srv.Push(llmtest.Reply{Text: "no picture"}, llmtest.Reply{Text: "hello"}, llmtest.Reply{Text: "still none"})
+	res := e.withPhoto(e.sid, llmtest.Photo(8, 8), "")
+	if res.Notice != agent.BlindNotice {
+		t.Errorf("first picture: notice %q", res.Notice)
+	}
+	reqs := e.srv.Requests()
+	if n := len(reqs[0].Images()); n != 0 {
+		t.Errorf("%d images sent to a model that takes none", n)
+	}
+	if msgs := fmt.Sprint(reqs[0].Messages()); !strings.Contains(msgs, "this model does not take pictures") {
+		t.Errorf("the picture's line is missing:\n%s", msgs)
+	}
+	if res, _ := e.mustRun(e.sid, "hi"); res.Notice != "" {
+		t.Errorf("a message without a picture: notice %q", res.Notice)
+	}
+	if res := e.withPhoto(e.sid, llmtest.Photo(9, 9), "another"); res.Notice != "" {
+		t.Errorf("the second picture told again: %q", res.Notice)
+	}
+}
