@@ -37,7 +37,7 @@ type gatewayProc struct {
 
 // startGateway runs `baton gateway` and waits until it answers on its
 // control socket. Cleanup stops it with SIGTERM (SIGKILL if it hangs).
-func startGateway(t *testing.T, env []string, batonHome string) *gatewayProc {
+func startGateway(t testing.TB, env []string, batonHome string) *gatewayProc {
 	t.Helper()
 	cmd := exec.Command(batonBin, "gateway")
 	cmd.Env = env
@@ -100,7 +100,7 @@ func (g *gatewayProc) Log() string {
 	return g.log.String()
 }
 
-func (g *gatewayProc) stop(t *testing.T) {
+func (g *gatewayProc) stop(t testing.TB) {
 	select {
 	case <-g.exited:
 		return
@@ -190,7 +190,7 @@ func assertNotes(t *testing.T, st store.Store, sessionID string, handoffs int) [
 	return notes
 }
 
-func writeConfig(t *testing.T, batonHome, yaml string) {
+func writeConfig(t testing.TB, batonHome, yaml string) {
 	t.Helper()
 	if err := os.MkdirAll(batonHome, 0o700); err != nil {
 		t.Fatal(err)

@@ -19,9 +19,11 @@ const (
 	DefaultMaxImages = 4
 	// maxInlineText is how much of a text file is put in the message.
 	maxInlineText = 64 << 10
-	// maxDocumentBytes bounds a document sent whole (a PDF); past it the
-	// model gets its line.
-	maxDocumentBytes = 20 << 20
+	// maxWholeBytes bounds the bytes of the images and PDFs one request
+	// sends whole (the latest first); past it they are a line each. 20 MB
+	// is 27 MB in base64, inside the providers' request limits (Anthropic
+	// takes 32 MB).
+	maxWholeBytes = 20 << 20
 )
 
 // fileParts gives, for a person's message with attachments, the parts the
@@ -38,15 +40,24 @@ func (a *Agent) fileParts(ctx context.Context, msgs []store.Message, seesImages 
 	if maxImages == 0 {
 		maxImages = DefaultMaxImages
 	}
-	// The images sent whole: the latest ones, counted from the end.
+	// What is sent whole: the latest images, up to maxImages of them, and
+	// the latest PDFs, counted from the end while the bytes sent whole stay
+	// within maxWholeBytes (a provider refuses a larger request, and a
+	// long session must not send every document again on every turn).
 	whole := map[string]bool{}
-	n := 0
-	for i := len(msgs) - 1; i >= 0 && n < maxImages; i-- {
-		for j := len(msgs[i].Attachments) - 1; j >= 0 && n < maxImages; j-- {
-			if at := msgs[i].Attachments[j]; isImage(at) {
-				whole[partKey(msgs[i], j)] = true
-				n++
+	images, bytes := 0, int64(0)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for j := len(msgs[i].Attachments) - 1; j >= 0; j-- {
+			at := msgs[i].Attachments[j]
+			switch {
+			case isImage(at) && images < maxImages && bytes+at.Size <= maxWholeBytes:
+				images++
+			case isPDF(at) && bytes+at.Size <= maxWholeBytes:
+			default:
+				continue
 			}
+			bytes += at.Size
+			whole[partKey(msgs[i], j)] = true
 		}
 	}
 	return func(m store.Message) []llm.Part {
@@ -61,9 +72,13 @@ func (a *Agent) fileParts(ctx context.Context, msgs []store.Message, seesImages 
 				p.Data, p.Text = a.readFile(ctx, files, at, -1)
 			case isImage(at):
 				p.Kind, p.Text = llm.PartText, a.describe(at, "an earlier image, not sent again")
-			case at.MediaType == "application/pdf" && at.Size <= maxDocumentBytes:
+			case isPDF(at) && whole[partKey(m, j)]:
 				p.Kind = llm.PartDocument
 				p.Data, p.Text = a.readFile(ctx, files, at, -1)
+			case isPDF(at) && at.Size > maxWholeBytes:
+				p.Kind, p.Text = llm.PartText, a.describe(at, "too large to send the model whole")
+			case isPDF(at):
+				p.Kind, p.Text = llm.PartText, a.describe(at, "an earlier document, not sent again")
 			case isText(at):
 				p.Kind = llm.PartText
 				data, line := a.readFile(ctx, files, at, maxInlineText)
@@ -90,6 +105,8 @@ func (a *Agent) fileParts(ctx context.Context, msgs []store.Message, seesImages 
 func partKey(m store.Message, j int) string { return fmt.Sprintf("%d/%d/%d", m.ID, m.Seq, j) }
 
 func isImage(at store.Attachment) bool { return strings.HasPrefix(at.MediaType, "image/") }
+
+func isPDF(at store.Attachment) bool { return at.MediaType == "application/pdf" }
 
 func isText(at store.Attachment) bool {
 	mt := at.MediaType
@@ -152,9 +169,25 @@ func (a *Agent) readFile(ctx context.Context, files store.Files, at store.Attach
 	if limit >= 0 {
 		r = io.LimitReader(rc, limit)
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, a.describe(at, "could not be read back: "+err.Error())
+	// The size is known: one buffer of it, not the doublings of ReadAll
+	// (a 20 MB PDF would pass through 32 MB of them).
+	n := at.Size
+	if limit >= 0 {
+		n = min(n, limit)
+	}
+	data := make([]byte, 0, n+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // more than it said: grow
+		}
+		m, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+m]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, a.describe(at, "could not be read back: "+err.Error())
+		}
 	}
 	return data, ""
 }

@@ -82,3 +82,34 @@ func TestBlindModelToldOnce(t *testing.T) {
 		t.Errorf("the second picture told again: %q", res.Notice)
 	}
 }
+
+// PDFs go whole from the latest back while the request's whole bytes stay
+// within its bound; an older one past it is a line, not sent again.
+func TestOlderDocumentsPastTheBoundAreALine(t *testing.T) {
+	e := newEnv(t)
+	p, err := openai.New(openai.Config{BaseURL: e.srv.URL + "/v1", APIKey: "k", Model: "m", PDFFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.agent.Provider = p
+	pdf := func(fill byte) []byte { return append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte{fill}, 12<<20)...) }
+	first, second := pdf('a'), pdf('b')
+	e.srv.Push(llmtest.Reply{Text: "one"}, llmtest.Reply{Text: "two"})
+	for _, doc := range [][]byte{first, second} {
+		att, err := e.st.PutFile(context.Background(), bytes.NewReader(doc), "r.pdf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.agent.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Attachments: []store.Attachment{att}}, func(agent.Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := e.srv.Requests()
+	parts := reqs[len(reqs)-1].Parts()
+	if len(parts) != 1 || !bytes.Equal(parts[0].Data, second) {
+		t.Fatalf("the second turn sent %d documents whole, want only the latest", len(parts))
+	}
+	if msgs := fmt.Sprint(reqs[len(reqs)-1].Messages()); !strings.Contains(msgs, "an earlier document, not sent again") {
+		t.Errorf("the older document's line is missing")
+	}
+}

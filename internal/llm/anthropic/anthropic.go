@@ -3,7 +3,6 @@ package anthropic
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/blob"
 	"github.com/baton-agent/baton/internal/llm/imagefit"
 )
 
@@ -89,12 +89,19 @@ func (p *Provider) MaxImageSide() int { return MaxImageSide }
 
 // Chat streams one message, handing text pieces to onDelta as they come.
 func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
-	params, err := p.params(req)
+	blobs := blob.New()
+	params, err := p.params(req, blobs)
 	if err != nil {
 		return llm.Response{}, err
 	}
 	var httpResp *http.Response
-	stream := p.messages.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	stream := p.messages.NewStreaming(ctx, params, option.WithResponseInto(&httpResp),
+		option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			if err := blobs.Swap(r); err != nil {
+				return nil, err
+			}
+			return next(r)
+		}))
 	defer func() { _ = stream.Close() }()
 
 	var msg sdk.Message
@@ -149,7 +156,9 @@ func response(msg sdk.Message) llm.Response {
 	return out
 }
 
-func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
+// params is req as the SDK takes it, each image's and document's bytes a
+// token of blobs (streamed into the body when it is sent).
+func (p *Provider) params(req llm.Request, blobs *blob.Set) (sdk.MessageNewParams, error) {
 	model := req.Model
 	if model == "" {
 		model = p.model
@@ -173,7 +182,7 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 				params.System = append(params.System, sdk.TextBlockParam{Text: m.Content})
 			}
 		case llm.RoleUser:
-			params.Messages = append(params.Messages, sdk.NewUserMessage(userBlocks(m)...))
+			params.Messages = append(params.Messages, sdk.NewUserMessage(userBlocks(m, blobs)...))
 		case llm.RoleAssistant:
 			var blocks []sdk.ContentBlockParamUnion
 			if m.Content != "" { // the API rejects empty text blocks
@@ -218,13 +227,13 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 
 // userBlocks are a user turn's parts (images as image blocks, PDFs as
 // document blocks, both base64) followed by its text.
-func userBlocks(m llm.Message) []sdk.ContentBlockParamUnion {
+func userBlocks(m llm.Message, blobs *blob.Set) []sdk.ContentBlockParamUnion {
 	if len(m.Parts) == 0 {
 		return []sdk.ContentBlockParamUnion{sdk.NewTextBlock(m.Content)}
 	}
 	blocks := make([]sdk.ContentBlockParamUnion, 0, len(m.Parts)+1)
 	for _, part := range m.Parts {
-		blocks = append(blocks, partBlock(part))
+		blocks = append(blocks, partBlock(part, blobs))
 	}
 	if m.Content != "" { // the API rejects empty text blocks
 		blocks = append(blocks, sdk.NewTextBlock(m.Content))
@@ -232,20 +241,20 @@ func userBlocks(m llm.Message) []sdk.ContentBlockParamUnion {
 	return blocks
 }
 
-func partBlock(part llm.Part) sdk.ContentBlockParamUnion {
+func partBlock(part llm.Part, blobs *blob.Set) sdk.ContentBlockParamUnion {
 	switch part.Kind {
 	case llm.PartImage:
 		data, mediaType, err := imagefit.Fit(part.Data, MaxImageSide)
 		if err != nil {
 			return sdk.NewTextBlock(part.Describe()) // an image the API could not read either
 		}
-		return sdk.NewImageBlockBase64(mediaType, base64.StdEncoding.EncodeToString(data))
+		return sdk.NewImageBlockBase64(mediaType, blobs.Token(data))
 	case llm.PartDocument:
 		if part.MediaType != "application/pdf" {
 			return sdk.NewTextBlock(part.Describe())
 		}
 		doc := sdk.DocumentBlockParam{Source: sdk.DocumentBlockParamSourceUnion{
-			OfBase64: &sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(part.Data)},
+			OfBase64: &sdk.Base64PDFSourceParam{Data: blobs.Token(part.Data)},
 		}}
 		if part.Name != "" {
 			doc.Title = sdk.String(part.Name)

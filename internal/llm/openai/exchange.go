@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/baton-agent/baton/internal/llm/blob"
 )
 
 // maxErrorBody bounds how much of an error response is kept.
@@ -23,6 +25,7 @@ type exchange struct {
 	client           *http.Client
 	fillEmptyContent bool       // the request has messages that need "content": ""
 	files            []filePart // PDFs to write into the request's file placeholders
+	blobs            *blob.Set  // the images' and PDFs' bytes, streamed into the body
 
 	sent       bool // the request reached the HTTP client
 	status     int  // 0: no response
@@ -35,6 +38,11 @@ type exchange struct {
 func (ex *exchange) Do(req *http.Request) (*http.Response, error) {
 	if ex.fillEmptyContent || len(ex.files) > 0 {
 		if err := rewriteBody(req, ex.files); err != nil {
+			return nil, err
+		}
+	}
+	if ex.blobs != nil {
+		if err := ex.blobs.Swap(req); err != nil {
 			return nil, err
 		}
 	}
@@ -121,7 +129,7 @@ func fillFiles(m map[string]json.RawMessage, files []filePart) error {
 		if name == "" {
 			name = "document.pdf"
 		}
-		file, err := json.Marshal(map[string]string{"filename": name, "file_data": dataURL("application/pdf", files[i].Data)})
+		file, err := json.Marshal(map[string]string{"filename": name, "file_data": files[i].URL})
 		if err != nil {
 			return fmt.Errorf("request body: %w", err)
 		}

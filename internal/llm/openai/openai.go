@@ -21,6 +21,7 @@ import (
 	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/blob"
 )
 
 // DefaultBaseURL is OpenAI's own endpoint.
@@ -102,11 +103,12 @@ func (p *Provider) SeesImages(string) bool { return !p.noImages }
 
 // Chat streams one completion, handing text pieces to onDelta as they come.
 func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
-	creq, files, err := p.request(req)
+	blobs := blob.New()
+	creq, files, err := p.request(req, blobs)
 	if err != nil {
 		return llm.Response{}, err
 	}
-	ex := &exchange{client: p.http, fillEmptyContent: needsEmptyContent(creq.Messages), files: files}
+	ex := &exchange{client: p.http, fillEmptyContent: needsEmptyContent(creq.Messages), files: files, blobs: blobs}
 	cc := p.client
 	cc.HTTPClient = ex
 	stream, err := oai.NewClientWithConfig(cc).CreateChatCompletionStream(ctx, creq)
@@ -170,7 +172,7 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request, onDelta func(llm.D
 
 // request builds the library's request, and the PDFs it carries as
 // placeholders for the exchange to fill in.
-func (p *Provider) request(req llm.Request) (oai.ChatCompletionRequest, []filePart, error) {
+func (p *Provider) request(req llm.Request, blobs *blob.Set) (oai.ChatCompletionRequest, []filePart, error) {
 	model := req.Model
 	if model == "" {
 		model = p.model
@@ -178,7 +180,7 @@ func (p *Provider) request(req llm.Request) (oai.ChatCompletionRequest, []filePa
 	if model == "" {
 		return oai.ChatCompletionRequest{}, nil, fmt.Errorf("%s: no model named in the request or the config", p.name)
 	}
-	pc := parts{seesImages: !p.noImages, pdfFiles: p.pdfFiles}
+	pc := parts{seesImages: !p.noImages, pdfFiles: p.pdfFiles, blobs: blobs}
 	msgs, err := messages(req, &pc)
 	if err != nil {
 		return oai.ChatCompletionRequest{}, nil, fmt.Errorf("%s: %w", p.name, err)

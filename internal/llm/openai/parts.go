@@ -1,12 +1,12 @@
 package openai
 
 import (
-	"encoding/base64"
 	"strconv"
 
 	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/baton-agent/baton/internal/llm"
+	"github.com/baton-agent/baton/internal/llm/blob"
 	"github.com/baton-agent/baton/internal/llm/imagefit"
 )
 
@@ -16,17 +16,21 @@ import (
 // file in when it sends the request.
 const partTypeFile oai.ChatMessagePartType = "file"
 
-// filePart is a PDF to be sent as {"type":"file","file":{…}}.
+// filePart is a PDF to be sent as {"type":"file","file":{…}}; its data
+// URL holds its bytes as a token of the call's blobs.
 type filePart struct {
 	Name string
-	Data []byte
+	URL  string
 }
 
 // parts turns a user turn's llm.Parts into content parts for one request.
+// Each image's and PDF's bytes are a token of blobs, streamed into the
+// body when it is sent.
 type parts struct {
 	seesImages bool
 	pdfFiles   bool
 	files      []filePart
+	blobs      *blob.Set
 }
 
 // user is a user message: plain content, or content parts (the message's
@@ -57,13 +61,13 @@ func (pc *parts) part(p llm.Part) oai.ChatMessagePart {
 			return describe
 		}
 		return oai.ChatMessagePart{Type: oai.ChatMessagePartTypeImageURL, ImageURL: &oai.ChatMessageImageURL{
-			URL: dataURL(mediaType, data),
+			URL: pc.dataURL(mediaType, data),
 		}}
 	case llm.PartDocument:
 		if !pc.pdfFiles || p.MediaType != "application/pdf" {
 			return describe
 		}
-		pc.files = append(pc.files, filePart{Name: p.Name, Data: p.Data})
+		pc.files = append(pc.files, filePart{Name: p.Name, URL: pc.dataURL("application/pdf", p.Data)})
 		return oai.ChatMessagePart{Type: partTypeFile, Text: strconv.Itoa(len(pc.files) - 1)}
 	default:
 		if p.Text == "" {
@@ -73,6 +77,7 @@ func (pc *parts) part(p llm.Part) oai.ChatMessagePart {
 	}
 }
 
-func dataURL(mediaType string, data []byte) string {
-	return "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data)
+// dataURL is a data URL of data, its base64 a token of the call's blobs.
+func (pc *parts) dataURL(mediaType string, data []byte) string {
+	return "data:" + mediaType + ";base64," + pc.blobs.Token(data)
 }
