@@ -41,6 +41,7 @@ type Provider struct {
 	baseURL  string
 	model    string
 	messages sdk.MessageService // not sdk.Client: that builds every service of the API, and links them in
+	fitted   *imagefit.Cache    // images fitted for earlier turns
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -74,7 +75,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{name: cfg.Name, baseURL: cfg.BaseURL, model: cfg.Model, messages: sdk.NewMessageService(opts...)}, nil
+	return &Provider{name: cfg.Name, baseURL: cfg.BaseURL, model: cfg.Model, messages: sdk.NewMessageService(opts...), fitted: imagefit.NewCache(0)}, nil
 }
 
 // Name is the configured label, "anthropic" by default.
@@ -182,7 +183,7 @@ func (p *Provider) params(req llm.Request, blobs *blob.Set) (sdk.MessageNewParam
 				params.System = append(params.System, sdk.TextBlockParam{Text: m.Content})
 			}
 		case llm.RoleUser:
-			params.Messages = append(params.Messages, sdk.NewUserMessage(userBlocks(m, blobs)...))
+			params.Messages = append(params.Messages, sdk.NewUserMessage(p.userBlocks(m, blobs)...))
 		case llm.RoleAssistant:
 			var blocks []sdk.ContentBlockParamUnion
 			if m.Content != "" { // the API rejects empty text blocks
@@ -227,13 +228,13 @@ func (p *Provider) params(req llm.Request, blobs *blob.Set) (sdk.MessageNewParam
 
 // userBlocks are a user turn's parts (images as image blocks, PDFs as
 // document blocks, both base64) followed by its text.
-func userBlocks(m llm.Message, blobs *blob.Set) []sdk.ContentBlockParamUnion {
+func (p *Provider) userBlocks(m llm.Message, blobs *blob.Set) []sdk.ContentBlockParamUnion {
 	if len(m.Parts) == 0 {
 		return []sdk.ContentBlockParamUnion{sdk.NewTextBlock(m.Content)}
 	}
 	blocks := make([]sdk.ContentBlockParamUnion, 0, len(m.Parts)+1)
 	for _, part := range m.Parts {
-		blocks = append(blocks, partBlock(part, blobs))
+		blocks = append(blocks, p.partBlock(part, blobs))
 	}
 	if m.Content != "" { // the API rejects empty text blocks
 		blocks = append(blocks, sdk.NewTextBlock(m.Content))
@@ -241,10 +242,10 @@ func userBlocks(m llm.Message, blobs *blob.Set) []sdk.ContentBlockParamUnion {
 	return blocks
 }
 
-func partBlock(part llm.Part, blobs *blob.Set) sdk.ContentBlockParamUnion {
+func (p *Provider) partBlock(part llm.Part, blobs *blob.Set) sdk.ContentBlockParamUnion {
 	switch part.Kind {
 	case llm.PartImage:
-		data, mediaType, err := imagefit.Fit(part.Data, MaxImageSide)
+		data, mediaType, err := p.fitted.Fit(part.Data, MaxImageSide)
 		if err != nil {
 			return sdk.NewTextBlock(part.Describe()) // an image the API could not read either
 		}

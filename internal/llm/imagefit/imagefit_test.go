@@ -187,3 +187,56 @@ func BenchmarkFitAlreadyFitted(b *testing.B) {
 		}
 	}
 }
+
+// The cache answers an image fitted before with the same bytes, without
+// fitting it again, and keeps within its bound.
+func TestCacheFitsOnce(t *testing.T) {
+	c := NewCache(1 << 20)
+	photo := llmtest.Photo(3000, 2000)
+	first, mt, err := c.Fit(photo, 1024)
+	if err != nil || mt != "image/jpeg" {
+		t.Fatal(mt, err)
+	}
+	again, _, _ := c.Fit(photo, 1024)
+	if &first[0] != &again[0] {
+		t.Error("the second Fit of the same image was not the cached result")
+	}
+	other, _, _ := c.Fit(photo, 512)
+	if len(other) >= len(first) {
+		t.Error("a smaller bound was answered with the larger fit")
+	}
+	for i := range 20 {
+		if _, _, err := c.Fit(llmtest.Photo(900+i, 600), 1024); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, _, _ := c.Fit(photo, 1024); &again[0] == &first[0] {
+		t.Error("the cache kept an old image past its bound")
+	}
+}
+
+// BenchmarkFitPhoto is a 12-megapixel photo fitted to 2048 px, every
+// time (before the cache, every turn with it in view paid this).
+func BenchmarkFitPhoto(b *testing.B) {
+	photo := llmtest.Photo(4000, 3000)
+	for b.Loop() {
+		if _, _, err := Fit(photo, 2048); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCachedFitPhoto is the same photo on a later turn: hashed and
+// found.
+func BenchmarkCachedFitPhoto(b *testing.B) {
+	photo := llmtest.Photo(4000, 3000)
+	c := NewCache(0)
+	if _, _, err := c.Fit(photo, 2048); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, _, err := c.Fit(photo, 2048); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

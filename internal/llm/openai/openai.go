@@ -22,6 +22,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/blob"
+	"github.com/baton-agent/baton/internal/llm/imagefit"
 )
 
 // DefaultBaseURL is OpenAI's own endpoint.
@@ -56,6 +57,7 @@ type Provider struct {
 	maxCompletionTokens bool
 	noImages            bool
 	pdfFiles            bool
+	fitted              *imagefit.Cache // images fitted for earlier turns
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -91,6 +93,7 @@ func New(cfg Config) (*Provider, error) {
 		client:              cc,
 		maxCompletionTokens: u.Hostname() == "api.openai.com",
 		noImages:            cfg.NoImages,
+		fitted:              imagefit.NewCache(0),
 		pdfFiles:            cfg.PDFFiles || u.Hostname() == "api.openai.com" || u.Hostname() == "openrouter.ai",
 	}, nil
 }
@@ -180,7 +183,7 @@ func (p *Provider) request(req llm.Request, blobs *blob.Set) (oai.ChatCompletion
 	if model == "" {
 		return oai.ChatCompletionRequest{}, nil, fmt.Errorf("%s: no model named in the request or the config", p.name)
 	}
-	pc := parts{seesImages: !p.noImages, pdfFiles: p.pdfFiles, blobs: blobs}
+	pc := parts{seesImages: !p.noImages, pdfFiles: p.pdfFiles, blobs: blobs, fitted: p.fitted}
 	msgs, err := messages(req, &pc)
 	if err != nil {
 		return oai.ChatCompletionRequest{}, nil, fmt.Errorf("%s: %w", p.name, err)

@@ -31,6 +31,7 @@ type parts struct {
 	pdfFiles   bool
 	files      []filePart
 	blobs      *blob.Set
+	fitted     *imagefit.Cache
 }
 
 // user is a user message: plain content, or content parts (the message's
@@ -56,7 +57,7 @@ func (pc *parts) part(p llm.Part) oai.ChatMessagePart {
 		if !pc.seesImages {
 			return describe
 		}
-		data, mediaType, err := imagefit.Fit(p.Data, llm.DefaultMaxImageSide)
+		data, mediaType, err := pc.fitted.Fit(p.Data, llm.DefaultMaxImageSide)
 		if err != nil {
 			return describe
 		}
