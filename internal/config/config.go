@@ -118,6 +118,9 @@ type FilesConfig struct {
 	// MaxBytes is the largest file kept, in bytes; 0: 25 MiB. A service
 	// may allow less (Telegram's bots download at most 20 MB).
 	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxSessionBytes bounds the files one conversation keeps, in bytes;
+	// 0: 500 MiB.
+	MaxSessionBytes int64 `yaml:"max_session_bytes"`
 	// MaxImages is how many of a conversation's latest pictures the model
 	// sees whole each turn; older ones are a line each. 0: 4.
 	MaxImages int `yaml:"max_images"`

@@ -18,6 +18,10 @@ const (
 	DefaultLease           = 30 * time.Second
 	DefaultPollEvery       = 2 * time.Second
 	DefaultOfferWithin     = 12 * time.Hour
+	// DefaultMaxSessionFiles is the bytes of files a conversation keeps
+	// unless Config says otherwise: some twenty documents at the per-file
+	// bound.
+	DefaultMaxSessionFiles = 500 << 20
 	DefaultShutdownGrace   = 10 * time.Second
 	DefaultApprovalTimeout = 10 * time.Minute
 )
@@ -69,6 +73,10 @@ type Config struct {
 	// for a place holding none to offer it (/continue); 0:
 	// DefaultOfferWithin, negative: never.
 	OfferWithin time.Duration
+	// MaxSessionFiles bounds, in bytes, the files one conversation keeps
+	// (config files.max_session_bytes): a file past it is refused in one
+	// line; 0: DefaultMaxSessionFiles.
+	MaxSessionFiles int64
 	// Display names platforms for people ("Telegram"); a platform not
 	// listed is shown by its name.
 	Display map[string]string
@@ -123,6 +131,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.OfferWithin == 0 {
 		cfg.OfferWithin = DefaultOfferWithin
+	}
+	if cfg.MaxSessionFiles <= 0 {
+		cfg.MaxSessionFiles = DefaultMaxSessionFiles
 	}
 	if cfg.Claimer == "" {
 		host, _ := os.Hostname()

@@ -160,3 +160,32 @@ func TestSendFileRefusesAFileOutside(t *testing.T) {
 		t.Errorf("the model was not told why: %v", last.Messages())
 	}
 }
+
+// A conversation keeps files up to its bound: a file past it is refused
+// in one line naming the bound and what to do, and its caption is still
+// answered.
+func TestSessionFilesBound(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	photo := llmtest.Photo(64, 48)
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) { o.maxSessionFiles = int64(len(photo)) + 10 })
+	r.model.Push(llmtest.Reply{Text: "First photo."}, llmtest.Reply{Text: "About the second."})
+	fake.PushPhoto(ownerTG, 0, ownerUser, photo, "")
+	waitFor(t, "the first answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "First photo." })
+	fake.PushPhoto(ownerTG, 0, ownerUser, llmtest.Photo(60, 40), "and this one")
+	waitFor(t, "the refusal", fake.Shown, func(m telegramtest.SentMessage) bool {
+		return strings.HasPrefix(m.Plain, "Not kept: photo would take this conversation's files past their ") && strings.Contains(m.Plain, "/new")
+	})
+	waitFor(t, "the caption's answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "About the second." })
+	sess, err := r.st.BoundSession(t.Context(), "telegram:dm:"+itoa(ownerTG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range settled(t, r, sess.ID, "About the second.") {
+		n += len(m.Attachments)
+	}
+	if n != 1 {
+		t.Errorf("the session keeps %d files, want the first alone", n)
+	}
+}

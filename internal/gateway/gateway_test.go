@@ -67,7 +67,9 @@ type rigOpts struct {
 	// files there); it replaces tools.
 	toolsWith func(st store.Store) *agent.Registry
 	allow     []string // the agent's allowlist
-	approval  time.Duration
+	// maxSessionFiles is Config.MaxSessionFiles; 0: the default.
+	maxSessionFiles int64
+	approval        time.Duration
 	// wrapStore, when set, gives the gateway and its agent this store in
 	// place of the real one (to inject failures); the rig's own reads
 	// use the real one.
@@ -160,6 +162,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		TrustedPlatforms:  []string{"web"},
 		PersonalPlatforms: o.personal,
 		Rate:              o.rate,
+		MaxSessionFiles:   o.maxSessionFiles,
 		Display:           displays(o.display),
 		Places:            all.Names(),
 		Homes:             homes,

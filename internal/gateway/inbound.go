@@ -11,6 +11,7 @@ import (
 	"github.com/baton-agent/baton/internal/command"
 	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/plural"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -356,11 +357,22 @@ const fileWait = 2 * time.Minute
 // why in one line for the person; any other failure is returned, so the
 // event is not acknowledged and comes again.
 func (r *router) keepFiles(ctx context.Context, ev platform.Event) (kept []store.Attachment, refused string, err error) {
+	if len(ev.Attachments) == 0 {
+		return nil, "", nil
+	}
 	var why []string
+	used, err := r.sessionFiles(ctx, ev.At)
+	if err != nil {
+		return nil, "", err
+	}
 	for _, f := range ev.Attachments {
 		name := f.Name
 		if name == "" {
 			name = string(f.Kind) // a photo or a voice note comes without one
+		}
+		if f.Size > 0 && used+f.Size > r.cfg.maxFiles {
+			why = append(why, sessionFull(name, r.cfg.maxFiles))
+			continue
 		}
 		a, err := r.keepFile(ctx, f, name)
 		switch {
@@ -369,7 +381,12 @@ func (r *router) keepFiles(ctx context.Context, ev platform.Event) (kept []store
 			why = append(why, err.Error())
 		case err != nil:
 			return nil, "", err
+		case used+a.Size > r.cfg.maxFiles:
+			// Its size was not told before: kept bytes no message names
+			// are swept later.
+			why = append(why, sessionFull(name, r.cfg.maxFiles))
 		default:
+			used += a.Size
 			kept = append(kept, a)
 		}
 	}
@@ -377,6 +394,37 @@ func (r *router) keepFiles(ctx context.Context, ev platform.Event) (kept []store
 		refused = "Not kept: " + strings.Join(why, "; ") + "."
 	}
 	return kept, refused, nil
+}
+
+// sessionFiles is the bytes of the files the session bound at addr
+// carries (0 for none bound yet), each file once.
+func (r *router) sessionFiles(ctx context.Context, addr platform.Address) (int64, error) {
+	s, err := r.st.BoundSession(ctx, addr.Key())
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	} else if err != nil {
+		return 0, fmt.Errorf("load the session at %s: %w", addr.Key(), err)
+	}
+	msgs, err := r.st.Transcript(ctx, s.ID)
+	if err != nil {
+		return 0, fmt.Errorf("load the transcript of %s: %w", s.ID, err)
+	}
+	var n int64
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		for _, a := range m.Attachments {
+			if !seen[a.SHA256] {
+				seen[a.SHA256] = true
+				n += a.Size
+			}
+		}
+	}
+	return n, nil
+}
+
+// sessionFull is the refusal of a file past a conversation's bound.
+func sessionFull(name string, bound int64) string {
+	return fmt.Sprintf("%s would take this conversation's files past their %s bound (files.max_session_bytes); /new starts a conversation with room", name, plural.Size(bound))
 }
 
 func (r *router) keepFile(ctx context.Context, f platform.Attachment, name string) (store.Attachment, error) {

@@ -47,6 +47,7 @@ type routerConfig struct {
 	rate        Rate
 	offerWithin time.Duration
 	rerecord    retry.Policy
+	maxFiles    int64 // bytes of files a session keeps
 }
 
 func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *lifecycle, out *outbox, turns *turns, approvals *approvals, worker *handoffWorker, notes *note.Writer) *router {
@@ -54,7 +55,8 @@ func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *life
 		st: cfg.Store, log: cfg.Log, ag: cfg.Agent, cmds: cmds, places: places, life: life, out: out,
 		turns: turns, approvals: approvals, worker: worker, notes: notes,
 		cfg: routerConfig{ownerID: cfg.OwnerID, owners: map[string]map[string]bool{}, trusted: cfg.TrustedPlatforms,
-			personal: cfg.PersonalPlatforms, rate: cfg.Rate, offerWithin: cfg.OfferWithin, rerecord: cfg.Rerecord},
+			personal: cfg.PersonalPlatforms, rate: cfg.Rate, offerWithin: cfg.OfferWithin, rerecord: cfg.Rerecord,
+			maxFiles: cfg.MaxSessionFiles},
 		senders: newSenderRates(),
 	}
 	for p, ids := range cfg.Owners {

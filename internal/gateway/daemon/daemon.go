@@ -99,6 +99,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		Lease:             gcfg.HandoffLease,
 		ShutdownGrace:     gcfg.ShutdownGrace,
 		OfferWithin:       gcfg.ContinueOffer,
+		MaxSessionFiles:   a.Config.Files.MaxSessionBytes,
 		Log:               log,
 		WebURL:            pageURL,
 	})
