@@ -93,17 +93,34 @@ func toldBefore(req llm.Request) bool {
 // much else came with it.
 func echo(req llm.Request) string {
 	last := ""
+	var parts []llm.Part
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == llm.RoleUser {
-			last = req.Messages[i].Content
+			last, parts = req.Messages[i].Content, req.Messages[i].Parts
 			break
 		}
 	}
 	var b strings.Builder
-	if last == "" {
-		b.WriteString("Received no user message.")
-	} else {
+	switch {
+	case last != "":
 		fmt.Fprintf(&b, "You said: %q", shorten(strings.TrimSpace(last)))
+	case len(parts) == 0:
+		b.WriteString("Received no user message.")
+	}
+	if len(parts) > 0 {
+		if b.Len() > 0 {
+			b.WriteString(", with ")
+		} else {
+			b.WriteString("You sent ")
+		}
+		names := make([]string, len(parts))
+		for i, p := range parts {
+			names[i] = p.Name
+			if names[i] == "" {
+				names[i] = p.MediaType
+			}
+		}
+		fmt.Fprintf(&b, "%s (%s)", plural.Count(len(parts), "file", "files"), strings.Join(names, ", "))
 	}
 	fmt.Fprintf(&b, "\n(%s in the conversation, %s offered.)", plural.Count(len(req.Messages), "message", "messages"), plural.Count(len(req.Tools), "tool", "tools"))
 	return b.String()

@@ -104,3 +104,15 @@ func TestSetupOncePerConversation(t *testing.T) {
 		t.Errorf("second reply repeats the notice or lacks the reminder:\n%s", second.Text)
 	}
 }
+
+func TestOfflineNamesTheFilesSent(t *testing.T) {
+	resp, err := offline.Provider{}.Chat(context.Background(), llm.Request{Messages: []llm.Message{
+		{Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartImage, Name: "shot.png", MediaType: "image/png"}, {Kind: llm.PartText, MediaType: "text/plain"}}},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resp.Text, "You sent 2 files (shot.png, text/plain)") {
+		t.Errorf("reply %q", resp.Text)
+	}
+}
