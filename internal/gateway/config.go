@@ -15,9 +15,9 @@ import (
 
 // Defaults for zero-valued Config fields.
 const (
-	DefaultLease           = 30 * time.Second
-	DefaultPollEvery       = 2 * time.Second
-	DefaultOfferWithin     = 12 * time.Hour
+	DefaultLease       = 30 * time.Second
+	DefaultPollEvery   = 2 * time.Second
+	DefaultOfferWithin = 12 * time.Hour
 	// DefaultMaxSessionFiles is the bytes of files a conversation keeps
 	// unless Config says otherwise: some twenty documents at the per-file
 	// bound.
