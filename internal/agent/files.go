@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/baton-agent/baton/internal/llm"
@@ -190,4 +191,25 @@ func (a *Agent) readFile(ctx context.Context, files store.Files, at store.Attach
 		}
 	}
 	return data, ""
+}
+
+// filesSinceLastUser are the files the tool results after the person's
+// last message carry (SendFile's, stored with their call's result), in
+// order; their captions are not kept.
+func filesSinceLastUser(msgs []store.Message) []OutFile {
+	var out []OutFile
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role == store.RoleUser && m.Kind == "" {
+			break
+		}
+		if m.Role != store.RoleTool {
+			continue
+		}
+		for j := len(m.Attachments) - 1; j >= 0; j-- {
+			out = append(out, OutFile{Attachment: m.Attachments[j]})
+		}
+	}
+	slices.Reverse(out)
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/baton-agent/baton/internal/agent"
+	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/llm/openai"
 	"github.com/baton-agent/baton/internal/store"
@@ -111,5 +112,32 @@ func TestOlderDocumentsPastTheBoundAreALine(t *testing.T) {
 	}
 	if msgs := fmt.Sprint(reqs[len(reqs)-1].Messages()); !strings.Contains(msgs, "an earlier document, not sent again") {
 		t.Errorf("the older document's line is missing")
+	}
+}
+
+// A turn taken up again after a stop gives the files its tools had given
+// before it (they are sent with the answer, which the stop cut off).
+func TestResumedTurnKeepsItsFiles(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	att, err := e.st.PutFile(ctx, strings.NewReader("the report"), "report.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := agent.EncodeToolCalls([]llm.ToolCall{{ID: "c1", Name: "send_file", Arguments: []byte(`{"path":"report.txt"}`)}})
+	if _, err := e.st.AppendMessages(ctx, e.sid,
+		store.Message{Role: store.RoleUser, Content: "send me the report"},
+		store.Message{Role: store.RoleAssistant, ToolCalls: calls},
+		store.Message{Role: store.RoleTool, ToolCallID: "c1", ToolName: "send_file", Content: "report.txt will be sent", Attachments: []store.Attachment{att}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Push(llmtest.Reply{Text: "Sent."})
+	res, err := e.agent.Run(ctx, e.sid, store.Message{}, func(agent.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "Sent." || len(res.Files) != 1 || res.Files[0].SHA256 != att.SHA256 {
+		t.Fatalf("resumed turn: %q with files %+v", res.Text, res.Files)
 	}
 }

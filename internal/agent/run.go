@@ -119,6 +119,11 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 			return fmt.Errorf("store input: %w", err)
 		}
 	}
+	if input.Role == "" {
+		// A turn taken up again: files its tools gave before the stop
+		// were never sent (they go with the answer), so they go now.
+		t.res.Files = filesSinceLastUser(t.msgs)
+	}
 	if input.Role != "" && !llm.SeesImages(a.Provider, a.model(t.sess)) && firstImage(t.msgs) {
 		t.res.Notice = BlindNotice
 	}

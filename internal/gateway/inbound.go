@@ -193,7 +193,7 @@ func (r *router) handleOnce(ctx context.Context, addr platform.Address, in *stor
 			return nil
 		case prior.answer != "":
 			r.out.takeOverStreamed(ctx, addr, inKey(in.ID))
-			return r.reply(ctx, addr, in, prior.answer, "")
+			return r.reply(ctx, addr, in, prior.answer, "", prior.files...)
 		default:
 			return r.turn(ctx, addr, in, prior.sessionID, store.Message{Platform: in.Platform}, "")
 		}

@@ -200,6 +200,9 @@ type prior struct {
 	sessionID string
 	answer    string // the turn's final answer; "" if it did not finish
 	movedOn   bool   // later input followed it: leave it be
+	// files are those the turn's tools gave to send (stored with their
+	// results), sent with the answer.
+	files []agent.OutFile
 }
 
 // prior finds the input stored under a platform message id and what
@@ -227,6 +230,10 @@ func (t *turns) prior(ctx context.Context, platformName, msgID string) (prior, e
 		case later.Role == store.RoleAssistant && len(later.ToolCalls) == 0 && later.Content != "" &&
 			!strings.HasSuffix(later.Content, agent.InterruptedMarker):
 			p.answer = later.Content
+		case later.Role == store.RoleTool:
+			for _, a := range later.Attachments {
+				p.files = append(p.files, agent.OutFile{Attachment: a})
+			}
 		}
 	}
 	return p, nil
