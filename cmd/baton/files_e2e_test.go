@@ -55,7 +55,10 @@ func TestPhotoTravelsWithTheConversation(t *testing.T) {
 	if err != nil || len(msgs) == 0 || len(msgs[0].Attachments) != 1 {
 		t.Fatalf("the transcript does not keep the photo: %+v %v", msgs, err)
 	}
-	kept, _ := st.FilePath(msgs[0].Attachments[0].SHA256)
+	kept, err := st.SessionFile(t.Context(), sid, msgs[0].Attachments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	fake.PushMessage(forum, 0, owner, "/handoff cli")
 	waitSent(t, fake, "the handoff", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Handing off to the terminal") })

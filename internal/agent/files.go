@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -32,7 +33,7 @@ const (
 // PDFs as themselves, text files inline up to a bound, and anything else
 // — or anything the store cannot read back — as one line naming it. nil
 // when the store keeps no files.
-func (a *Agent) fileParts(ctx context.Context, msgs []store.Message, seesImages bool) func(store.Message) []llm.Part {
+func (a *Agent) fileParts(ctx context.Context, sessionID string, msgs []store.Message, seesImages bool) func(store.Message) []llm.Part {
 	files, ok := a.Store.(store.Files)
 	if !ok {
 		return nil
@@ -67,22 +68,22 @@ func (a *Agent) fileParts(ctx context.Context, msgs []store.Message, seesImages 
 			p := llm.Part{Name: at.Name, MediaType: at.MediaType}
 			switch {
 			case isImage(at) && !seesImages:
-				p.Kind, p.Text = llm.PartText, a.describe(at, "this model does not take pictures")
+				p.Kind, p.Text = llm.PartText, a.describe(ctx, sessionID, at, "this model does not take pictures")
 			case isImage(at) && whole[partKey(m, j)]:
 				p.Kind = llm.PartImage
-				p.Data, p.Text = a.readFile(ctx, files, at, -1)
+				p.Data, p.Text = a.readFile(ctx, sessionID, files, at, -1)
 			case isImage(at):
-				p.Kind, p.Text = llm.PartText, a.describe(at, "an earlier image, not sent again")
+				p.Kind, p.Text = llm.PartText, a.describe(ctx, sessionID, at, "an earlier image, not sent again")
 			case isPDF(at) && whole[partKey(m, j)]:
 				p.Kind = llm.PartDocument
-				p.Data, p.Text = a.readFile(ctx, files, at, -1)
+				p.Data, p.Text = a.readFile(ctx, sessionID, files, at, -1)
 			case isPDF(at) && at.Size > maxWholeBytes:
-				p.Kind, p.Text = llm.PartText, a.describe(at, "too large to send the model whole")
+				p.Kind, p.Text = llm.PartText, a.describe(ctx, sessionID, at, "too large to send the model whole")
 			case isPDF(at):
-				p.Kind, p.Text = llm.PartText, a.describe(at, "an earlier document, not sent again")
+				p.Kind, p.Text = llm.PartText, a.describe(ctx, sessionID, at, "an earlier document, not sent again")
 			case isText(at):
 				p.Kind = llm.PartText
-				data, line := a.readFile(ctx, files, at, maxInlineText)
+				data, line := a.readFile(ctx, sessionID, files, at, maxInlineText)
 				p.Text = line
 				if line == "" {
 					p.Text = fmt.Sprintf("[attached %s]\n%s", nameOf(at), data)
@@ -91,7 +92,7 @@ func (a *Agent) fileParts(ctx context.Context, msgs []store.Message, seesImages 
 					}
 				}
 			default:
-				p.Kind, p.Text = llm.PartText, a.describe(at, "not readable by this model")
+				p.Kind, p.Text = llm.PartText, a.describe(ctx, sessionID, at, "not readable by this model")
 			}
 			if p.Kind != llm.PartText && p.Data == nil {
 				p.Kind = llm.PartText // unreadable: the line stands in
@@ -123,8 +124,8 @@ func nameOf(at store.Attachment) string {
 
 // describe is the one line that stands in for a file, with where the
 // file tools read it when the store keeps it on this machine.
-func (a *Agent) describe(at store.Attachment, why string) string {
-	if p := store.FilePathOf(a.Store, at.SHA256); p != "" {
+func (a *Agent) describe(ctx context.Context, sessionID string, at store.Attachment, why string) string {
+	if p := store.SessionFileOf(ctx, a.Store, sessionID, at); p != "" {
 		why += "; read_file reads it at " + p
 	}
 	return fmt.Sprintf("[attached %s: %s, %s; %s]", nameOf(at), at.MediaType, plural.Size(at.Size), why)
@@ -160,10 +161,10 @@ func hasImage(m store.Message) bool {
 
 // readFile reads an attachment's bytes back, at most limit of them (all
 // for a negative limit); on failure it returns the line that stands in.
-func (a *Agent) readFile(ctx context.Context, files store.Files, at store.Attachment, limit int64) ([]byte, string) {
+func (a *Agent) readFile(ctx context.Context, sessionID string, files store.Files, at store.Attachment, limit int64) ([]byte, string) {
 	rc, err := files.OpenFile(ctx, at.SHA256)
 	if err != nil {
-		return nil, a.describe(at, "could not be read back: "+err.Error())
+		return nil, a.describe(ctx, sessionID, at, "could not be read back: "+err.Error())
 	}
 	defer rc.Close()
 	var r io.Reader = rc
@@ -187,7 +188,7 @@ func (a *Agent) readFile(ctx context.Context, files store.Files, at store.Attach
 			break
 		}
 		if err != nil {
-			return nil, a.describe(at, "could not be read back: "+err.Error())
+			return nil, a.describe(ctx, sessionID, at, "could not be read back: "+err.Error())
 		}
 	}
 	return data, ""
@@ -212,4 +213,20 @@ func filesSinceLastUser(msgs []store.Message) []OutFile {
 	}
 	slices.Reverse(out)
 	return out
+}
+
+// inSessionFolder reports whether a path subject (absolute, every link
+// resolved: SubjectPath) is in the session's own folder of files, which
+// the file tools read as they read the working directory.
+func (a *Agent) inSessionFolder(sessionID, subject string) bool {
+	sf, ok := a.Store.(store.SessionFiler)
+	if !ok || sessionID == "" || !filepath.IsAbs(subject) {
+		return false
+	}
+	folder := sf.SessionFolder(sessionID)
+	if real, err := filepath.EvalSymlinks(folder); err == nil {
+		folder = real // subjects have every link resolved
+	}
+	rel, err := filepath.Rel(folder, subject)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -46,7 +46,7 @@ func TestOlderImagesAreALine(t *testing.T) {
 	path := ""
 	for _, m := range e.transcript(e.sid) {
 		if len(m.Attachments) > 0 {
-			path = store.FilePathOf(e.st, m.Attachments[0].SHA256)
+			path = store.SessionFileOf(context.Background(), e.st, e.sid, m.Attachments[0])
 			break
 		}
 	}
@@ -139,5 +139,51 @@ func TestResumedTurnKeepsItsFiles(t *testing.T) {
 	}
 	if res.Text != "Sent." || len(res.Files) != 1 || res.Files[0].SHA256 != att.SHA256 {
 		t.Fatalf("resumed turn: %q with files %+v", res.Text, res.Files)
+	}
+}
+
+// A file of the session, at the path its line names, is read by
+// read_file without asking, as the working directory is; the same file
+// shown in another session's folder is asked about.
+func TestSessionFilesReadWithoutAsking(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ap := &scripted{}
+	e.agent.Approver = ap
+	att, err := e.st.PutFile(ctx, strings.NewReader("line one\nline two\n"), "notes.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := e.newSession()
+	mine, err := e.st.SessionFile(ctx, e.sid, att)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := e.st.SessionFile(ctx, other, att)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(mine, e.sid) || !strings.Contains(theirs, other) {
+		t.Fatalf("session files at %s and %s", mine, theirs)
+	}
+	e.srv.Push(
+		llmtest.Reply{ToolCalls: []llmtest.Call{call("read_file", fmt.Sprintf(`{"path":%q}`, mine))}},
+		llmtest.Reply{ToolCalls: []llmtest.Call{call("read_file", fmt.Sprintf(`{"path":%q}`, theirs))}},
+		llmtest.Reply{Text: "done"},
+	)
+	if _, err := e.agent.Run(ctx, e.sid, store.Message{Role: store.RoleUser, Content: "read them", Attachments: []store.Attachment{att}}, func(agent.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ap.asked) != 1 || !strings.Contains(ap.asked[0].Subject, other) {
+		t.Fatalf("asked about %+v, want only the other session's file", ap.asked)
+	}
+	var results []string
+	for _, m := range e.transcript(e.sid) {
+		if m.Role == store.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "line two") || results[1] != agent.DeniedResult {
+		t.Errorf("results %q", results)
 	}
 }

@@ -241,7 +241,7 @@ func (t *turn) start(ctx context.Context) (draft string, err error) {
 // stop or crash cut off: it is shown again first, sent as the model's own
 // last message, and what the model adds is returned.
 func (t *turn) callModel(ctx context.Context, kept string) (llm.Response, string, error) {
-	msgs, err := toLLM(t.msgs, t.a.fileParts(ctx, t.msgs, llm.SeesImages(t.a.Provider, t.a.model(t.sess))))
+	msgs, err := toLLM(t.msgs, t.a.fileParts(ctx, t.session, t.msgs, llm.SeesImages(t.a.Provider, t.a.model(t.sess))))
 	if err != nil {
 		return llm.Response{}, "", fmt.Errorf("prepare transcript: %w", err)
 	}

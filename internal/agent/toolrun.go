@@ -125,6 +125,11 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 		subject = tool.Subject(c.Arguments)
 	}
 	inside := tool.Inside == nil || tool.Inside(c.Arguments)
+	if !inside && tool.ReadOnly && tool.SubjectKind == SubjectPath && t.a.inSessionFolder(t.session, subject) {
+		// The session's own files (a photo it was sent) read as freely
+		// as the working directory; they are never written there.
+		inside = true
+	}
 	if tool.Subject != nil && tool.Subject(c.Arguments) != subject {
 		return t.toolError(c, ErrSubjectMoved), nil
 	}

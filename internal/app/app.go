@@ -92,8 +92,7 @@ func (a *App) Offline() bool { return provider.IsOffline(a.Provider) }
 // NewAgent builds the agent with the built-in tools working in the current
 // directory; approver is asked before commands and writes (nil denies them).
 func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
-	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths, Files: a.Store,
-		ReadPaths: readPaths(a.Store)})
+	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths, Files: a.Store})
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
@@ -246,14 +245,4 @@ func redactURL(raw string) string {
 		return u.Redacted()
 	}
 	return raw
-}
-
-// readPaths are the folders the file tools read without asking besides
-// the working directory: where the store keeps the files of messages, so
-// the agent reads a person's attachment at the path its line names.
-func readPaths(st store.Store) []string {
-	if d, ok := st.(interface{ FilesPath() string }); ok {
-		return []string{d.FilesPath()}
-	}
-	return nil
 }

@@ -49,7 +49,10 @@ func TestAttachCarriesFilesOnTheNextMessage(t *testing.T) {
 	if len(msgs) == 0 || msgs[0].Content != "what is this?" || len(msgs[0].Attachments) != 1 || msgs[0].Attachments[0].Name != "my whiteboard.jpg" {
 		t.Fatalf("the transcript does not keep the photo with the message: %+v", msgs)
 	}
-	kept := store.FilePathOf(app.Store, msgs[0].Attachments[0].SHA256)
+	kept := store.SessionFileOf(t.Context(), app.Store, s.ID, msgs[0].Attachments[0])
+	if !strings.Contains(kept, s.ID) {
+		t.Errorf("the photo is shown at %s, not in the session's own folder", kept)
+	}
 	if got, err := os.ReadFile(kept); err != nil || !bytes.Equal(got, photo) {
 		t.Fatalf("the photo is not readable at %s: %v", kept, err)
 	}

@@ -79,7 +79,7 @@ func Once(ctx context.Context, a *app.App, sessionID, text string, files []strin
 			fmt.Fprintln(errOut, firstLine(toolLine(e)))
 		case agent.EventFiles:
 			for _, f := range e.Files {
-				fmt.Fprintln(errOut, transcript.FileLine(f.Attachment, store.FilePathOf(a.Store, f.SHA256)))
+				fmt.Fprintln(errOut, transcript.FileLine(f.Attachment, store.SessionFileOf(ctx, a.Store, sessionID, f.Attachment)))
 			}
 		}
 	}

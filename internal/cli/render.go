@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-agent/baton/internal/cli/termmd"
+	"github.com/baton-agent/baton/internal/store"
 )
 
 // spinnerFrames are drawn on the status line while something runs.
@@ -35,9 +36,9 @@ type renderer struct {
 	tty   bool
 	width func() int
 	md    termmd.Options // how answers are rendered on a terminal
-	// keptAt is where the store keeps a file's bytes on disk ("" when
+	// keptAt is where a file of the session is readable on disk ("" when
 	// not on this machine), for the lines telling of files; nil: nowhere.
-	keptAt func(sha256 string) string
+	keptAt func(a store.Attachment) string
 
 	block   strings.Builder // answer text not yet printed (TTY)
 	inFence bool            // block ends inside a ``` or ~~~ fence

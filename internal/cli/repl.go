@@ -98,7 +98,9 @@ func New(cfg Config) (*REPL, error) {
 	}
 	r := &REPL{cfg: cfg, app: cfg.App, reg: command.Default()}
 	r.out = newRenderer(cfg.Out, cfg.TTY, cfg.Width)
-	r.out.keptAt = func(sha string) string { return store.FilePathOf(cfg.App.Store, sha) }
+	r.out.keptAt = func(a store.Attachment) string {
+		return store.SessionFileOf(context.Background(), cfg.App.Store, r.session.ID, a)
+	}
 	r.in = cfg.Reader
 	if r.in == nil {
 		r.in = NewTerminalReader(r.complete, historyPath(cfg.App.Home))
@@ -409,7 +411,7 @@ func (r *REPL) event(e agent.Event) {
 			if f.Caption != "" {
 				r.out.Printf("%s\n", f.Caption)
 			}
-			r.out.Printf("%s\n", fileLine(r.out, f.Attachment, store.FilePathOf(r.app.Store, f.SHA256)))
+			r.out.Printf("%s\n", fileLine(r.out, f.Attachment, r.out.keptAt(f.Attachment)))
 		}
 		r.out.Status("thinking…")
 	}

@@ -160,7 +160,7 @@ func ShowSession(ctx context.Context, a *app.App, w io.Writer, ref string) error
 		return fmt.Errorf("show session: %w", err)
 	}
 	out := newRenderer(w, false, nil)
-	out.keptAt = func(sha string) string { return store.FilePathOf(a.Store, sha) }
+	out.keptAt = func(att store.Attachment) string { return store.SessionFileOf(ctx, a.Store, s.ID, att) }
 	printTranscript(out, msgs, 0)
 	return nil
 }

@@ -228,11 +228,11 @@ func orAgain(again string) string {
 // kept.
 func printFiles(out *renderer, files []transcript.File) {
 	for _, f := range files {
+		a := store.Attachment{Name: f.Name, MediaType: f.MediaType, Size: f.Size, SHA256: f.SHA256}
 		path := ""
 		if out.keptAt != nil {
-			path = out.keptAt(f.SHA256)
+			path = out.keptAt(a)
 		}
-		a := store.Attachment{Name: f.Name, MediaType: f.MediaType, Size: f.Size, SHA256: f.SHA256}
 		out.Printf("%s\n", fileLine(out, a, path))
 	}
 }

@@ -98,3 +98,30 @@ func FilePathOf(st any, sha256 string) string {
 	}
 	return ""
 }
+
+// SessionFiler is the optional part of a Store that shows each session's
+// files in a folder of the session's own on this machine's disk: the
+// path a person and the agent's file tools read a file at, stable for
+// the session's life.
+type SessionFiler interface {
+	// SessionFolder is the session's own folder of files.
+	SessionFolder(sessionID string) string
+	// SessionFile is where a (an attachment of the session) is readable
+	// in SessionFolder, made on first use without copying its bytes.
+	SessionFile(ctx context.Context, sessionID string, a Attachment) (string, error)
+}
+
+// SessionFileOf is where st shows a of the session on disk, or "" where
+// it shows none (a store on a database server, or the file cannot be
+// shown: the caller names it without a path).
+func SessionFileOf(ctx context.Context, st any, sessionID string, a Attachment) string {
+	sf, ok := st.(SessionFiler)
+	if !ok || sessionID == "" {
+		return ""
+	}
+	p, err := sf.SessionFile(ctx, sessionID, a)
+	if err != nil {
+		return ""
+	}
+	return p
+}

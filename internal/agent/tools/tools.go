@@ -39,9 +39,6 @@ type Config struct {
 	// Paths are directories besides Dir where file tools act freely
 	// (reads without asking, writes when the allowlist names the tool).
 	Paths []string
-	// ReadPaths are directories the file tools read without asking but
-	// never write in: where the store keeps the files of messages.
-	ReadPaths []string
 	// Files keeps what send_file sends (the store); nil: send_file is
 	// not offered.
 	Files FileKeeper
@@ -76,15 +73,6 @@ func (c Config) withDefaults() (Config, error) {
 		roots = append(roots, r)
 	}
 	c.Paths = roots
-	reads := make([]string, 0, len(c.ReadPaths))
-	for _, p := range c.ReadPaths {
-		r, err := resolve(c.Dir, p)
-		if err != nil {
-			return c, fmt.Errorf("tools: path %q: %w", p, err)
-		}
-		reads = append(reads, r)
-	}
-	c.ReadPaths = reads
 	if c.ShellTimeout <= 0 {
 		c.ShellTimeout = DefaultShellTimeout
 	}
@@ -254,7 +242,7 @@ func pathSubject(cfg Config, def string) func(json.RawMessage) string {
 func readInside(cfg Config, def string) func(json.RawMessage) bool {
 	return func(raw json.RawMessage) bool {
 		p := pathArg(cfg, raw, def)
-		return p != "" && (cfg.free(p) || cfg.readable(p)) && !hardLinked(p)
+		return p != "" && cfg.free(p) && !hardLinked(p)
 	}
 }
 
@@ -334,16 +322,6 @@ func checked(ctx context.Context, cfg Config, path string) (string, error) {
 		return "", agent.ErrSubjectMoved
 	}
 	return p, nil
-}
-
-// readable reports whether p is under one of ReadPaths.
-func (c Config) readable(p string) bool {
-	for _, r := range c.ReadPaths {
-		if within(r, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func (c Config) free(p string) bool {

@@ -343,6 +343,11 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
+	// Its folder of links goes first: a link would keep the bytes on disk
+	// after removeUnnamed.
+	if err := os.RemoveAll(s.SessionFolder(id)); err != nil {
+		return fmt.Errorf("delete session %s: remove its folder: %w", id, err)
+	}
 	if err := s.removeUnnamed(ctx, shas, began); err != nil {
 		return fmt.Errorf("delete session %s: remove its files: %w", id, err)
 	}

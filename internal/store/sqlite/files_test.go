@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -115,6 +116,19 @@ func TestDeletedSessionsLeaveNoFiles(t *testing.T) {
 			Attachments: []store.Attachment{own, shared, own}}); err != nil {
 			t.Fatal(err)
 		}
+		// Shown in the session's own folder, as the agent names them.
+		for _, a := range []store.Attachment{own, shared} {
+			p, err := s.SessionFile(ctx, sess.ID, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(p); err != nil || int64(len(got)) != a.Size || filepath.Dir(p) != s.SessionFolder(sess.ID) {
+				t.Fatalf("%s shown at %s: %d bytes, %v", a.Name, p, len(got), err)
+			}
+			if again, _ := s.SessionFile(ctx, sess.ID, a); again != p {
+				t.Fatalf("%s shown at %s, then at %s", a.Name, p, again)
+			}
+		}
 	}
 	if got := filesOnDisk(t, s); len(got) != 4 {
 		t.Fatalf("files on disk %q, want 4", got)
@@ -122,6 +136,9 @@ func TestDeletedSessionsLeaveNoFiles(t *testing.T) {
 	for _, id := range ids {
 		if err := s.DeleteSession(ctx, id); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := os.Stat(s.SessionFolder(id)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the folder of deleted session %s is left: %v", id, err)
 		}
 	}
 	if got := filesOnDisk(t, s); len(got) != 0 {
