@@ -135,7 +135,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("LiveOnceConnected", func(t *testing.T) { testLive(t, newHarness(t)) })
 	t.Run("EventsArrive", func(t *testing.T) { testEvents(t, newHarness(t)) })
 	t.Run("NewThreadMatchesLaterMessages", func(t *testing.T) { testNewThread(t, newHarness(t)) })
-	t.Run("RedeliveryUntilStored", func(t *testing.T) { testRedelivery(t, newHarness(t)) })
+	t.Run("RedeliveryUntilStored", func(t *testing.T) { testRedelivery(t, newHarness(t), false) })
+	t.Run("FileRedeliveryUntilStored", func(t *testing.T) { testRedelivery(t, newHarness(t), true) })
 	t.Run("SendFailuresClassified", func(t *testing.T) { testSendClasses(t, newHarness(t)) })
 	t.Run("UnsupportedClassified", func(t *testing.T) { testUnsupported(t, newHarness(t)) })
 	t.Run("DownAtStart", func(t *testing.T) { testDownAtStart(t, newHarness(t)) })
@@ -371,7 +372,14 @@ func testNewThread(t *testing.T, h Harness) {
 
 var errNotStored = errors.New("database is locked")
 
-func testRedelivery(t *testing.T, h Harness) {
+// testRedelivery: an event whose Receive failed (not stored) comes again,
+// and the service sees it acknowledged only once a Receive returned nil;
+// withFile does it with a file whose bytes come again too.
+func testRedelivery(t *testing.T, h Harness, withFile bool) {
+	if withFile && (h.SayFile == nil || h.Downloads == nil) {
+		t.Skip("the fake cannot send files yet (Harness.SayFile and Downloads are nil)")
+	}
+	file := SaidFile{Name: "keep.txt", MediaType: "text/plain", Data: []byte("kept on the second try\n"), Caption: "store this file, please"}
 	r := newRecorder()
 	var mu sync.Mutex
 	ackedDuring := map[int]bool{} // arrival → whether the service saw an ack while Receive ran
@@ -379,7 +387,10 @@ func testRedelivery(t *testing.T, h Harness) {
 	r.fail = func(ev platform.Event, nth int) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if ev.ID != target {
+		// A file is known by its caption: its sender may wait for the
+		// Receive (an upload answered once stored), so target is set
+		// after.
+		if ev.ID != target && !(withFile && ev.Text == file.Caption) {
 			return nil
 		}
 		if h.Acked != nil {
@@ -396,9 +407,21 @@ func testRedelivery(t *testing.T, h Harness) {
 		mu.Lock()
 		defer mu.Unlock()
 		// Say under the lock so Receive cannot look before target is set.
-		target = say(t, h, h.Home, "store me, please")
-		return target
+		if !withFile {
+			target = say(t, h, h.Home, "store me, please")
+			return target
+		}
+		return ""
 	}()
+	if withFile {
+		fid, err := h.SayFile(testutil.Context(t, 0), h.Home, h.Person, file)
+		if err != nil {
+			t.Fatalf("send a file: %v", err)
+		}
+		mu.Lock()
+		target, id = fid, fid
+		mu.Unlock()
+	}
 	r.wait(t, "the unstored event to come again", func() bool {
 		n := 0
 		for _, e := range r.events {
@@ -409,8 +432,16 @@ func testRedelivery(t *testing.T, h Harness) {
 		return n >= 2
 	})
 	ev := r.event(t, id)
-	if ev.Text != "store me, please" {
+	if want := "store me, please"; !withFile && ev.Text != want || withFile && ev.Text != file.Caption {
 		t.Errorf("redelivered event %+v", ev)
+	}
+	if withFile {
+		if len(ev.Attachments) != 1 || ev.Attachments[0].Open == nil {
+			t.Fatalf("the redelivered event carries %+v, want its file", ev.Attachments)
+		}
+		if got, err := readAttachment(testutil.Context(t, 0), ev.Attachments[0]); err != nil || !bytes.Equal(got, file.Data) {
+			t.Errorf("the redelivered file read as %q: %v", got, err)
+		}
 	}
 	if h.Acked != nil {
 		testutil.Eventually(t, testutil.Patience, func() bool { return h.Acked(id) }, "the stored event to be acknowledged")

@@ -117,15 +117,27 @@ func (p *page) sayFile(ctx context.Context, a *Adapter, at platform.Address, f p
 	p.next++
 	id := fmt.Sprintf("page-%d", p.next)
 	p.mu.Unlock()
-	resp, err := upload(ctx, a, map[string]string{"key": at.Key(), "id": id, "text": f.Caption},
-		uploadPart{field: "file", name: f.Name, media: f.MediaType, data: f.Data})
-	if err != nil {
-		return "", err
+	// Refused as not stored (503), the files come back to the box and
+	// the person sends them again, under the same message id.
+	for try := 1; ; try++ {
+		resp, err := upload(ctx, a, map[string]string{"key": at.Key(), "id": id, "text": f.Caption},
+			uploadPart{field: "file", name: f.Name, media: f.MediaType, data: f.Data})
+		if err != nil {
+			return "", err
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable && try < 3 {
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("upload: %d %s", resp.StatusCode, resp.body)
+		}
+		break
 	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("upload: %d %s", resp.StatusCode, resp.body)
-	}
-	return eventID(at.Key(), id), nil
+	ev := eventID(at.Key(), id)
+	p.mu.Lock()
+	p.acked[ev] = true // the upload's answer is its acknowledgement
+	p.mu.Unlock()
+	return ev, nil
 }
 
 // shownFiles are the files the page showed at at, fetched as the page
