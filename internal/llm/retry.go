@@ -28,6 +28,10 @@ type RetryPolicy struct {
 // to onDelta is never retried: the caller has shown that text, and a second
 // attempt would duplicate it.
 func WithRetry(p Provider, policy RetryPolicy) Provider {
+	return &retrying{inner: p, policy: policy.withDefaults()}
+}
+
+func (policy RetryPolicy) withDefaults() RetryPolicy {
 	if policy.MaxAttempts <= 0 {
 		policy.MaxAttempts = 3
 	}
@@ -40,7 +44,28 @@ func WithRetry(p Provider, policy RetryPolicy) Provider {
 	if policy.Sleep == nil {
 		policy.Sleep = sleepCtx
 	}
-	return &retrying{inner: p, policy: policy}
+	return policy
+}
+
+// Retry runs call under policy as WithRetry runs a model call: again
+// after a rate limit, a server error or a broken stream (Retryable), after
+// the provider's Retry-After or a backoff; for the other calls a model
+// provider answers (a transcription, speech).
+func Retry(ctx context.Context, policy RetryPolicy, call func(context.Context) error) error {
+	r := &retrying{policy: policy.withDefaults()}
+	for attempt := 1; ; attempt++ {
+		err := call(ctx)
+		if err == nil || attempt >= r.policy.MaxAttempts || !Retryable(err) {
+			return err
+		}
+		wait := r.delay(err, attempt)
+		if r.policy.OnRetry != nil {
+			r.policy.OnRetry(attempt, err, wait)
+		}
+		if serr := r.policy.Sleep(ctx, wait); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
 }
 
 type retrying struct {

@@ -38,6 +38,9 @@ type Server struct {
 	aside []aside
 	seq   int
 	conns int // TCP connections accepted
+
+	transcriber    func(Transcription) Step
+	transcriptions []Transcription
 }
 
 // aside answers requests a test does not script (see Server.Aside).
@@ -171,6 +174,10 @@ func (s *Server) next(req Request) (Step, int) {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if isTranscription(r.URL.Path) {
+		s.serveTranscription(w, r)
+		return
+	}
 	var proto string
 	switch strings.TrimSuffix(r.URL.Path, "/") {
 	case RecordPath:
