@@ -25,6 +25,9 @@ type Attachment struct {
 	Width     int    // images, when the header gives them; else 0
 	Height    int
 	Duration  time.Duration // Ogg Opus audio; 0 when unknown
+	// Transcript is what a voice note says, as the transcription service
+	// heard it; "" for other files, or a note not transcribed.
+	Transcript string `json:",omitempty"`
 }
 
 // DefaultMaxFileBytes is the per-file bound a store keeps unless told

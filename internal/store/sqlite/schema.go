@@ -378,4 +378,9 @@ CREATE TABLE delivery_files (
 ) WITHOUT ROWID;
 CREATE INDEX delivery_files_sha ON delivery_files(sha256);
 `,
+	// 17: what a voice note says, heard by the transcription service,
+	// kept beside its audio.
+	`
+ALTER TABLE attachments ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
+`,
 }

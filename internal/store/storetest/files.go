@@ -80,6 +80,22 @@ var fileTests = map[string]func(*testing.T, store.Store){
 		got := must(readFile(t, s, a.SHA256))
 		eq(t, "bytes", string(got), string(PDF))
 	},
+	"TranscriptKeptWithItsAudio": func(t *testing.T, s store.Store) {
+		sess := newSession(t, s, "u", "")
+		note := must(s.PutFile(ctx(t), bytes.NewReader(append([]byte("OggS"), make([]byte, 300)...)), ""))
+		note.Transcript = "buy milk"
+		must(s.AppendMessages(ctx(t), sess.ID, store.Message{Role: store.RoleUser, Attachments: []store.Attachment{note}}))
+		ms := must(s.Transcript(ctx(t), sess.ID))
+		eq(t, "messages", len(ms), 1)
+		eq(t, "attachments", len(ms[0].Attachments), 1)
+		eq(t, "transcript", ms[0].Attachments[0].Transcript, "buy milk")
+		in, _ := must2(s.AddInbound(ctx(t), store.Inbound{Platform: "telegram", PlatformMsgID: "v1", AddressKey: "telegram:dm:1",
+			SenderID: "1", Attachments: []store.Attachment{note}}))
+		pending := must(s.PendingInbound(ctx(t), 0, 10))
+		eq(t, "pending", len(pending), 1)
+		eq(t, "inbound transcript", pending[0].Attachments[0].Transcript, "buy milk")
+		_ = in
+	},
 	"MessageWithAttachmentsRoundTrips": func(t *testing.T, s store.Store) {
 		sess := newSession(t, s, "u", "")
 		img := must(s.PutFile(ctx(t), bytes.NewReader(PNG(t, 4, 5)), "screen.png"))
