@@ -11,6 +11,7 @@ import (
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/plural"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/transcript"
 )
 
 // Bounds on what a turn sends the model of the files in its transcript.
@@ -67,6 +68,10 @@ func (a *Agent) fileParts(ctx context.Context, sessionID string, msgs []store.Me
 		for j, at := range m.Attachments {
 			p := llm.Part{Name: at.Name, MediaType: at.MediaType}
 			switch {
+			case at.Transcript != "":
+				p.Kind, p.Text = llm.PartText, "["+transcript.VoiceLine(at)+"]"
+			case at.Voice:
+				p.Kind, p.Text = llm.PartText, a.describe(ctx, sessionID, at, "a voice note nobody transcribed")
 			case isImage(at) && !seesImages:
 				p.Kind, p.Text = llm.PartText, a.describe(ctx, sessionID, at, "this model does not take pictures")
 			case isImage(at) && whole[partKey(m, j)]:

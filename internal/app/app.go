@@ -22,6 +22,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
+	"github.com/baton-agent/baton/internal/voice"
 )
 
 // StoreEnv names the environment variable that chooses the store when
@@ -245,4 +246,19 @@ func redactURL(raw string) string {
 		return u.Redacted()
 	}
 	return raw
+}
+
+// Transcriber hears voice notes where config.yaml's voice: says, or
+// through the model's own API when it is OpenAI's; nil when neither is
+// set (notes are then kept unheard, and the person told so).
+func (a *App) Transcriber() (*voice.Transcriber, error) {
+	v := a.Config.Voice.For(a.Model)
+	t, err := voice.New(voice.Config{BaseURL: v.BaseURL, Model: v.Model, APIKey: v.APIKey, Language: v.Language})
+	if errors.Is(err, voice.ErrNotConfigured) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(a.Home, config.FileName), err)
+	}
+	return t, nil
 }

@@ -228,7 +228,10 @@ func orAgain(again string) string {
 // kept.
 func printFiles(out *renderer, files []transcript.File) {
 	for _, f := range files {
-		a := store.Attachment{Name: f.Name, MediaType: f.MediaType, Size: f.Size, SHA256: f.SHA256}
+		a := store.Attachment{Name: f.Name, MediaType: f.MediaType, Size: f.Size, SHA256: f.SHA256, Transcript: f.Transcript, Duration: f.Duration}
+		if a.Transcript != "" {
+			out.Printf("🎙 %s\n", transcript.VoiceLine(a))
+		}
 		path := ""
 		if out.keptAt != nil {
 			path = out.keptAt(a)

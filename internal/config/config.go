@@ -27,6 +27,7 @@ type Config struct {
 	Tools   ToolsConfig   `yaml:"tools"`
 	Gateway GatewayConfig `yaml:"gateway"`
 	Files   FilesConfig   `yaml:"files"`
+	Voice   VoiceConfig   `yaml:"voice"`
 	// Store says where baton keeps its state, as a URL: empty, "sqlite:",
 	// "sqlite:///abs/path" or a plain path for the SQLite file. The
 	// BATON_STORE environment variable is used when it is empty.
@@ -38,7 +39,7 @@ type Config struct {
 }
 
 // keys are the top-level keys Config itself reads.
-var keys = []string{"model", "tools", "gateway", "store", "files"}
+var keys = []string{"model", "tools", "gateway", "store", "files", "voice"}
 
 // Section returns a decoder for the top-level section name (a platform's),
 // refusing unknown fields, and whether config.yaml has it. With no
@@ -112,6 +113,28 @@ type ModelConfig struct {
 
 // SeesImages reports whether the model takes pictures (Images).
 func (m ModelConfig) SeesImages() bool { return m.Images == nil || *m.Images }
+
+// VoiceConfig is where voice notes are transcribed: an OpenAI-compatible
+// /audio/transcriptions endpoint (OpenAI, Groq, a local whisper.cpp or
+// faster-whisper server). Unset, it is the model's own when the model is
+// OpenAI's (its base URL and key, model whisper-1).
+type VoiceConfig struct {
+	BaseURL  string `yaml:"base_url"`
+	Model    string `yaml:"model"`
+	APIKey   string `yaml:"api_key"`
+	Language string `yaml:"language"` // ISO-639-1 ("en"); unset: detected
+}
+
+// For is v, or where m (resolved) transcribes when v names no endpoint:
+// an OpenAI model's own API. A zero BaseURL says none is configured.
+func (v VoiceConfig) For(m ModelConfig) VoiceConfig {
+	if v.BaseURL != "" || m.Provider != ProviderOpenAI {
+		return v
+	}
+	v.BaseURL = first(m.BaseURL, OpenAIBaseURL)
+	v.APIKey = first(v.APIKey, m.APIKey)
+	return v
+}
 
 // FilesConfig bounds the files messages carry.
 type FilesConfig struct {

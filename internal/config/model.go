@@ -20,6 +20,7 @@ const (
 // Default endpoints and models, used when neither config nor environment
 // names one.
 const (
+	OpenAIBaseURL     = "https://api.openai.com/v1"
 	OpenRouterBaseURL = "https://openrouter.ai/api/v1"
 	OllamaBaseURL     = "http://127.0.0.1:11434/v1"
 	ollamaTagsURL     = "http://127.0.0.1:11434/api/tags"

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -73,6 +75,9 @@ type Config struct {
 	// for a place holding none to offer it (/continue); 0:
 	// DefaultOfferWithin, negative: never.
 	OfferWithin time.Duration
+	// Transcriber hears voice notes; nil: they are kept unheard, and the
+	// person is told once per conversation what to set.
+	Transcriber Transcriber
 	// MaxSessionFiles bounds, in bytes, the files one conversation keeps
 	// (config files.max_session_bytes): a file past it is refused in one
 	// line; 0: DefaultMaxSessionFiles.
@@ -114,6 +119,12 @@ func DefaultResend() retry.Policy { return retry.Policy{First: 5 * time.Second} 
 // DefaultRerecord tries a message again soon, then every half minute,
 // for as long as the gateway runs.
 func DefaultRerecord() retry.Policy { return retry.Policy{First: time.Second, Max: 30 * time.Second} }
+
+// Transcriber turns a voice note's audio into what it says
+// (voice.Transcriber).
+type Transcriber interface {
+	Transcribe(ctx context.Context, name, mediaType string, open func(context.Context) (io.ReadCloser, error)) (string, error)
+}
 
 // withDefaults fills cfg's zero fields.
 func withDefaults(cfg Config) Config {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/agent/tools"
@@ -187,5 +188,61 @@ func TestSessionFilesBound(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("the session keeps %d files, want the first alone", n)
+	}
+}
+
+// A voice note is heard: its Ogg bytes go to the transcription service,
+// the person sees what was heard, the model reads it, and the transcript
+// is kept beside the audio.
+func TestVoiceNoteIsHeard(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) { o.transcribe = true })
+	r.model.SetTranscriber(func(llmtest.Transcription) llmtest.Step { return llmtest.Reply{Text: "remind me to buy milk"} })
+	note := llmtest.VoiceNote(7 * time.Second)
+	r.model.Push(llmtest.Reply{Text: "Noted: milk."})
+	fake.PushVoice(ownerTG, 0, ownerUser, note)
+	waitFor(t, "what was heard", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "🎙 heard: remind me to buy milk" })
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Noted: milk." })
+	trs := r.model.Transcriptions()
+	if len(trs) != 1 || !bytes.Equal(trs[0].Data, note) || trs[0].MediaType != "audio/ogg" {
+		t.Fatalf("transcription requests %d (want the note's Ogg bytes once)", len(trs))
+	}
+	reqs := r.model.Requests()
+	if got := fmt.Sprint(reqs[len(reqs)-1].Messages()); !strings.Contains(got, "voice note (0:07): remind me to buy milk") {
+		t.Errorf("the model did not read the note: %s", got)
+	}
+	sess, err := r.st.BoundSession(t.Context(), "telegram:dm:"+itoa(ownerTG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := settled(t, r, sess.ID, "Noted: milk.")
+	if a := msgs[0].Attachments; len(a) != 1 || !a[0].Voice || a[0].Transcript != "remind me to buy milk" {
+		t.Fatalf("the note is kept as %+v", a)
+	}
+}
+
+// With no transcription service, a voice note is kept as it is, the model
+// is told it was not transcribed, and the person is told once what to set.
+func TestVoiceNoteUnheardToldOnce(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777")
+	r.model.Push(llmtest.Reply{Text: "One."}, llmtest.Reply{Text: "Two."})
+	fake.PushVoice(ownerTG, 0, ownerUser, llmtest.VoiceNote(2*time.Second))
+	waitFor(t, "the first answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "One." })
+	fake.PushVoice(ownerTG, 0, ownerUser, llmtest.VoiceNote(3*time.Second))
+	waitFor(t, "the second answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Two." })
+	if n := countMatching(fake.Shown(), func(m telegramtest.SentMessage) bool {
+		return strings.Contains(m.Plain, "cannot hear voice notes yet: set voice:")
+	}); n != 1 {
+		t.Errorf("told %d times that notes are not heard, want once", n)
+	}
+	reqs := r.model.Requests()
+	if got := fmt.Sprint(reqs[len(reqs)-1].Messages()); !strings.Contains(got, "a voice note nobody transcribed") {
+		t.Errorf("the model was not told: %s", got)
+	}
+	if n := len(r.model.Transcriptions()); n != 0 {
+		t.Errorf("%d transcription requests with none configured", n)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 	"github.com/baton-agent/baton/internal/testutil"
+	"github.com/baton-agent/baton/internal/voice"
 )
 
 const token = "0123456789abcdef0123456789abcdef"
@@ -69,7 +70,9 @@ type rigOpts struct {
 	allow     []string // the agent's allowlist
 	// maxSessionFiles is Config.MaxSessionFiles; 0: the default.
 	maxSessionFiles int64
-	approval        time.Duration
+	// transcribe hears voice notes through the rig's model server.
+	transcribe bool
+	approval   time.Duration
 	// wrapStore, when set, gives the gateway and its agent this store in
 	// place of the real one (to inject failures); the rig's own reads
 	// use the real one.
@@ -152,6 +155,14 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.toolsWith != nil {
 		o.tools = o.toolsWith(gst)
 	}
+	var hears gateway.Transcriber
+	if o.transcribe {
+		tr, err := voice.New(voice.Config{BaseURL: model.URL + "/v1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hears = tr
+	}
 	gw, err := gateway.New(gateway.Config{
 		Store:             gst,
 		Agent:             &agent.Agent{Provider: p, Store: gst, Model: "m", Tools: o.tools, Allow: o.allow, Turns: &agent.TurnLocks{Dir: filepath.Join(home, "locks")}},
@@ -163,6 +174,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		PersonalPlatforms: o.personal,
 		Rate:              o.rate,
 		MaxSessionFiles:   o.maxSessionFiles,
+		Transcriber:       hears,
 		Display:           displays(o.display),
 		Places:            all.Names(),
 		Homes:             homes,

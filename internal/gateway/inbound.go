@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -202,9 +203,81 @@ func (r *router) handleOnce(ctx context.Context, addr platform.Address, in *stor
 	if newSession {
 		offer = r.offerFor(ctx, addr, sess)
 	}
+	files := r.hear(ctx, addr, sess.ID, in.Attachments)
 	return r.turn(ctx, addr, in, sess.ID, store.Message{
-		Role: store.RoleUser, Content: text, Attachments: in.Attachments, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
+		Role: store.RoleUser, Content: text, Attachments: files, Platform: in.Platform, PlatformMsgID: in.PlatformMsgID,
 	}, offer)
+}
+
+// heardShown bounds the transcript told back to the person.
+const heardShown = 300
+
+// hear transcribes the voice notes among files and tells the person, in
+// one short line each, what was heard, so a mishearing shows. A note not
+// heard (no service set up, or it failed) stays attached as it is: the
+// person is told why, the first time in a conversation for a missing
+// service.
+func (r *router) hear(ctx context.Context, addr platform.Address, sessionID string, files []store.Attachment) []store.Attachment {
+	var out []store.Attachment
+	for _, a := range files {
+		if !a.Voice || a.Transcript != "" {
+			out = append(out, a)
+			continue
+		}
+		if r.cfg.transcriber == nil {
+			if !r.toldUnheard(ctx, sessionID) {
+				r.out.sendNow(ctx, addr, unheard)
+			}
+			out = append(out, a)
+			continue
+		}
+		text, err := r.cfg.transcriber.Transcribe(ctx, "voice", a.MediaType, func(ctx context.Context) (io.ReadCloser, error) {
+			return r.st.OpenFile(ctx, a.SHA256)
+		})
+		switch {
+		case err != nil:
+			r.log.Warn("transcribe a voice note", "at", addr.Key(), "err", err)
+			r.out.sendNow(ctx, addr, "🎙 I could not hear this voice note ("+err.Error()+"); it is kept, and /retry tries again.")
+		case text == "":
+			r.out.sendNow(ctx, addr, "🎙 heard nothing in this voice note.")
+		default:
+			a.Transcript = text
+			r.out.sendNow(ctx, addr, "🎙 heard: "+clipRunes(text, heardShown))
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// unheard tells that voice notes are kept but not transcribed.
+const unheard = "🎙 Your voice note is kept, but I cannot hear voice notes yet: set voice: in config.yaml " +
+	"(base_url, model, api_key of an OpenAI-compatible transcription service: OpenAI, Groq, a local whisper server), " +
+	"or use an OpenAI model. Later notes are heard once it is set."
+
+// toldUnheard reports whether the conversation already has a voice note
+// of the person's, and so was told it is not heard.
+func (r *router) toldUnheard(ctx context.Context, sessionID string) bool {
+	msgs, err := r.st.Transcript(ctx, sessionID)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		for _, a := range m.Attachments {
+			if m.Role == store.RoleUser && a.Voice {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clipRunes cuts s to n characters, marking the cut.
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // turn runs one agent turn in the session and delivers its answer to addr,
@@ -381,12 +454,13 @@ func (r *router) keepFiles(ctx context.Context, ev platform.Event) (kept []store
 			why = append(why, err.Error())
 		case err != nil:
 			return nil, "", err
-		case used+a.Size > r.cfg.maxFiles:
+		case used+a.Size > r.cfg.maxFiles && a.Size > 0:
 			// Its size was not told before: kept bytes no message names
 			// are swept later.
 			why = append(why, sessionFull(name, r.cfg.maxFiles))
 		default:
 			used += a.Size
+			a.Voice = f.Kind == platform.KindVoice
 			kept = append(kept, a)
 		}
 	}

@@ -25,6 +25,9 @@ type Attachment struct {
 	Width     int    // images, when the header gives them; else 0
 	Height    int
 	Duration  time.Duration // Ogg Opus audio; 0 when unknown
+	// Voice marks a voice note, as its service said (a recording made in
+	// the app, not an audio file sent).
+	Voice bool `json:",omitempty"`
 	// Transcript is what a voice note says, as the transcription service
 	// heard it; "" for other files, or a note not transcribed.
 	Transcript string `json:",omitempty"`

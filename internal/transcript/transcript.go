@@ -8,6 +8,7 @@ package transcript
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -64,6 +65,10 @@ type File struct {
 	SHA256    string `json:"sha256"`
 	Width     int    `json:"width,omitempty"`
 	Height    int    `json:"height,omitempty"`
+	// Transcript is what a voice note says (Duration long), "" for other
+	// files.
+	Transcript string        `json:"transcript,omitempty"`
+	Duration   time.Duration `json:"duration,omitempty"`
 }
 
 func files(as []store.Attachment) []File {
@@ -72,7 +77,8 @@ func files(as []store.Attachment) []File {
 	}
 	out := make([]File, len(as))
 	for i, a := range as {
-		out[i] = File{Name: Name(a), MediaType: a.MediaType, Size: a.Size, SHA256: a.SHA256, Width: a.Width, Height: a.Height}
+		out[i] = File{Name: Name(a), MediaType: a.MediaType, Size: a.Size, SHA256: a.SHA256, Width: a.Width, Height: a.Height,
+			Transcript: a.Transcript, Duration: a.Duration}
 	}
 	return out
 }
@@ -229,4 +235,15 @@ func capResult(s string) string {
 		n = ResultShown
 	}
 	return s[:n] + CutMark
+}
+
+// VoiceLine is a transcribed voice note as people and the model read it:
+// "voice note (0:07): what it says".
+func VoiceLine(a store.Attachment) string {
+	line := "voice note"
+	if a.Duration > 0 {
+		secs := int(a.Duration.Round(time.Second) / time.Second)
+		line += fmt.Sprintf(" (%d:%02d)", secs/60, secs%60)
+	}
+	return line + ": " + a.Transcript
 }

@@ -84,6 +84,12 @@ func Run(ctx context.Context, home string, o Options) error {
 		}
 	}
 
+	var hears gateway.Transcriber
+	if t, err := a.Transcriber(); err != nil {
+		return err
+	} else if t != nil { // a nil *voice.Transcriber would be a non-nil interface
+		hears = t
+	}
 	gw, err := gateway.New(gateway.Config{
 		Store:             a.Store,
 		Agent:             ag,
@@ -100,6 +106,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		ShutdownGrace:     gcfg.ShutdownGrace,
 		OfferWithin:       gcfg.ContinueOffer,
 		MaxSessionFiles:   a.Config.Files.MaxSessionBytes,
+		Transcriber:       hears,
 		Log:               log,
 		WebURL:            pageURL,
 	})

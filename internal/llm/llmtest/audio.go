@@ -1,6 +1,8 @@
 package llmtest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Transcription is a request to /v1/audio/transcriptions as the server
@@ -91,4 +94,38 @@ func (s *Server) serveTranscription(w http.ResponseWriter, r *http.Request) {
 // isTranscription reports whether path is the transcription endpoint.
 func isTranscription(path string) bool {
 	return strings.HasSuffix(strings.TrimSuffix(path, "/"), "/audio/transcriptions")
+}
+
+// VoiceNote is an Ogg Opus stream d long, as a phone records a voice
+// note: the OpusHead and OpusTags pages, then a page every 200 ms whose
+// granule positions give the length (the packets are filler, not sound).
+func VoiceNote(d time.Duration) []byte {
+	page := func(granule int64, seq uint32, body []byte) []byte {
+		var segs []byte
+		n := len(body)
+		for ; n >= 255; n -= 255 {
+			segs = append(segs, 255)
+		}
+		segs = append(segs, byte(n))
+		h := make([]byte, 27)
+		copy(h, "OggS")
+		binary.LittleEndian.PutUint64(h[6:], uint64(granule))
+		binary.LittleEndian.PutUint32(h[14:], 7)
+		binary.LittleEndian.PutUint32(h[18:], seq)
+		h[26] = byte(len(segs))
+		return append(append(h, segs...), body...)
+	}
+	head := []byte("OpusHead\x01\x01")
+	head = binary.LittleEndian.AppendUint16(head, 312)
+	head = binary.LittleEndian.AppendUint32(head, 48000)
+	head = append(head, 0, 0, 0)
+	f := page(0, 0, head)
+	f = append(f, page(0, 1, []byte("OpusTags\x05\x00\x00\x00baton\x00\x00\x00\x00"))...)
+	total := int64(d) * 48000 / int64(time.Second)
+	var g int64
+	for seq := uint32(2); g < total; seq++ {
+		g = min(g+48000/5, total)
+		f = append(f, page(312+g, seq, bytes.Repeat([]byte{byte(seq)}, 120))...)
+	}
+	return f
 }

@@ -220,7 +220,7 @@ func (s *Store) OpenFile(ctx context.Context, sha string) (io.ReadCloser, error)
 }
 
 const insertAttachmentSQL = `INSERT INTO attachments (message_id, session_id, ordinal, name, media_type, size, sha256,
-	width, height, duration, transcript) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	width, height, duration, voice, transcript) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
 // insertAttachments stores m's attachments in tx, each once its bytes
 // are seen to be kept.
@@ -235,7 +235,7 @@ func (s *Store) insertAttachments(tx *wtx, m *store.Message) error {
 		}
 		a.MessageID, a.Ordinal = m.ID, i
 		if err := tx.QueryRow(insertAttachmentSQL, a.MessageID, m.SessionID, a.Ordinal, a.Name, a.MediaType, a.Size,
-			a.SHA256, a.Width, a.Height, int64(a.Duration), a.Transcript).Scan(&a.ID); err != nil {
+			a.SHA256, a.Width, a.Height, int64(a.Duration), a.Voice, a.Transcript).Scan(&a.ID); err != nil {
 			return err
 		}
 		as[i] = a
@@ -284,7 +284,7 @@ func attachmentsJSON(as []store.Attachment) (string, error) {
 	return string(data), err
 }
 
-const attachmentCols = `id, message_id, ordinal, name, media_type, size, sha256, width, height, duration, transcript`
+const attachmentCols = `id, message_id, ordinal, name, media_type, size, sha256, width, height, duration, voice, transcript`
 
 // fillAttachments sets the attachments of msgs (ordered by id, all of
 // sessionID) from rows read by query, which selects attachmentCols of
@@ -296,7 +296,7 @@ func fillAttachments(msgs []store.Message, rows *sql.Rows) error {
 		var a store.Attachment
 		var dur int64
 		if err := rows.Scan(&a.ID, &a.MessageID, &a.Ordinal, &a.Name, &a.MediaType, &a.Size, &a.SHA256,
-			&a.Width, &a.Height, &dur, &a.Transcript); err != nil {
+			&a.Width, &a.Height, &dur, &a.Voice, &a.Transcript); err != nil {
 			return err
 		}
 		a.Duration = time.Duration(dur)

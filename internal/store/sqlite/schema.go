@@ -378,9 +378,11 @@ CREATE TABLE delivery_files (
 ) WITHOUT ROWID;
 CREATE INDEX delivery_files_sha ON delivery_files(sha256);
 `,
-	// 17: what a voice note says, heard by the transcription service,
-	// kept beside its audio.
+	// 17: voice notes: the attachment that is one (as its service said),
+	// and what it says, heard by the transcription service, kept beside
+	// its audio.
 	`
+ALTER TABLE attachments ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attachments ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
 `,
 }

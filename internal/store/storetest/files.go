@@ -83,17 +83,19 @@ var fileTests = map[string]func(*testing.T, store.Store){
 	"TranscriptKeptWithItsAudio": func(t *testing.T, s store.Store) {
 		sess := newSession(t, s, "u", "")
 		note := must(s.PutFile(ctx(t), bytes.NewReader(append([]byte("OggS"), make([]byte, 300)...)), ""))
-		note.Transcript = "buy milk"
+		note.Voice, note.Transcript = true, "buy milk"
 		must(s.AppendMessages(ctx(t), sess.ID, store.Message{Role: store.RoleUser, Attachments: []store.Attachment{note}}))
 		ms := must(s.Transcript(ctx(t), sess.ID))
 		eq(t, "messages", len(ms), 1)
 		eq(t, "attachments", len(ms[0].Attachments), 1)
 		eq(t, "transcript", ms[0].Attachments[0].Transcript, "buy milk")
+		eq(t, "voice", ms[0].Attachments[0].Voice, true)
 		in, _ := must2(s.AddInbound(ctx(t), store.Inbound{Platform: "telegram", PlatformMsgID: "v1", AddressKey: "telegram:dm:1",
 			SenderID: "1", Attachments: []store.Attachment{note}}))
 		pending := must(s.PendingInbound(ctx(t), 0, 10))
 		eq(t, "pending", len(pending), 1)
 		eq(t, "inbound transcript", pending[0].Attachments[0].Transcript, "buy milk")
+		eq(t, "inbound voice", pending[0].Attachments[0].Voice, true)
 		_ = in
 	},
 	"MessageWithAttachmentsRoundTrips": func(t *testing.T, s store.Store) {
