@@ -46,6 +46,9 @@ type wireAttachment struct {
 	ContentType string `json:"content_type"`
 	Size        int64  `json:"size"`
 	URL         string `json:"url"`
+	// A voice message (recorded in the app) has a waveform and a length.
+	Waveform     string  `json:"waveform"`
+	DurationSecs float64 `json:"duration_secs"`
 }
 
 // attachments lists a message's files, each read from the URL Discord
@@ -57,8 +60,11 @@ func (a *Adapter) attachments(m wireMessage) []platform.Attachment {
 			continue
 		}
 		kind := platform.KindDocument
-		if (platform.File{MediaType: mediaType(w.ContentType)}).IsImage() {
+		switch {
+		case (platform.File{MediaType: mediaType(w.ContentType)}).IsImage():
 			kind = platform.KindPhoto
+		case w.Waveform != "" && w.DurationSecs > 0:
+			kind = platform.KindVoice
 		}
 		label := w.Filename
 		if label == "" {

@@ -58,6 +58,15 @@ func TestAttachmentsReadFromTheCDNOnly(t *testing.T) {
 		t.Errorf("the picture read back as %d bytes: %v", len(data), err)
 	}
 
+	// A voice message recorded in the app is a voice note.
+	id, err = fake.SayFile(fake.Home(), owner, discordtest.File{Name: "voice-message.ogg", ContentType: "audio/ogg", Data: []byte("OggS...."), Voice: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ev.await(t, id).Attachments; len(v) != 1 || v[0].Kind != platform.KindVoice {
+		t.Errorf("a voice message arrived as %+v", v)
+	}
+
 	// Another adapter that knows the CDN elsewhere: the fake's URL is not
 	// on it, so it is never asked.
 	other, err := discord.New(discord.Config{Token: token, APIURL: fake.APIURL(), CDNURL: "https://cdn.discordapp.com",

@@ -47,6 +47,9 @@ type wireFile struct {
 	Mode               string `json:"mode"` // "hosted", "external", "tombstone" (deleted), "hidden_by_limit"…
 	URLPrivate         string `json:"url_private"`
 	URLPrivateDownload string `json:"url_private_download"`
+	// Subtype "slack_audio" is an audio clip recorded in Slack (the
+	// event tells it; the Web API client used for catch-up does not).
+	Subtype string `json:"subtype"`
 }
 
 // wireFiles is the files of a message the Web API gave (catch-up).
@@ -77,8 +80,11 @@ func attachments(files []wireFile, open opener) []platform.Attachment {
 			continue
 		}
 		kind := platform.KindDocument
-		if (platform.File{MediaType: f.Mimetype}).IsImage() {
+		switch {
+		case (platform.File{MediaType: f.Mimetype}).IsImage():
 			kind = platform.KindPhoto
+		case f.Subtype == "slack_audio":
+			kind = platform.KindVoice
 		}
 		label := f.Name
 		if label == "" {

@@ -15,7 +15,8 @@ func TestFilesOfAMessage(t *testing.T) {
 	raw := []byte(`{"type":"event_callback","event":{"type":"message","subtype":"file_share","channel":"C1","user":"U1","text":"","ts":"1.3","files":[
 		{"id":"F1","name":"a.png","mimetype":"image/png","size":4,"mode":"hosted"},
 		{"id":"F2","mode":"tombstone"},
-		{"id":"F3","name":"b.svg","mimetype":"image/svg+xml","size":9,"mode":"hosted"}]}}`)
+		{"id":"F3","name":"b.svg","mimetype":"image/svg+xml","size":9,"mode":"hosted"},
+		{"id":"F4","name":"audio_message.webm","mimetype":"audio/webm","size":7,"mode":"hosted","subtype":"slack_audio"}]}}`)
 	ev, ok, err := decodeEvent(raw, "UBOT", nil)
 	if err != nil || !ok {
 		t.Fatalf("a message of files alone: %v, %v", ok, err)
@@ -23,6 +24,7 @@ func TestFilesOfAMessage(t *testing.T) {
 	want := []platform.Attachment{
 		{Kind: platform.KindPhoto, Name: "a.png", MediaType: "image/png", Size: 4, ID: "F1"},
 		{Kind: platform.KindDocument, Name: "b.svg", MediaType: "image/svg+xml", Size: 9, ID: "F3"},
+		{Kind: platform.KindVoice, Name: "audio_message.webm", MediaType: "audio/webm", Size: 7, ID: "F4"}, // a clip recorded in Slack
 	}
 	if len(ev.Attachments) != len(want) {
 		t.Fatalf("attachments %+v, want %+v", ev.Attachments, want)

@@ -42,6 +42,9 @@ type File struct {
 	// len(Data).
 	Size    int64
 	Caption string // the message's content; "" for a file alone
+	// Voice makes it a voice message recorded in the app, this long:
+	// Discord gives it a waveform and its length (and flags the message).
+	Voice time.Duration
 }
 
 // Attachment is a file a message carries, as the fake keeps it.
@@ -87,7 +90,13 @@ func (s *Server) SayFile(channelID string, from User, f File) (string, error) {
 		att.Size = f.Size
 	}
 	msg := s.messageJSON(c, id, from, false, f.Caption)
-	msg["attachments"] = []any{s.attachmentJSON(att)}
+	aj := s.attachmentJSON(att)
+	if f.Voice > 0 {
+		aj["duration_secs"] = f.Voice.Seconds()
+		aj["waveform"] = "AAAAAAAAAAAA"
+		msg["flags"] = 1 << 13 // IS_VOICE_MESSAGE
+	}
+	msg["attachments"] = []any{aj}
 	s.dispatchLocked("MESSAGE_CREATE", msg, c, false)
 	s.history[c.ID] = append(s.history[c.ID], restMessage(msg))
 	s.Changed()
