@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/store"
@@ -63,5 +64,22 @@ func TestPrintTranscript(t *testing.T) {
 	r.Close()
 	if got, want := last.String(), "… 9 earlier messages (`baton sessions show` prints them all)\nWelcome back.\n"+prompt+"[baton handoff] is what I typed\n"; got != want {
 		t.Fatalf("with a limit: got %q, want %q", got, want)
+	}
+}
+
+// A voice note replays as what it said, with its length, and where its
+// audio is kept.
+func TestPrintTranscriptVoiceNote(t *testing.T) {
+	note := store.Attachment{MediaType: "audio/ogg", Size: 5120, SHA256: strings.Repeat("ab", 32), Voice: true,
+		Duration: 7 * time.Second, Transcript: "remind me to buy milk"}
+	var b syncBuffer
+	r := newRenderer(&b, false, nil)
+	r.keptAt = func(store.Attachment) string { return "/home/me/.baton/sessions/s1/abababab-audio.ogg" }
+	printTranscript(r, []store.Message{{Role: store.RoleUser, Attachments: []store.Attachment{note}}, {Role: store.RoleAssistant, Content: "Noted."}}, 0)
+	r.Close()
+	for _, want := range []string{"🎙 voice note (0:07): remind me to buy milk", "📎 audio-abababab (audio/ogg, 5 kB), kept at /home/me/.baton/sessions/s1/abababab-audio.ogg"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("replay lacks %q:\n%s", want, b.String())
+		}
 	}
 }
