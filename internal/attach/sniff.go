@@ -34,6 +34,8 @@ func Sniff(head []byte) Info {
 		info.MediaType = oggType(head)
 	case info.MediaType == "application/octet-stream" && isHEIC(head):
 		info.MediaType = "image/heic"
+	case info.MediaType == "application/octet-stream" && isADTS(head):
+		info.MediaType = "audio/aac"
 	}
 	switch info.MediaType {
 	case "image/png", "image/jpeg", "image/gif":
@@ -44,6 +46,23 @@ func Sniff(head []byte) Info {
 		info.Width, info.Height = webpSize(head)
 	}
 	return info
+}
+
+// isADTS reports whether head starts two AAC ADTS frames (a Signal or
+// phone voice note): the 12-bit sync word, layer 0, and a frame length
+// that lands on the next sync word.
+func isADTS(head []byte) bool {
+	if len(head) < 7 || head[0] != 0xFF || head[1]&0xF6 != 0xF0 {
+		return false
+	}
+	n := int(head[3]&0x03)<<11 | int(head[4])<<3 | int(head[5])>>5
+	if n < 7 {
+		return false
+	}
+	if n+2 > len(head) {
+		return n <= 8192 // the next frame is past what was read
+	}
+	return head[n] == 0xFF && head[n+1]&0xF6 == 0xF0
 }
 
 // oggType looks at the first page's first packet: the codec's header.

@@ -103,3 +103,23 @@ func TestOggDurationStreamed(t *testing.T) {
 		t.Errorf("not ogg: %v", o.Duration())
 	}
 }
+
+// A voice note in AAC (ADTS frames, as Signal records them) is audio.
+func TestSniffADTS(t *testing.T) {
+	frame := func(n int) []byte {
+		f := make([]byte, n)
+		f[0], f[1], f[2] = 0xFF, 0xF1, 0x50
+		f[3] = 0x80 | byte(n>>11)&0x03
+		f[4] = byte(n >> 3)
+		f[5] = byte(n<<5) | 0x1F
+		f[6] = 0xFC
+		return f
+	}
+	aac := append(frame(200), frame(180)...)
+	if got := Sniff(aac).MediaType; got != "audio/aac" {
+		t.Errorf("ADTS sniffed as %s", got)
+	}
+	if got := Sniff(append([]byte{0xFF, 0xF1, 0, 0, 0, 0, 0}, make([]byte, 50)...)).MediaType; got == "audio/aac" {
+		t.Error("a sync word with no frame length is taken for AAC")
+	}
+}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +14,15 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/agent/tools"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/platform"
+	"github.com/baton-agent/baton/internal/platform/signal"
+	"github.com/baton-agent/baton/internal/platform/signal/signaltest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/platform/web"
+	"github.com/baton-agent/baton/internal/platform/whatsapp"
+	"github.com/baton-agent/baton/internal/platform/whatsapp/whatsapptest"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // A photo sent without a caption gets a turn like any other message: it
@@ -245,4 +253,87 @@ func TestVoiceNoteUnheardToldOnce(t *testing.T) {
 	if n := len(r.model.Transcriptions()); n != 0 {
 		t.Errorf("%d transcription requests with none configured", n)
 	}
+}
+
+// WhatsApp's voice messages (PTT) and Signal's voice notes (AAC, in Note
+// to Self) are heard as Telegram's are: the recording goes to the
+// transcription service as it came, the person sees what was heard, and
+// the model reads it.
+func TestVoiceNotesHeardOnWhatsAppAndSignal(t *testing.T) {
+	t.Run("whatsapp", func(t *testing.T) {
+		fake := whatsapptest.New(waSelf)
+		r := whatsappRig(t, fake, func(o *rigOpts) { o.transcribe = true })
+		r.model.SetTranscriber(func(llmtest.Transcription) llmtest.Step { return llmtest.Reply{Text: "call the plumber"} })
+		r.model.Push(llmtest.Reply{Text: "I will remind you."})
+		note := llmtest.VoiceNote(4 * time.Second)
+		fake.PushFile(whatsapp.Message{Chat: waSelf, Sender: waSelf, SenderName: "Owner", FromMe: true},
+			whatsapp.Media{Kind: platform.KindVoice, MediaType: "audio/ogg; codecs=opus"}, note)
+		shown := func(text string) func() bool {
+			return func() bool {
+				for _, m := range fake.Shown() {
+					if strings.Contains(m.Text, text) {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		testutil.Eventually(t, testutil.Patience, shown("heard: call the plumber"), "what was heard")
+		testutil.Eventually(t, testutil.Patience, shown("I will remind you."), "the answer")
+		if trs := r.model.Transcriptions(); len(trs) != 1 || !bytes.Equal(trs[0].Data, note) || !strings.HasSuffix(trs[0].Filename, ".ogg") {
+			t.Fatalf("transcription requests %+v", trs)
+		}
+		reqs := r.model.Requests()
+		if got := fmt.Sprint(reqs[len(reqs)-1].Messages()); !strings.Contains(got, "voice note (0:04): call the plumber") {
+			t.Errorf("the model did not read the note: %s", got)
+		}
+	})
+	t.Run("signal", func(t *testing.T) {
+		const account = "+4915550001"
+		fake := signaltest.New(t, account)
+		a, err := signal.New(signal.Config{URL: fake.URL(), Account: account, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRig(t, rigOpts{personal: []string{"signal"}, extra: []platform.Adapter{a}, transcribe: true,
+			owners: map[string][]string{"signal": {account}},
+			homes:  map[string]string{"web": web.Home.Key(), "signal": "signal:dm:" + account}})
+		r.waitLive(t, "signal")
+		testutil.Eventually(t, testutil.Patience, func() bool { return fake.Streams() > 0 }, "the event stream")
+		r.model.SetTranscriber(func(llmtest.Transcription) llmtest.Step { return llmtest.Reply{Text: "pick up the kids at five"} })
+		r.model.Push(llmtest.Reply{Text: "Five it is."})
+		aac := adts(3)
+		fake.PushSentFiles(account, "", signaltest.File{ContentType: "audio/aac", Data: aac})
+		said := func(text string) func() bool {
+			return func() bool {
+				for _, m := range fake.Sent() {
+					if strings.Contains(m.Message, text) {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		testutil.Eventually(t, testutil.Patience, said("heard: pick up the kids at five"), "what was heard")
+		testutil.Eventually(t, testutil.Patience, said("Five it is."), "the answer")
+		if trs := r.model.Transcriptions(); len(trs) != 1 || !bytes.Equal(trs[0].Data, aac) || trs[0].MediaType != "audio/aac" || !strings.HasSuffix(trs[0].Filename, ".aac") {
+			t.Fatalf("transcription requests %+v", trs)
+		}
+	})
+}
+
+// adts is n AAC ADTS frames, as a phone records a voice note.
+func adts(n int) []byte {
+	var out []byte
+	for i := range n {
+		f := make([]byte, 200+i)
+		l := len(f)
+		f[0], f[1], f[2] = 0xFF, 0xF1, 0x50
+		f[3] = 0x80 | byte(l>>11)&0x03
+		f[4] = byte(l >> 3)
+		f[5] = byte(l<<5) | 0x1F
+		f[6] = 0xFC
+		out = append(out, f...)
+	}
+	return out
 }

@@ -22,18 +22,22 @@ var waHome = whatsapp.HomeAddress(waSelf)
 
 // whatsappRig runs the gateway with the WhatsApp adapter on the in-memory
 // fake (no fake WhatsApp server is practical: see whatsapptest).
-func whatsappRig(t *testing.T, fake *whatsapptest.Fake) *rig {
+func whatsappRig(t *testing.T, fake *whatsapptest.Fake, with ...func(*rigOpts)) *rig {
 	t.Helper()
 	a, err := whatsapp.New(whatsapp.Config{Client: fake, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, rigOpts{
+	o := rigOpts{
 		personal: []string{"whatsapp"},
 		extra:    []platform.Adapter{a},
 		owners:   map[string][]string{"whatsapp": {waSelf}},
 		homes:    map[string]string{"web": web.Home.Key(), "whatsapp": waHome.Key()},
-	})
+	}
+	for _, f := range with {
+		f(&o)
+	}
+	r := newRig(t, o)
 	r.waitLive(t, "whatsapp")
 	return r
 }

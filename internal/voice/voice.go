@@ -170,6 +170,10 @@ func uploadName(name, mediaType string) string {
 		return name + ".mp3"
 	case "audio/mp4", "audio/m4a", "audio/x-m4a":
 		return name + ".m4a"
+	case "video/mp4": // an .m4a sniffs as an MP4 container
+		return name + ".mp4"
+	case "audio/aac":
+		return name + ".aac"
 	case "audio/wav", "audio/x-wav":
 		return name + ".wav"
 	case "audio/webm":
