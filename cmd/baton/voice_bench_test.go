@@ -25,7 +25,8 @@ const (
 // gateway`, timed from the update being queued to the answer's text
 // being sent. The transcription endpoint takes 200 ms and the model 100 ms
 // to its first token; what baton adds beyond them is reported, p50 and
-// p99.
+// p99. Run at most 20 notes a run (-benchtime 18x): past that the owner's
+// message rate (gateway.DefaultRate) refuses them.
 func BenchmarkVoiceNoteToAnswer(b *testing.B) {
 	const forum = -100781
 	fake := telegramtest.New(b, "123456:voice-bench")
