@@ -98,6 +98,8 @@ type Session struct {
 	// started); only the holder runs turns. "" for none recorded.
 	Holder    string
 	HeldSince time.Time
+	// Voice says answers are also spoken, as a voice note (/voice on).
+	Voice bool
 }
 
 // HeldElsewhere reports whether a place other than key holds the session
@@ -241,6 +243,8 @@ type Sessions interface {
 	DeleteSession(ctx context.Context, id string) error
 	AddUsage(ctx context.Context, id string, u Usage) error
 	SetModel(ctx context.Context, id, model string) error
+	// SetVoice turns the session's spoken answers on or off (/voice).
+	SetVoice(ctx context.Context, id string, on bool) error
 }
 
 // Usage is token counts to add to a session.

@@ -129,3 +129,36 @@ func VoiceNote(d time.Duration) []byte {
 	}
 	return f
 }
+
+// Speech is a request to /v1/audio/speech as the server received it.
+type Speech struct {
+	Model, Input, Voice, Format string
+}
+
+// Speeches returns the speech requests received, in order.
+func (s *Server) Speeches() []Speech {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Speech(nil), s.speeches...)
+}
+
+// serveSpeech answers POST /v1/audio/speech as OpenAI's API does: a JSON
+// body with model, input and voice; the audio itself back (a one-second
+// VoiceNote, Ogg Opus, whatever format was asked).
+func (s *Server) serveSpeech(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model          string `json:"model"`
+		Input          string `json:"input"`
+		Voice          string `json:"voice"`
+		ResponseFormat string `json:"response_format"`
+	}
+	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model == "" || req.Input == "" || req.Voice == "" {
+		writeFail(w, ProtocolOpenAI, Fail{Status: http.StatusBadRequest, Body: `{"error":{"message":"model, input and voice are required"}}`})
+		return
+	}
+	s.mu.Lock()
+	s.speeches = append(s.speeches, Speech{Model: req.Model, Input: req.Input, Voice: req.Voice, Format: req.ResponseFormat})
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "audio/ogg")
+	_, _ = w.Write(VoiceNote(time.Second))
+}

@@ -41,6 +41,7 @@ type Server struct {
 
 	transcriber    func(Transcription) Step
 	transcriptions []Transcription
+	speeches       []Speech
 }
 
 // aside answers requests a test does not script (see Server.Aside).
@@ -176,6 +177,10 @@ func (s *Server) next(req Request) (Step, int) {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if isTranscription(r.URL.Path) {
 		s.serveTranscription(w, r)
+		return
+	}
+	if strings.HasSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/audio/speech") {
+		s.serveSpeech(w, r)
 		return
 	}
 	var proto string

@@ -385,4 +385,8 @@ CREATE INDEX delivery_files_sha ON delivery_files(sha256);
 ALTER TABLE attachments ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attachments ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
 `,
+	// 18: a session whose answers are also spoken (/voice on).
+	`
+ALTER TABLE sessions ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;
+`,
 }

@@ -11,14 +11,14 @@ import (
 )
 
 const sessionCols = `id, owner_id, title, model, platform, parent_id, created_at, updated_at,
-	ended_at, end_reason, input_tokens, output_tokens, message_count, holder, held_since`
+	ended_at, end_reason, input_tokens, output_tokens, message_count, holder, held_since, voice`
 
 // scanSession scans sessionCols, then any more columns into more.
 func scanSession(row interface{ Scan(...any) error }, more ...any) (store.Session, error) {
 	var s store.Session
 	var created, updated, ended, held int64
 	err := row.Scan(append([]any{&s.ID, &s.OwnerID, &s.Title, &s.Model, &s.Platform, &s.ParentID,
-		&created, &updated, &ended, &s.EndReason, &s.InputTokens, &s.OutputTokens, &s.MessageCount, &s.Holder, &held}, more...)...)
+		&created, &updated, &ended, &s.EndReason, &s.InputTokens, &s.OutputTokens, &s.MessageCount, &s.Holder, &held, &s.Voice}, more...)...)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -225,6 +225,12 @@ const addUsageSQL = `UPDATE sessions SET input_tokens = input_tokens + ?, output
 func (s *Store) SetModel(ctx context.Context, id, model string) error {
 	res, err := s.exec(ctx, `UPDATE sessions SET model = ?, updated_at = ? WHERE id = ?`, model, now(), id)
 	return affected(res, err, "set model of session "+id)
+}
+
+// SetVoice turns the session's spoken answers on or off.
+func (s *Store) SetVoice(ctx context.Context, id string, on bool) error {
+	res, err := s.exec(ctx, `UPDATE sessions SET voice = ?, updated_at = ? WHERE id = ?`, on, now(), id)
+	return affected(res, err, "set voice of session "+id)
 }
 
 // affected turns an UPDATE/DELETE that touched nothing into ErrNotFound.

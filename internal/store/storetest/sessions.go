@@ -136,6 +136,18 @@ var sessionTests = map[string]func(*testing.T, store.Store){
 		eq(t, "model", got.Model, "claude")
 		wantErr(t, s.AddUsage(ctx(t), "missing", store.Usage{}), store.ErrNotFound)
 	},
+	"Voice": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u1", "")
+		eq(t, "voice at first", must(s.GetSession(ctx(t), a.ID)).Voice, false)
+		noErr(t, s.SetVoice(ctx(t), a.ID, true))
+		eq(t, "voice on", must(s.GetSession(ctx(t), a.ID)).Voice, true)
+		_, err := s.Bind(ctx(t), "telegram:dm:9", a.ID)
+		noErr(t, err)
+		eq(t, "bound session's voice", must(s.BoundSession(ctx(t), "telegram:dm:9")).Voice, true)
+		noErr(t, s.SetVoice(ctx(t), a.ID, false))
+		eq(t, "voice off", must(s.GetSession(ctx(t), a.ID)).Voice, false)
+		wantErr(t, s.SetVoice(ctx(t), "missing", true), store.ErrNotFound)
+	},
 	"Export": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u1", "exported")
 		appendText(t, s, a.ID, store.RoleUser, "one")
