@@ -262,3 +262,17 @@ func (a *App) Transcriber() (*voice.Transcriber, error) {
 	}
 	return t, nil
 }
+
+// Speaker speaks answers (/voice on) through the same endpoint as
+// Transcriber; nil when none is set.
+func (a *App) Speaker() (*voice.Speaker, error) {
+	v := a.Config.Voice.For(a.Model)
+	sp, err := voice.NewSpeaker(voice.SpeechConfig{BaseURL: v.BaseURL, Model: v.SpeechModel, Voice: v.Speaker, APIKey: v.APIKey})
+	if errors.Is(err, voice.ErrNotConfigured) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(a.Home, config.FileName), err)
+	}
+	return sp, nil
+}

@@ -123,6 +123,10 @@ type VoiceConfig struct {
 	Model    string `yaml:"model"`
 	APIKey   string `yaml:"api_key"`
 	Language string `yaml:"language"` // ISO-639-1 ("en"); unset: detected
+	// SpeechModel and Speaker speak answers (/voice on) through the same
+	// endpoint's /audio/speech; unset: tts-1 and alloy.
+	SpeechModel string `yaml:"speech_model"`
+	Speaker     string `yaml:"speaker"`
 }
 
 // For is v, or where m (resolved) transcribes when v names no endpoint:

@@ -23,6 +23,10 @@ type File struct {
 	// Open reads the bytes from the store; it may be called again for
 	// another try.
 	Open func(ctx context.Context) (io.ReadCloser, error)
+	// Voice marks a spoken answer (Ogg Opus): sent as the service's voice
+	// message where it has one (Telegram's sendVoice, WhatsApp's PTT),
+	// else as an audio file.
+	Voice bool
 }
 
 // IsImage reports whether the file is a picture a service may show

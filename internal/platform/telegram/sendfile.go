@@ -26,8 +26,8 @@ const (
 // MaxUpload is 50 MB (see the constant).
 func (a *Adapter) MaxUpload() int64 { return MaxUpload }
 
-// SendFile uploads f (sendPhoto for a picture under 10 MB, sendDocument
-// otherwise) in one try, streaming its bytes from the store. The caption
+// SendFile uploads f (sendVoice for a spoken answer, sendPhoto for a
+// picture under 10 MB, sendDocument otherwise) in one try, streaming its bytes from the store. The caption
 // goes as Telegram HTML with the file; one longer than a caption may be
 // follows as a message. Telegram has no key to drop a repeated send, so a
 // try whose answer was lost may show the file twice, as with text.
@@ -40,7 +40,10 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", err
 	}
 	method, field := "sendDocument", "document"
-	if f.IsImage() && f.Size <= maxPhotoUpload {
+	switch {
+	case f.Voice && strings.HasPrefix(f.MediaType, "audio/ogg"):
+		method, field = "sendVoice", "voice" // Telegram shows OGG/Opus as a voice message
+	case f.IsImage() && f.Size <= maxPhotoUpload:
 		method, field = "sendPhoto", "photo"
 	}
 	caption, mode, rest := a.caption(f.Caption)

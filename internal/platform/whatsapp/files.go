@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/baton-agent/baton/internal/platform"
 )
@@ -44,6 +45,8 @@ type Upload struct {
 	Size      int64  `json:"size"`
 	Caption   string `json:"caption,omitempty"` // WhatsApp-formatted
 	Image     bool   `json:"image,omitempty"`
+	// Voice sends Ogg Opus as a voice message (PTT), the caption apart.
+	Voice bool `json:"voice,omitempty"`
 }
 
 var (
@@ -105,7 +108,8 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 		return "", fmt.Errorf("whatsapp: send %s: read it: %w", f.Name, err)
 	}
 	defer body.Close()
-	up := Upload{Name: f.Name, MediaType: f.MediaType, Size: f.Size, Caption: Render(f.Caption), Image: f.IsImage()}
+	up := Upload{Name: f.Name, MediaType: f.MediaType, Size: f.Size, Caption: Render(f.Caption), Image: f.IsImage(),
+		Voice: f.Voice && strings.HasPrefix(f.MediaType, "audio/ogg")}
 	id, err := a.client.SendFile(ctx, chat, MessageID(ctx, to, 0), up, body)
 	if err != nil {
 		return "", fmt.Errorf("whatsapp: send %s to %s: %w", f.Name, to.Key(), classify(err, false))

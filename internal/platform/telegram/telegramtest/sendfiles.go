@@ -21,7 +21,7 @@ const (
 // SentFile is a file the bot sent (sendPhoto, sendDocument) and the fake
 // accepted.
 type SentFile struct {
-	Method    string // "sendPhoto" or "sendDocument"
+	Method    string // "sendPhoto", "sendDocument" or "sendVoice"
 	ChatID    string
 	ThreadID  int
 	MessageID int
@@ -30,6 +30,9 @@ type SentFile struct {
 	Data      []byte
 	Caption   string // as a person sees it: tags stripped, entities decoded
 }
+
+// Voice reports whether the file shows as a voice message.
+func (f SentFile) Voice() bool { return strings.EqualFold(f.Method, "sendVoice") }
 
 // Photo reports whether the file shows as a photo.
 func (f SentFile) Photo() bool { return strings.EqualFold(f.Method, "sendPhoto") }
@@ -46,8 +49,11 @@ func (s *Server) SentFiles() []SentFile {
 // baton always uploads).
 func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, method string, p map[string]string) {
 	field, limit := "document", int64(MaxUpload)
-	if strings.EqualFold(method, "sendPhoto") {
+	switch {
+	case strings.EqualFold(method, "sendPhoto"):
 		field, limit = "photo", MaxPhotoUpload
+	case strings.EqualFold(method, "sendVoice"):
+		field = "voice"
 	}
 	chatID, err := strconv.ParseInt(p["chat_id"], 10, 64)
 	if err != nil {
@@ -109,7 +115,9 @@ func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, method string,
 		msg["message_thread_id"] = thread
 		msg["is_topic_message"] = true
 	}
-	if field == "photo" {
+	if field == "voice" {
+		msg["voice"] = map[string]any{"file_id": "sent" + strconv.Itoa(id), "file_unique_id": "u" + strconv.Itoa(id), "duration": 1, "mime_type": "audio/ogg", "file_size": len(f.Data)}
+	} else if field == "photo" {
 		msg["photo"] = []map[string]any{{"file_id": "sent" + strconv.Itoa(id), "file_unique_id": "u" + strconv.Itoa(id), "width": 1, "height": 1, "file_size": len(f.Data)}}
 	} else {
 		msg["document"] = map[string]any{"file_id": "sent" + strconv.Itoa(id), "file_unique_id": "u" + strconv.Itoa(id), "file_name": f.Name, "file_size": len(f.Data)}

@@ -536,7 +536,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.createForumTopic(w, r, params)
 	case "getfile":
 		s.getFile(w, r, params)
-	case "sendphoto", "senddocument":
+	case "sendphoto", "senddocument", "sendvoice":
 		s.sendFile(w, r, method, params)
 	case "deletewebhook", "sendmessagedraft":
 		s.reply(w, r, method, params, 200, "", 0, true)

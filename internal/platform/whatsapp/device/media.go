@@ -184,7 +184,10 @@ func (w *Whatsmeow) SendFile(ctx context.Context, chat, id string, f whatsapp.Up
 		return "", fmt.Errorf("%w: %q", whatsapp.ErrBadChat, chat)
 	}
 	kind := whatsmeow.MediaDocument
-	if f.Image {
+	switch {
+	case f.Voice:
+		kind = whatsmeow.MediaAudio
+	case f.Image:
 		kind = whatsmeow.MediaImage
 	}
 	tmp, _ := body.(io.ReadWriteSeeker) // nil: whatsmeow makes its own
@@ -208,6 +211,13 @@ func fileMessage(f whatsapp.Upload, up whatsmeow.UploadResponse) *waE2E.Message 
 	media := f.MediaType
 	if media == "" {
 		media = "application/octet-stream"
+	}
+	if f.Voice {
+		return &waE2E.Message{AudioMessage: &waE2E.AudioMessage{
+			URL: proto.String(up.URL), DirectPath: proto.String(up.DirectPath), MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: proto.Uint64(up.FileLength),
+			Mimetype: proto.String("audio/ogg; codecs=opus"), PTT: proto.Bool(true),
+		}}
 	}
 	if f.Image {
 		return &waE2E.Message{ImageMessage: &waE2E.ImageMessage{

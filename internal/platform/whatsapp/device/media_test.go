@@ -99,6 +99,10 @@ func TestFileMessages(t *testing.T) {
 	if d := captioned.GetDocumentWithCaptionMessage().GetMessage().GetDocumentMessage(); d == nil || d.GetFileName() != "notes.txt" || d.GetCaption() != "*read*" {
 		t.Errorf("captioned document as %v", captioned)
 	}
+	voice := fileMessage(whatsapp.Upload{Name: "answer.ogg", MediaType: "audio/ogg", Voice: true}, up)
+	if a := voice.GetAudioMessage(); a == nil || !a.GetPTT() || a.GetMimetype() != "audio/ogg; codecs=opus" || a.GetDirectPath() != "/v/x" {
+		t.Errorf("spoken answer as %v", voice)
+	}
 }
 
 // A download is written to a file that refuses to grow past the bound,
