@@ -164,6 +164,8 @@ func builtin() []Command {
 			Description: "summarize older turns to free context"},
 		{Name: "attach", Category: CategoryTurn, Scope: Terminal, Arity: RequiredArgs, Args: "<file>…",
 			Description: "attach files (a photo, a PDF, any file) to your next message"},
+		{Name: "voice", Category: CategoryModel, Scope: Chat, Arity: OptionalArgs, Args: "[on | off]",
+			Description: "answer with a voice note too (on), or in text only (off)"},
 		{Name: "model", Category: CategoryModel, Scope: Both, Arity: OptionalArgs, Args: "[name]",
 			Description: "show or set the model for this session"},
 		{Name: "handoff", Category: CategoryPlaces, Scope: Both, Arity: RequiredArgs, Args: "<platform>",

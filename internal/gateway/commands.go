@@ -126,6 +126,8 @@ func (r *router) command(ctx context.Context, addr platform.Address, line string
 		return fmt.Sprintf("Compressed the earlier conversation: about %d → %d tokens. The full history stays stored.", before, after)
 	case "model":
 		return r.model(ctx, addr, args)
+	case "voice":
+		return r.voice(ctx, addr, args)
 	case "save":
 		return r.save(ctx, addr)
 	}
@@ -167,6 +169,38 @@ func (r *router) model(ctx context.Context, addr platform.Address, name string) 
 		return "Could not set the model: " + err.Error()
 	}
 	return "This session now uses " + name + "."
+}
+
+// voice is /voice [on|off]: whether the session's answers are also
+// spoken.
+func (r *router) voice(ctx context.Context, addr platform.Address, arg string) string {
+	sess, err := r.boundSession(ctx, addr)
+	if err != nil {
+		return err.Error()
+	}
+	var on bool
+	switch strings.ToLower(strings.TrimSpace(arg)) {
+	case "":
+		if sess.Voice {
+			return "Answers are spoken too (/voice off for text only)."
+		}
+		return "Answers are in text only (/voice on to hear them too)."
+	case "on":
+		on = true
+	case "off":
+	default:
+		return "/voice takes on or off."
+	}
+	if on && r.cfg.speaker == nil {
+		return "I cannot speak yet: set voice: in config.yaml (base_url and api_key of an OpenAI-compatible speech service), or use an OpenAI model."
+	}
+	if err := r.st.SetVoice(ctx, sess.ID, on); err != nil {
+		return "Could not change it: " + err.Error()
+	}
+	if on {
+		return "Answers come as a voice note too now, the text beside it. /voice off for text only."
+	}
+	return "Answers are in text only now."
 }
 
 func (r *router) retry(ctx context.Context, addr platform.Address, sessionID string) (string, error) {

@@ -78,6 +78,9 @@ type Config struct {
 	// Transcriber hears voice notes; nil: they are kept unheard, and the
 	// person is told once per conversation what to set.
 	Transcriber Transcriber
+	// Speaker speaks the answers of sessions with /voice on; nil: /voice
+	// on says what to set.
+	Speaker Speaker
 	// MaxSessionFiles bounds, in bytes, the files one conversation keeps
 	// (config files.max_session_bytes): a file past it is refused in one
 	// line; 0: DefaultMaxSessionFiles.
@@ -124,6 +127,12 @@ func DefaultRerecord() retry.Policy { return retry.Policy{First: time.Second, Ma
 // (voice.Transcriber).
 type Transcriber interface {
 	Transcribe(ctx context.Context, name, mediaType string, open func(context.Context) (io.ReadCloser, error)) (string, error)
+}
+
+// Speaker turns an answer (markdown) into a voice note, Ogg Opus
+// (voice.Speaker).
+type Speaker interface {
+	Speak(ctx context.Context, markdown string) ([]byte, error)
 }
 
 // withDefaults fills cfg's zero fields.

@@ -337,3 +337,36 @@ func adts(n int) []byte {
 	}
 	return out
 }
+
+// /voice on: the next answer comes as its text and, after it, as a voice
+// message (sendVoice), once; /voice off: text only again.
+func TestVoiceOnSpeaksAnswers(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) { o.transcribe = true })
+	r.model.Push(llmtest.Reply{Text: "Hello."}, llmtest.Reply{Text: "Here is the **plan**:\n\n```sh\nmake all\n```"}, llmtest.Reply{Text: "Quiet now."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "hi")
+	waitFor(t, "the first answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Hello." })
+	fake.PushMessage(ownerTG, 0, ownerUser, "/voice on")
+	waitFor(t, "voice on", fake.Shown, func(m telegramtest.SentMessage) bool {
+		return strings.HasPrefix(m.Plain, "Answers come as a voice note too now")
+	})
+	fake.PushMessage(ownerTG, 0, ownerUser, "what is the plan?")
+	waitFor(t, "the spoken answer's text", fake.Shown, func(m telegramtest.SentMessage) bool { return strings.HasPrefix(m.Plain, "Here is the plan:") })
+	testutil.Eventually(t, testutil.Patience, func() bool { return len(fake.SentFiles()) == 1 }, "the voice message")
+	f := fake.SentFiles()[0]
+	if !f.Voice() || !bytes.Equal(f.Data, llmtest.VoiceNote(time.Second)) {
+		t.Fatalf("the spoken answer went as %s with %d bytes", f.Method, len(f.Data))
+	}
+	sp := r.model.Speeches()
+	if len(sp) != 1 || strings.Contains(sp[0].Input, "make all") || !strings.Contains(sp[0].Input, "a code block here") {
+		t.Fatalf("speech requests %+v", sp)
+	}
+	fake.PushMessage(ownerTG, 0, ownerUser, "/voice off")
+	waitFor(t, "voice off", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Answers are in text only now." })
+	fake.PushMessage(ownerTG, 0, ownerUser, "and now?")
+	waitFor(t, "the text answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Quiet now." })
+	if n := len(fake.SentFiles()); n != 1 {
+		t.Errorf("%d voice messages, want the one while it was on", n)
+	}
+}

@@ -70,7 +70,8 @@ type rigOpts struct {
 	allow     []string // the agent's allowlist
 	// maxSessionFiles is Config.MaxSessionFiles; 0: the default.
 	maxSessionFiles int64
-	// transcribe hears voice notes through the rig's model server.
+	// transcribe hears voice notes, and speaks answers, through the rig's
+	// model server.
 	transcribe bool
 	approval   time.Duration
 	// wrapStore, when set, gives the gateway and its agent this store in
@@ -156,12 +157,17 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		o.tools = o.toolsWith(gst)
 	}
 	var hears gateway.Transcriber
+	var speaks gateway.Speaker
 	if o.transcribe {
 		tr, err := voice.New(voice.Config{BaseURL: model.URL + "/v1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		hears = tr
+		sp, err := voice.NewSpeaker(voice.SpeechConfig{BaseURL: model.URL + "/v1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hears, speaks = tr, sp
 	}
 	gw, err := gateway.New(gateway.Config{
 		Store:             gst,
@@ -175,6 +181,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Rate:              o.rate,
 		MaxSessionFiles:   o.maxSessionFiles,
 		Transcriber:       hears,
+		Speaker:           speaks,
 		Display:           displays(o.display),
 		Places:            all.Names(),
 		Homes:             homes,

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -319,7 +320,35 @@ func (r *router) turn(ctx context.Context, addr platform.Address, in *store.Inbo
 	if res.Notice != "" {
 		text = res.Notice + "\n\n" + text
 	}
-	return r.reply(ctx, addr, in, text, offer, res.Files...)
+	files := res.Files
+	if spoken, ok := r.speak(ctx, addr, sessionID, res.Text); ok {
+		files = append(files, agent.OutFile{Attachment: spoken})
+	}
+	return r.reply(ctx, addr, in, text, offer, files...)
+}
+
+// speak is the answer as a voice note, kept in the store, for a session
+// with /voice on; false for none (off, or it could not be made: the text
+// goes alone, and the person is told why).
+func (r *router) speak(ctx context.Context, addr platform.Address, sessionID, answer string) (store.Attachment, bool) {
+	if r.cfg.speaker == nil || strings.TrimSpace(answer) == "" {
+		return store.Attachment{}, false
+	}
+	sess, err := r.st.GetSession(ctx, sessionID)
+	if err != nil || !sess.Voice {
+		return store.Attachment{}, false
+	}
+	audio, err := r.cfg.speaker.Speak(ctx, answer)
+	if err == nil {
+		var a store.Attachment
+		if a, err = r.st.PutFile(ctx, bytes.NewReader(audio), "answer.ogg"); err == nil {
+			a.Voice = true
+			return a, true
+		}
+	}
+	r.log.Warn("speak an answer", "session", sessionID, "err", err)
+	r.out.sendNow(ctx, addr, "🎙 I could not speak this answer ("+err.Error()+"); it is in the text.")
+	return store.Attachment{}, false
 }
 
 // reply delivers text as the answer to inbound event in (idempotent per
@@ -336,12 +365,19 @@ func (r *router) reply(ctx context.Context, addr platform.Address, in *store.Inb
 		text = strings.TrimRight(text, " \n") + "\n\n" + offer
 	}
 	msgs := make([]outgoing, 0, len(files)+1)
+	var spoken []outgoing // a spoken answer follows its text
 	for i, f := range files {
-		msgs = append(msgs, outgoing{key: fileKey(inKey(in.ID), i), text: f.Caption, files: []store.Attachment{f.Attachment}})
+		m := outgoing{key: fileKey(inKey(in.ID), i), text: f.Caption, files: []store.Attachment{f.Attachment}}
+		if f.Voice {
+			spoken = append(spoken, m)
+			continue
+		}
+		msgs = append(msgs, m)
 	}
 	if strings.TrimSpace(text) != "" {
 		msgs = append(msgs, outgoing{key: inKey(in.ID), text: text})
 	}
+	msgs = append(msgs, spoken...)
 	err := r.out.deliverAll(ctx, addr, in, msgs...)
 	if errors.Is(err, errNotRecorded) {
 		return err // the reply is not stored: the turn is handled again

@@ -495,7 +495,7 @@ func (o *outbox) sendFile(ctx context.Context, a platform.Adapter, addr platform
 		return a.Send(ctx, addr, line)
 	}
 	return fs.SendFile(ctx, addr, platform.File{
-		Name: att.Name, MediaType: att.MediaType, Size: att.Size, Caption: d.Text,
+		Name: att.Name, MediaType: att.MediaType, Size: att.Size, Caption: d.Text, Voice: att.Voice,
 		Open: func(ctx context.Context) (io.ReadCloser, error) { return o.st.OpenFile(ctx, att.SHA256) },
 	})
 }

@@ -49,6 +49,7 @@ type routerConfig struct {
 	rerecord    retry.Policy
 	maxFiles    int64 // bytes of files a session keeps
 	transcriber Transcriber
+	speaker     Speaker
 }
 
 func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *lifecycle, out *outbox, turns *turns, approvals *approvals, worker *handoffWorker, notes *note.Writer) *router {
@@ -57,7 +58,7 @@ func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *life
 		turns: turns, approvals: approvals, worker: worker, notes: notes,
 		cfg: routerConfig{ownerID: cfg.OwnerID, owners: map[string]map[string]bool{}, trusted: cfg.TrustedPlatforms,
 			personal: cfg.PersonalPlatforms, rate: cfg.Rate, offerWithin: cfg.OfferWithin, rerecord: cfg.Rerecord,
-			maxFiles: cfg.MaxSessionFiles, transcriber: cfg.Transcriber},
+			maxFiles: cfg.MaxSessionFiles, transcriber: cfg.Transcriber, speaker: cfg.Speaker},
 		senders: newSenderRates(),
 	}
 	for p, ids := range cfg.Owners {

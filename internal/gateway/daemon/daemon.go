@@ -90,6 +90,12 @@ func Run(ctx context.Context, home string, o Options) error {
 	} else if t != nil { // a nil *voice.Transcriber would be a non-nil interface
 		hears = t
 	}
+	var speaks gateway.Speaker
+	if sp, err := a.Speaker(); err != nil {
+		return err
+	} else if sp != nil {
+		speaks = sp
+	}
 	gw, err := gateway.New(gateway.Config{
 		Store:             a.Store,
 		Agent:             ag,
@@ -107,6 +113,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		OfferWithin:       gcfg.ContinueOffer,
 		MaxSessionFiles:   a.Config.Files.MaxSessionBytes,
 		Transcriber:       hears,
+		Speaker:           speaks,
 		Log:               log,
 		WebURL:            pageURL,
 	})
