@@ -127,6 +127,9 @@ type VoiceConfig struct {
 	// endpoint's /audio/speech; unset: tts-1 and alloy.
 	SpeechModel string `yaml:"speech_model"`
 	Speaker     string `yaml:"speaker"`
+	// Spoken are the places whose new conversations start with spoken
+	// answers on, as /voice on would ("telegram", "whatsapp").
+	Spoken []string `yaml:"spoken"`
 }
 
 // For is v, or where m (resolved) transcribes when v names no endpoint:

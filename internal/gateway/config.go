@@ -81,6 +81,9 @@ type Config struct {
 	// Speaker speaks the answers of sessions with /voice on; nil: /voice
 	// on says what to set.
 	Speaker Speaker
+	// Spoken are the platforms whose new conversations start with /voice
+	// on (config voice.spoken), where a Speaker is set.
+	Spoken []string
 	// MaxSessionFiles bounds, in bytes, the files one conversation keeps
 	// (config files.max_session_bytes): a file past it is refused in one
 	// line; 0: DefaultMaxSessionFiles.

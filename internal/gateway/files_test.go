@@ -370,3 +370,18 @@ func TestVoiceOnSpeaksAnswers(t *testing.T) {
 		t.Errorf("%d voice messages, want the one while it was on", n)
 	}
 }
+
+// A place named in voice.spoken starts its conversations with spoken
+// answers, as /voice on would.
+func TestSpokenPlaceAnswersAloud(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) { o.transcribe, o.spoken = true, []string{"telegram"} })
+	r.model.Push(llmtest.Reply{Text: "Hello, out loud."})
+	fake.PushMessage(ownerTG, 0, ownerUser, "hi")
+	waitFor(t, "the answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Hello, out loud." })
+	testutil.Eventually(t, testutil.Patience, func() bool { return len(fake.SentFiles()) == 1 }, "the voice message")
+	if f := fake.SentFiles()[0]; !f.Voice() {
+		t.Errorf("the answer went as %s", f.Method)
+	}
+}

@@ -73,6 +73,7 @@ type rigOpts struct {
 	// transcribe hears voice notes, and speaks answers, through the rig's
 	// model server.
 	transcribe bool
+	spoken     []string // Config.Spoken
 	approval   time.Duration
 	// wrapStore, when set, gives the gateway and its agent this store in
 	// place of the real one (to inject failures); the rig's own reads
@@ -182,6 +183,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		MaxSessionFiles:   o.maxSessionFiles,
 		Transcriber:       hears,
 		Speaker:           speaks,
+		Spoken:            o.spoken,
 		Display:           displays(o.display),
 		Places:            all.Names(),
 		Homes:             homes,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/baton-agent/baton/internal/agent"
@@ -50,6 +51,7 @@ type routerConfig struct {
 	maxFiles    int64 // bytes of files a session keeps
 	transcriber Transcriber
 	speaker     Speaker
+	spoken      []string // platforms whose new sessions are spoken
 }
 
 func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *lifecycle, out *outbox, turns *turns, approvals *approvals, worker *handoffWorker, notes *note.Writer) *router {
@@ -58,7 +60,8 @@ func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *life
 		turns: turns, approvals: approvals, worker: worker, notes: notes,
 		cfg: routerConfig{ownerID: cfg.OwnerID, owners: map[string]map[string]bool{}, trusted: cfg.TrustedPlatforms,
 			personal: cfg.PersonalPlatforms, rate: cfg.Rate, offerWithin: cfg.OfferWithin, rerecord: cfg.Rerecord,
-			maxFiles: cfg.MaxSessionFiles, transcriber: cfg.Transcriber, speaker: cfg.Speaker},
+			maxFiles: cfg.MaxSessionFiles, transcriber: cfg.Transcriber, speaker: cfg.Speaker,
+			spoken: cfg.Spoken},
 		senders: newSenderRates(),
 	}
 	for p, ids := range cfg.Owners {
@@ -115,7 +118,8 @@ func (r *router) sessionFor(ctx context.Context, addr platform.Address) (sess st
 }
 
 func (r *router) newSession(ctx context.Context, addr platform.Address) (store.Session, error) {
-	s, err := r.st.CreateSession(ctx, store.Session{OwnerID: r.cfg.ownerID, Platform: addr.Platform, Holder: addr.Key()})
+	s, err := r.st.CreateSession(ctx, store.Session{OwnerID: r.cfg.ownerID, Platform: addr.Platform, Holder: addr.Key(),
+		Voice: r.cfg.speaker != nil && slices.Contains(r.cfg.spoken, addr.Platform)})
 	if err != nil {
 		return s, fmt.Errorf("create session: %w", err)
 	}

@@ -114,6 +114,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		MaxSessionFiles:   a.Config.Files.MaxSessionBytes,
 		Transcriber:       hears,
 		Speaker:           speaks,
+		Spoken:            a.Config.Voice.Spoken,
 		Log:               log,
 		WebURL:            pageURL,
 	})

@@ -45,8 +45,8 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 	if in.Holder != "" {
 		held = t
 	}
-	_, err := s.exec(ctx, `INSERT INTO sessions (id, owner_id, title, model, platform, parent_id, created_at, updated_at, holder, held_since)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.OwnerID, in.Title, in.Model, in.Platform, in.ParentID, t, t, in.Holder, held)
+	_, err := s.exec(ctx, `INSERT INTO sessions (id, owner_id, title, model, platform, parent_id, created_at, updated_at, holder, held_since, voice)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.OwnerID, in.Title, in.Model, in.Platform, in.ParentID, t, t, in.Holder, held, in.Voice)
 	switch {
 	case isUnique(err) && strings.Contains(err.Error(), "title"):
 		return store.Session{}, fmt.Errorf("create session %q: %w", in.Title, store.ErrTitleTaken)

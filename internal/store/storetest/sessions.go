@@ -147,6 +147,8 @@ var sessionTests = map[string]func(*testing.T, store.Store){
 		noErr(t, s.SetVoice(ctx(t), a.ID, false))
 		eq(t, "voice off", must(s.GetSession(ctx(t), a.ID)).Voice, false)
 		wantErr(t, s.SetVoice(ctx(t), "missing", true), store.ErrNotFound)
+		spoken := must(s.CreateSession(ctx(t), store.Session{OwnerID: "u1", Voice: true}))
+		eq(t, "made spoken", must(s.GetSession(ctx(t), spoken.ID)).Voice, true)
 	},
 	"Export": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u1", "exported")
