@@ -97,6 +97,7 @@ func (r *router) command(ctx context.Context, addr platform.Address, line string
 		if err != nil {
 			return err.Error()
 		}
+		r.hearLast(ctx, addr, sess.ID)
 		res, err := r.retry(ctx, addr, sess.ID)
 		if err != nil {
 			return "⚠️ " + turnError(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -383,5 +384,35 @@ func TestSpokenPlaceAnswersAloud(t *testing.T) {
 	testutil.Eventually(t, testutil.Patience, func() bool { return len(fake.SentFiles()) == 1 }, "the voice message")
 	if f := fake.SentFiles()[0]; !f.Voice() {
 		t.Errorf("the answer went as %s", f.Method)
+	}
+}
+
+// A note kept unheard (the service failed) is heard by /retry, which then
+// answers it.
+func TestRetryHearsTheLastNote(t *testing.T) {
+	fake := telegramtest.New(t, botToken)
+	fake.AddChat(telegramtest.Chat{ID: ownerTG, Type: "private"})
+	r := telegramRig(t, fake, "telegram:group:-100777", func(o *rigOpts) { o.transcribe = true })
+	var failing atomic.Bool
+	failing.Store(true)
+	r.model.SetTranscriber(func(llmtest.Transcription) llmtest.Step {
+		if failing.Load() {
+			return llmtest.Fail{Status: 400}
+		}
+		return llmtest.Reply{Text: "book the train"}
+	})
+	r.model.Push(llmtest.Reply{Text: "I could not hear it."}, llmtest.Reply{Text: "Booking the train."})
+	fake.PushVoice(ownerTG, 0, ownerUser, llmtest.VoiceNote(2*time.Second))
+	waitFor(t, "the failure", fake.Shown, func(m telegramtest.SentMessage) bool {
+		return strings.HasPrefix(m.Plain, "🎙 I could not hear this voice note")
+	})
+	waitFor(t, "the first answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "I could not hear it." })
+	failing.Store(false)
+	fake.PushMessage(ownerTG, 0, ownerUser, "/retry")
+	waitFor(t, "what was heard", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "🎙 heard: book the train" })
+	waitFor(t, "the retried answer", fake.Shown, func(m telegramtest.SentMessage) bool { return m.Plain == "Booking the train." })
+	reqs := r.model.Requests()
+	if got := fmt.Sprint(reqs[len(reqs)-1].Messages()); !strings.Contains(got, "voice note (0:02): book the train") {
+		t.Errorf("the retry did not read the note: %s", got)
 	}
 }

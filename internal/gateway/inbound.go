@@ -250,6 +250,34 @@ func (r *router) hear(ctx context.Context, addr platform.Address, sessionID stri
 	return out
 }
 
+// hearLast transcribes the voice notes of the person's last message that
+// were not heard (no service then, or it failed), for /retry to answer
+// them; the transcripts are stored with the notes.
+func (r *router) hearLast(ctx context.Context, addr platform.Address, sessionID string) {
+	if r.cfg.transcriber == nil {
+		return
+	}
+	msgs, err := r.st.Transcript(ctx, sessionID)
+	if err != nil {
+		return
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != store.RoleUser || m.Kind != "" {
+			continue
+		}
+		heard := r.hear(ctx, addr, sessionID, m.Attachments)
+		for j, a := range heard {
+			if a.Transcript != "" && m.Attachments[j].Transcript == "" {
+				if err := r.st.SetTranscript(ctx, a.ID, a.Transcript); err != nil {
+					r.log.Warn("keep a voice note's transcript", "session", sessionID, "err", err)
+				}
+			}
+		}
+		return
+	}
+}
+
 // unheard tells that voice notes are kept but not transcribed.
 const unheard = "🎙 Your voice note is kept, but I cannot hear voice notes yet: set voice: in config.yaml " +
 	"(base_url, model, api_key of an OpenAI-compatible transcription service: OpenAI, Groq, a local whisper server), " +

@@ -84,6 +84,10 @@ type Files interface {
 	// OpenFile reads back the bytes kept under sha256 (hex); ErrNotFound
 	// when none are.
 	OpenFile(ctx context.Context, sha256 string) (io.ReadCloser, error)
+	// SetTranscript records what the voice note stored as attachment id
+	// says (heard later: /retry after a transcription service was set
+	// up); ErrNotFound for no such attachment.
+	SetTranscript(ctx context.Context, attachmentID int64, text string) error
 }
 
 // FilePather is the optional part of a Store that keeps files on this

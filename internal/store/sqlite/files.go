@@ -464,3 +464,24 @@ func (s *Store) startSweeper() {
 		}
 	})
 }
+
+// SetTranscript records a voice note's transcript. The session's
+// transcript generation is bumped with it, so every process's cached
+// transcript is read again.
+func (s *Store) SetTranscript(ctx context.Context, attachmentID int64, text string) error {
+	err := s.tx(ctx, func(tx *wtx) error {
+		var session string
+		if err := tx.QueryRow(`UPDATE attachments SET transcript = ? WHERE id = ? RETURNING session_id`, text, attachmentID).Scan(&session); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("attachment %d: %w", attachmentID, store.ErrNotFound)
+			}
+			return err
+		}
+		_, err := tx.Exec(`UPDATE sessions SET generation = generation + 1 WHERE id = ?`, session)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set transcript: %w", err)
+	}
+	return nil
+}

@@ -97,6 +97,17 @@ var fileTests = map[string]func(*testing.T, store.Store){
 		eq(t, "inbound transcript", pending[0].Attachments[0].Transcript, "buy milk")
 		eq(t, "inbound voice", pending[0].Attachments[0].Voice, true)
 		_ = in
+
+		// Heard later: the transcript is set on the stored note, and the
+		// session's transcript reads it.
+		later := newSession(t, s, "u", "")
+		unheard := note
+		unheard.Transcript = ""
+		stored := must(s.AppendMessages(ctx(t), later.ID, store.Message{Role: store.RoleUser, Attachments: []store.Attachment{unheard}}))
+		eq(t, "before", must(s.Transcript(ctx(t), later.ID))[0].Attachments[0].Transcript, "")
+		noErr(t, s.SetTranscript(ctx(t), stored[0].Attachments[0].ID, "call mum"))
+		eq(t, "after", must(s.Transcript(ctx(t), later.ID))[0].Attachments[0].Transcript, "call mum")
+		wantErr(t, s.SetTranscript(ctx(t), 987654, "x"), store.ErrNotFound)
 	},
 	"MessageWithAttachmentsRoundTrips": func(t *testing.T, s store.Store) {
 		sess := newSession(t, s, "u", "")
