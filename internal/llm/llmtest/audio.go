@@ -1,7 +1,6 @@
 package llmtest
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -97,18 +96,25 @@ func isTranscription(path string) bool {
 }
 
 // VoiceNote is an Ogg Opus stream d long, as a phone records a voice
-// note: the OpusHead and OpusTags pages, then a page every 200 ms whose
-// granule positions give the length (the packets are filler, not sound).
+// note: the OpusHead and OpusTags pages, then a page every 200 ms of ten
+// 20 ms packets of silence (the 3-byte CELT frame players decode as
+// such), the granule positions giving the length.
 func VoiceNote(d time.Duration) []byte {
-	page := func(granule int64, seq uint32, body []byte) []byte {
-		var segs []byte
-		n := len(body)
-		for ; n >= 255; n -= 255 {
-			segs = append(segs, 255)
+	page := func(granule int64, seq uint32, packets ...[]byte) []byte {
+		var segs, body []byte
+		for _, p := range packets {
+			n := len(p)
+			for ; n >= 255; n -= 255 {
+				segs = append(segs, 255)
+			}
+			segs = append(segs, byte(n))
+			body = append(body, p...)
 		}
-		segs = append(segs, byte(n))
 		h := make([]byte, 27)
 		copy(h, "OggS")
+		if seq == 0 {
+			h[5] = 0x02 // beginning of stream
+		}
 		binary.LittleEndian.PutUint64(h[6:], uint64(granule))
 		binary.LittleEndian.PutUint32(h[14:], 7)
 		binary.LittleEndian.PutUint32(h[18:], seq)
@@ -121,11 +127,19 @@ func VoiceNote(d time.Duration) []byte {
 	head = append(head, 0, 0, 0)
 	f := page(0, 0, head)
 	f = append(f, page(0, 1, []byte("OpusTags\x05\x00\x00\x00baton\x00\x00\x00\x00"))...)
+	silence := []byte{0xF8, 0xFF, 0xFE}
 	total := int64(d) * 48000 / int64(time.Second)
 	var g int64
 	for seq := uint32(2); g < total; seq++ {
-		g = min(g+48000/5, total)
-		f = append(f, page(312+g, seq, bytes.Repeat([]byte{byte(seq)}, 120))...)
+		var packets [][]byte
+		for range 10 {
+			if g >= total {
+				break
+			}
+			packets = append(packets, silence)
+			g += 960 // 20 ms at 48 kHz
+		}
+		f = append(f, page(312+g, seq, packets...)...)
 	}
 	return f
 }
