@@ -11,13 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/baton-agent/baton/internal/formstream"
 	"github.com/baton-agent/baton/internal/llm"
 )
 
@@ -92,42 +91,19 @@ func (t *Transcriber) once(ctx context.Context, name, mediaType string, open fun
 	defer src.Close()
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		pw.CloseWithError(func() error {
-			for k, v := range map[string]string{"model": t.cfg.Model, "language": t.cfg.Language, "response_format": "json"} {
-				if v == "" {
-					continue
-				}
-				if err := mw.WriteField(k, v); err != nil {
-					return err
-				}
-			}
-			h := textproto.MIMEHeader{}
-			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, uploadName(name, mediaType)))
-			h.Set("Content-Type", mediaType)
-			part, err := mw.CreatePart(h)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(part, src); err != nil {
-				return err
-			}
-			return mw.Close()
-		}())
-	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.cfg.BaseURL+"/audio/transcriptions", pr)
+	form, contentType := formstream.New(formstream.Field("model", t.cfg.Model), formstream.Field("language", t.cfg.Language),
+		formstream.Field("response_format", "json"),
+		formstream.Part{Name: "file", Filename: uploadName(name, mediaType), MediaType: mediaType, Body: src})
+	defer form.Close() // the writer stops if the request ended early
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.cfg.BaseURL+"/audio/transcriptions", form)
 	if err != nil {
-		pr.Close()
 		return "", err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", contentType)
 	if t.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+t.cfg.APIKey)
 	}
 	resp, err := t.cfg.HTTPClient.Do(req)
-	pr.CloseWithError(errors.New("request ended"))
 	if err != nil {
 		return "", &llm.APIError{Provider: "transcription", Message: err.Error(), Kind: llm.ErrServer}
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/baton-agent/baton/internal/formstream"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/styled"
 )
@@ -149,24 +148,21 @@ func (a *Adapter) upload(ctx context.Context, to platform.Address, f platform.Fi
 	if err != nil {
 		return "", fmt.Errorf("read it: %w", err)
 	}
-	pr, pw := io.Pipe()
-	form := multipart.NewWriter(pw)
 	name := f.Name
 	if strings.TrimSpace(name) == "" {
 		name = "file" // BlueBubbles needs a name
 	}
-	fields := map[string]string{"chatGuid": to.Chat, "tempGuid": tempGUIDFor(ctx, to, 0), "name": name, "method": a.method()}
-	go func() {
-		defer body.Close()
-		pw.CloseWithError(writeForm(form, fields, f, body))
-	}()
-	defer pr.Close() // a request that ends early stops the writer
+	defer body.Close()
+	form, contentType := formstream.New(formstream.Field("chatGuid", to.Chat), formstream.Field("tempGuid", tempGUIDFor(ctx, to, 0)),
+		formstream.Field("name", name), formstream.Field("method", a.method()),
+		formstream.Part{Name: "attachment", Filename: name, MediaType: f.MediaType, Body: body})
+	defer form.Close() // a request that ends early stops the writer
 	// The server answers once Messages has sent the file on to Apple:
 	// three seconds more per megabyte (about 3 Mbit/s up from the Mac).
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout+time.Duration(f.Size>>20)*3*time.Second)
 	defer cancel()
 	const path = "/api/v1/message/attachment"
-	resp, err := a.request(ctx, http.MethodPost, path, form.FormDataContentType(), pr)
+	resp, err := a.request(ctx, http.MethodPost, path, contentType, form)
 	if err != nil {
 		return "", err
 	}
@@ -178,30 +174,6 @@ func (a *Adapter) upload(ctx context.Context, to platform.Address, f platform.Fi
 		return "", err
 	}
 	return sent.GUID, nil
-}
-
-// writeForm writes the form's fields, then the file as "attachment".
-func writeForm(form *multipart.Writer, fields map[string]string, f platform.File, body io.Reader) error {
-	for _, k := range []string{"chatGuid", "tempGuid", "name", "method"} {
-		if err := form.WriteField(k, fields[k]); err != nil {
-			return err
-		}
-	}
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="attachment"; filename=%q`, safeName(fields["name"])))
-	media := f.MediaType
-	if media == "" {
-		media = "application/octet-stream"
-	}
-	h.Set("Content-Type", media)
-	part, err := form.CreatePart(h)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(part, body); err != nil {
-		return fmt.Errorf("read it: %w", err)
-	}
-	return form.Close()
 }
 
 // safeName keeps a file name from breaking the part's header.

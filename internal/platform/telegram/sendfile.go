@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"strconv"
 	"strings"
 
+	"github.com/baton-agent/baton/internal/formstream"
 	"github.com/baton-agent/baton/internal/platform"
 )
 
@@ -92,34 +90,14 @@ func (a *Adapter) upload(ctx context.Context, method string, fields map[string]s
 		return fmt.Errorf("%s: read %s from the store: %w", method, f.Name, err)
 	}
 	defer src.Close()
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		pw.CloseWithError(func() error {
-			for k, v := range fields {
-				if v == "" {
-					continue
-				}
-				if err := mw.WriteField(k, v); err != nil {
-					return err
-				}
-			}
-			h := textproto.MIMEHeader{}
-			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, field, f.UploadName()))
-			h.Set("Content-Type", f.MediaType)
-			part, err := mw.CreatePart(h)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(part, src); err != nil {
-				return err
-			}
-			return mw.Close()
-		}())
-	}()
-	err = a.rawPost(ctx, method, mw.FormDataContentType(), pr, out)
-	pr.CloseWithError(err) // the writer stops if the request ended early
-	return err
+	form := make([]formstream.Part, 0, len(fields)+1)
+	for _, k := range []string{"chat_id", "message_thread_id", "caption", "parse_mode"} {
+		form = append(form, formstream.Field(k, fields[k]))
+	}
+	form = append(form, formstream.Part{Name: field, Filename: f.UploadName(), MediaType: f.MediaType, Body: src})
+	body, contentType := formstream.New(form...)
+	defer body.Close() // the writer stops if the request ended early
+	return a.rawPost(ctx, method, contentType, body, out)
 }
 
 // classifyUploadErr sorts a failed upload as Send's failures are: 401
