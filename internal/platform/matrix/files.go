@@ -197,6 +197,10 @@ type fileContent struct {
 	Info          fileInfo   `json:"info"`
 	RelatesTo     *relatesTo `json:"m.relates_to,omitempty"`
 	Mentions      struct{}   `json:"m.mentions"`
+	// A spoken answer is an m.audio voice message, as Element marks its
+	// own (MSC3245, with MSC1767's audio block).
+	Voice *struct{} `json:"org.matrix.msc3245.voice,omitempty"`
+	Audio *struct{} `json:"org.matrix.msc1767.audio,omitempty"`
 }
 
 // SendFile uploads a file to the homeserver (POST /_matrix/media/v3/upload)
@@ -238,6 +242,9 @@ func (a *Adapter) SendFile(ctx context.Context, to platform.Address, f platform.
 	}
 	defer rc.Close()
 	body := bufio.NewReaderSize(rc, 64<<10)
+	if f.Voice && strings.HasPrefix(mediaType, "audio/") {
+		c.MsgType, c.Voice, c.Audio = "m.audio", &struct{}{}, &struct{}{}
+	}
 	if f.IsImage() {
 		c.MsgType = "m.image"
 		// The header is in the first bytes of every format shown inline;
