@@ -188,11 +188,11 @@ func (a *Agent) keepTurns() int {
 	return DefaultKeepTurns
 }
 
-func (a *Agent) tools() []llm.Tool {
+func (a *Agent) tools(ctx context.Context) []llm.Tool {
 	if a.Tools == nil {
 		return nil
 	}
-	return a.Tools.List()
+	return a.Tools.List(ctx)
 }
 
 // ErrStore marks a turn that failed because the store could not record it

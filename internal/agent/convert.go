@@ -76,7 +76,8 @@ func DecodeToolCalls(raw json.RawMessage) ([]llm.ToolCall, error) {
 // every tool call gets an answer right after its assistant message
 // ("error: no result was recorded"), and results answering no call are
 // dropped. The store is not changed. files, if not nil, gives the parts a
-// person's message carries beside its text (its attachments).
+// message carries beside its text (its attachments): a person's, or a
+// tool result's that the tool gave the model.
 func toLLM(msgs []store.Message, files func(store.Message) []llm.Part) ([]llm.Message, error) {
 	out := make([]llm.Message, 0, len(msgs))
 	var open []llm.ToolCall // calls of the latest assistant message still unanswered
@@ -94,7 +95,11 @@ func toLLM(msgs []store.Message, files func(store.Message) []llm.Part) ([]llm.Me
 				continue
 			}
 			open = append(open[:i], open[i+1:]...)
-			out = append(out, llm.Message{Role: llm.RoleTool, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName})
+			lm := llm.Message{Role: llm.RoleTool, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
+			if files != nil && len(m.Attachments) > 0 {
+				lm.Parts = files(m) // a tool's pictures (an MCP server's), for the model
+			}
+			out = append(out, lm)
 		case store.RoleAssistant:
 			closeOpen()
 			calls, err := DecodeToolCalls(m.ToolCalls)

@@ -50,6 +50,9 @@ func (a *Agent) fileParts(ctx context.Context, sessionID string, msgs []store.Me
 	whole := map[string]bool{}
 	images, bytes := 0, int64(0)
 	for i := len(msgs) - 1; i >= 0; i-- {
+		if a.sent(msgs[i]) {
+			continue
+		}
 		for j := len(msgs[i].Attachments) - 1; j >= 0; j-- {
 			at := msgs[i].Attachments[j]
 			switch {
@@ -64,6 +67,9 @@ func (a *Agent) fileParts(ctx context.Context, sessionID string, msgs []store.Me
 		}
 	}
 	return func(m store.Message) []llm.Part {
+		if a.sent(m) {
+			return nil // the person got them; the model knows what it sent
+		}
 		parts := make([]llm.Part, 0, len(m.Attachments))
 		for j, at := range m.Attachments {
 			p := llm.Part{Name: at.Name, MediaType: at.MediaType}
@@ -106,6 +112,12 @@ func (a *Agent) fileParts(ctx context.Context, sessionID string, msgs []store.Me
 		}
 		return parts
 	}
+}
+
+// sent reports whether m is the result of a call that sent its files to
+// the person (send_file), rather than a tool's output for the model.
+func (a *Agent) sent(m store.Message) bool {
+	return m.Role == store.RoleTool && a.Tools.Sends(m.ToolName)
 }
 
 // partKey names attachment j of m among the transcript's.
@@ -200,16 +212,16 @@ func (a *Agent) readFile(ctx context.Context, sessionID string, files store.File
 }
 
 // filesSinceLastUser are the files the tool results after the person's
-// last message carry (SendFile's, stored with their call's result), in
-// order; their captions are not kept.
-func filesSinceLastUser(msgs []store.Message) []OutFile {
+// last message carry to send (SendFile's, stored with their call's
+// result), in order; their captions are not kept.
+func (a *Agent) filesSinceLastUser(msgs []store.Message) []OutFile {
 	var out []OutFile
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if m.Role == store.RoleUser && m.Kind == "" {
 			break
 		}
-		if m.Role != store.RoleTool {
+		if !a.sent(m) {
 			continue
 		}
 		for j := len(m.Attachments) - 1; j >= 0; j-- {

@@ -42,7 +42,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	reg, err := tools.NewRegistry(tools.Config{Dir: dir})
+	reg, err := tools.NewRegistry(tools.Config{Dir: dir, Files: st})
 	if err != nil {
 		t.Fatal(err)
 	}

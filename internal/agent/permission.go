@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -41,12 +42,22 @@ func CheckAllow(allow []string, tools *Registry) error {
 	var errs []error
 	for _, entry := range allow {
 		name, rule, hasRule := strings.Cut(strings.TrimSpace(entry), ":")
+		if name == mcpRules {
+			if err := checkMCPRule(entry, rule, hasRule, tools); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		var tool Tool
 		ok := false
 		if tools != nil {
 			tool, ok = tools.Get(name)
 		}
 		if !ok {
+			if server, _, dotted := strings.Cut(name, "."); dotted && tools != nil && slices.Contains(tools.Servers(), server) {
+				errs = append(errs, fmt.Errorf("%w %q: an MCP server's tool is allowed as %q", ErrBadRule, entry, mcpRules+":"+name))
+				continue
+			}
 			errs = append(errs, fmt.Errorf("%w %q: no tool named %q", ErrBadRule, entry, name))
 			continue
 		}
@@ -77,14 +88,53 @@ func CheckAllow(allow []string, tools *Registry) error {
 	return errors.Join(errs...)
 }
 
+// mcpRules begins the allowlist entries for MCP servers' tools:
+// "mcp:server.tool" for one, "mcp:server.*" for every tool of a server.
+const mcpRules = "mcp"
+
+// checkMCPRule refuses an "mcp:" entry that names no configured server,
+// or no server at all ("mcp", "mcp:*": each server is named on purpose).
+func checkMCPRule(entry, rule string, hasRule bool, tools *Registry) error {
+	rule = strings.TrimSpace(rule)
+	server, tool, dotted := strings.Cut(rule, ".")
+	if !hasRule || !dotted || server == "" || tool == "" || strings.ContainsAny(rule, " \t") {
+		return fmt.Errorf("%w %q: write \"mcp:server.tool\" for one tool or \"mcp:server.*\" for every tool of one server", ErrBadRule, entry)
+	}
+	var servers []string
+	if tools != nil {
+		servers = tools.Servers()
+	}
+	if !slices.Contains(servers, server) {
+		if len(servers) == 0 {
+			return fmt.Errorf("%w %q: no MCP server is configured (mcp.servers)", ErrBadRule, entry)
+		}
+		return fmt.Errorf("%w %q: no MCP server named %q (mcp.servers has %s)", ErrBadRule, entry, server, strings.Join(servers, ", "))
+	}
+	return nil
+}
+
+// mcpAllowed reports whether an "mcp:" rule covers an MCP tool: its name
+// exactly, or every tool of its server ("server.*").
+func mcpAllowed(rule string, tool Tool) bool {
+	if tool.Server == "" {
+		return false
+	}
+	rule = strings.TrimSpace(rule)
+	return rule == tool.Name || rule == tool.Server+".*"
+}
+
 // allowed reports whether the allowlist lets a call run unasked. An entry
 // "name" allows every call of the tool; "name:rule" allows calls whose
-// subject the rule matches (see SubjectKind).
+// subject the rule matches (see SubjectKind); "mcp:rule" allows an MCP
+// server's tools (mcpAllowed).
 func allowed(allow []string, tool Tool, subject string) bool {
 	subject = strings.TrimSpace(subject)
 	for _, entry := range allow {
 		name, rule, hasRule := strings.Cut(strings.TrimSpace(entry), ":")
-		if name != tool.Name {
+		if name == mcpRules && hasRule && mcpAllowed(rule, tool) {
+			return true
+		}
+		if name != tool.Name || tool.Server != "" {
 			continue
 		}
 		if !hasRule {

@@ -122,7 +122,7 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 	if input.Role == "" {
 		// A turn taken up again: files its tools gave before the stop
 		// were never sent (they go with the answer), so they go now.
-		t.res.Files = filesSinceLastUser(t.msgs)
+		t.res.Files = t.a.filesSinceLastUser(t.msgs)
 	}
 	if input.Role != "" && !llm.SeesImages(a.Provider, a.model(t.sess)) && firstImage(t.msgs) {
 		t.res.Notice = BlindNotice
@@ -255,9 +255,12 @@ func (t *turn) callModel(ctx context.Context, kept string) (llm.Response, string
 		Model:     t.a.model(t.sess),
 		System:    system,
 		Messages:  msgs,
-		Tools:     t.a.tools(),
+		Tools:     t.a.tools(ctx),
 		MaxTokens: t.a.MaxOutputTokens,
 	}
+	// An MCP tool is "server.tool" here and something the APIs take there.
+	names := llm.NewToolNames(req.Tools)
+	req = names.Encode(req)
 	draft := t.startDraft(ctx, kept)
 	var partial strings.Builder
 	resp, err := t.a.Provider.Chat(ctx, req, func(d llm.Delta) {
@@ -269,7 +272,7 @@ func (t *turn) callModel(ctx context.Context, kept string) (llm.Response, string
 		t.emit(Event{Kind: EventTextDelta, SessionID: t.session, Text: d.Text})
 	})
 	draft.finish()
-	return resp, partial.String(), err
+	return names.Decode(resp), partial.String(), err
 }
 
 // store appends msgs to the session and to t.msgs. While the store

@@ -58,7 +58,7 @@ func TestPlainTextTurn(t *testing.T) {
 	for _, tl := range reqs[0].Body["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["function"].(map[string]any)["name"].(string))
 	}
-	if got := strings.Join(names, ","); got != "shell,read_file,list_dir,write_file,edit_file" {
+	if got := strings.Join(names, ","); got != "shell,read_file,list_dir,write_file,edit_file,send_file" {
 		t.Errorf("tools sent = %s", got)
 	}
 

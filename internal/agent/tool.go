@@ -39,6 +39,24 @@ type Tool struct {
 	// commands), as a subject would name it, or "" for none. Only a rule
 	// naming that directory or something in it covers such a call.
 	Control func(args json.RawMessage) string
+	// Server is the MCP server offering the tool ("" for baton's own): its
+	// name is "server.tool", and "mcp:server.tool" or "mcp:server.*" in
+	// the allowlist lets it run unasked.
+	Server string
+	// Sends marks a tool whose result's files go to the person
+	// (send_file). Other tools' files are their output, for the model.
+	Sends bool
+}
+
+// ToolSource offers tools found only at run time: an MCP server's, named
+// "server.tool". Listing them may start the server.
+type ToolSource interface {
+	// Tools are what the source offers now; what cannot start offers
+	// none (and says why where its state is shown).
+	Tools(ctx context.Context) []Tool
+	// Servers names the servers the source may start, for checking
+	// "mcp:server.tool" allowlist entries before any has started.
+	Servers() []string
 }
 
 // Registry holds the tools offered to the model, in registration order.
@@ -46,6 +64,10 @@ type Registry struct {
 	mu    sync.RWMutex
 	tools []Tool
 	index map[string]int
+	// sources offer tools at run time; found holds what they offered
+	// when last listed, by name.
+	sources []ToolSource
+	found   map[string]Tool
 }
 
 // NewRegistry registers tools, failing on the first bad one.
@@ -80,23 +102,96 @@ func (r *Registry) Register(t Tool) error {
 	return nil
 }
 
-// Get finds a tool by name.
+// AddSource adds tools found at run time (an MCP server's), after the
+// registered ones; a name already taken is not offered again.
+func (r *Registry) AddSource(src ToolSource) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sources = append(r.sources, src)
+}
+
+// Servers names every server the sources may start.
+func (r *Registry) Servers() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for _, s := range r.sources {
+		out = append(out, s.Servers()...)
+	}
+	return out
+}
+
+// Get finds a tool by name: a registered one, or one a source offered
+// when last listed.
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	i, ok := r.index[name]
-	if !ok {
-		return Tool{}, false
+	if i, ok := r.index[name]; ok {
+		return r.tools[i], true
 	}
-	return r.tools[i], true
+	t, ok := r.found[name]
+	return t, ok
 }
 
-// List is the tool descriptions sent to the model.
-func (r *Registry) List() []llm.Tool {
+// Find is Get that lists the sources again (starting what they must) when
+// name is not known yet: a turn taken up after a restart may call a tool
+// before any list was asked for.
+func (r *Registry) Find(ctx context.Context, name string) (Tool, bool) {
+	if t, ok := r.Get(name); ok {
+		return t, true
+	}
+	r.all(ctx)
+	return r.Get(name)
+}
+
+// all is every tool offered now: the registered ones, then the sources'.
+func (r *Registry) all(ctx context.Context) []Tool {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]llm.Tool, 0, len(r.tools))
-	for _, t := range r.tools {
+	tools := append([]Tool(nil), r.tools...)
+	sources := append([]ToolSource(nil), r.sources...)
+	r.mu.RUnlock()
+	if len(sources) == 0 {
+		return tools
+	}
+	builtin := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		builtin[t.Name] = true
+	}
+	found := map[string]Tool{}
+	for _, src := range sources {
+		for _, t := range src.Tools(ctx) {
+			if builtin[t.Name] || t.Run == nil {
+				continue
+			}
+			if _, dup := found[t.Name]; dup {
+				continue
+			}
+			found[t.Name] = t
+			tools = append(tools, t)
+		}
+	}
+	r.mu.Lock()
+	r.found = found
+	r.mu.Unlock()
+	return tools
+}
+
+// Sends reports whether the named tool's result files go to the person
+// (Tool.Sends); a tool no longer offered does not send.
+func (r *Registry) Sends(name string) bool {
+	if r == nil {
+		return false
+	}
+	t, ok := r.Get(name)
+	return ok && t.Sends
+}
+
+// List is the tool descriptions sent to the model, the sources' included
+// (which may start them).
+func (r *Registry) List(ctx context.Context) []llm.Tool {
+	all := r.all(ctx)
+	out := make([]llm.Tool, 0, len(all))
+	for _, t := range all {
 		schema := t.Schema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)

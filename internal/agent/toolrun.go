@@ -37,6 +37,9 @@ func (t *turn) runCalls(ctx context.Context, calls []llm.ToolCall) error {
 		for _, f := range files.list {
 			result.Attachments = append(result.Attachments, f.Attachment)
 		}
+		for _, f := range files.output {
+			result.Attachments = append(result.Attachments, f)
+		}
 		if err := t.store(ctx, result); err != nil {
 			return err
 		}
@@ -66,8 +69,12 @@ func (t *turn) runCalls(ctx context.Context, calls []llm.ToolCall) error {
 	return nil
 }
 
-// toolFiles collects the files one call gives to send (SendFile).
-type toolFiles struct{ list []OutFile }
+// toolFiles collects the files one call gives: to send (SendFile), or as
+// its output, for the model (OutputFile).
+type toolFiles struct {
+	list   []OutFile
+	output []store.Attachment
+}
 
 // OutFile is a file a tool gave to send, with the line sent with it.
 type OutFile struct {
@@ -94,6 +101,21 @@ func SendFile(ctx context.Context, file store.Attachment, caption string) bool {
 	return true
 }
 
+// OutputFile gives a file, already put in the store, as part of the
+// call's output (an MCP tool's picture): it is stored with the result,
+// shown with the call wherever the conversation goes, and the model
+// receives it as it receives the person's files. Only a tool that never
+// sends (Tool.Sends false) may give one. It reports false outside a
+// tool call run by an Agent.
+func OutputFile(ctx context.Context, file store.Attachment) bool {
+	f, ok := ctx.Value(toolFilesKey{}).(*toolFiles)
+	if !ok {
+		return false
+	}
+	f.output = append(f.output, file)
+	return true
+}
+
 func toolResult(c llm.ToolCall, content string) store.Message {
 	return store.Message{Role: store.RoleTool, Content: content, ToolCallID: c.ID, ToolName: c.Name}
 }
@@ -109,7 +131,7 @@ func (t *turn) runCall(ctx context.Context, c llm.ToolCall) (string, error) {
 	var tool Tool
 	ok := false
 	if t.a.Tools != nil {
-		tool, ok = t.a.Tools.Get(c.Name)
+		tool, ok = t.a.Tools.Find(ctx, c.Name)
 	}
 	if !ok {
 		return t.toolError(c, fmt.Errorf("unknown tool %q", c.Name)), nil

@@ -28,6 +28,7 @@ type Config struct {
 	Gateway GatewayConfig `yaml:"gateway"`
 	Files   FilesConfig   `yaml:"files"`
 	Voice   VoiceConfig   `yaml:"voice"`
+	MCP     MCPConfig     `yaml:"mcp"`
 	// Store says where baton keeps its state, as a URL: empty, "sqlite:",
 	// "sqlite:///abs/path" or a plain path for the SQLite file. The
 	// BATON_STORE environment variable is used when it is empty.
@@ -39,7 +40,7 @@ type Config struct {
 }
 
 // keys are the top-level keys Config itself reads.
-var keys = []string{"model", "tools", "gateway", "store", "files", "voice"}
+var keys = []string{"model", "tools", "gateway", "store", "files", "voice", "mcp"}
 
 // Section returns a decoder for the top-level section name (a platform's),
 // refusing unknown fields, and whether config.yaml has it. With no
@@ -195,6 +196,9 @@ func Load(home string) (Config, error) {
 	}
 	if err := c.checkHomes(); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.MCP.Check(); err != nil {
+		return c, fmt.Errorf("%s: %w (see README.md, Tools from MCP servers)", path, err)
 	}
 	return c, nil
 }

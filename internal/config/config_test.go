@@ -126,3 +126,52 @@ func TestHomeThatIsAFile(t *testing.T) {
 		t.Fatalf("a missing home is fine: %q, %v", h, err)
 	}
 }
+
+func TestMCPServersChecked(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, want string
+	}{
+		{"mcp:\n  servers:\n    git.hub:\n      command: x\n", "letters, digits"},
+		{"mcp:\n  servers:\n    github: {}\n", "give command"},
+		{"mcp:\n  servers:\n    github:\n      command: x\n      url: http://127.0.0.1:1/\n", "not both"},
+		{"mcp:\n  servers:\n    github:\n      url: ftp://x/\n", "not an http(s) URL"},
+		{"mcp:\n  servers:\n    github:\n      command: x\n      headers: {A: b}\n", "headers are for a url server"},
+		{"mcp:\n  servers:\n    github:\n      url: http://127.0.0.1:1/\n      env: {A: b}\n", "args, env and cwd are for a command"},
+	} {
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, FileName), []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(home)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want an error saying %q", tc.yaml, err, tc.want)
+		}
+	}
+	home := t.TempDir()
+	good := "mcp:\n  servers:\n    github:\n      command: github-mcp\n      args: [stdio]\n      env: {TOKEN: '${GH}'}\n      trust_read_only: true\n      timeout: 30s\n    docs:\n      url: http://127.0.0.1:9/mcp\n"
+	if err := os.WriteFile(filepath.Join(home, FileName), []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.MCP.Names(); len(got) != 2 || got[0] != "docs" || got[1] != "github" {
+		t.Fatalf("names %v", got)
+	}
+	gh := c.MCP.Servers["github"]
+	if !gh.TrustReadOnly || gh.CallTimeout().String() != "30s" || gh.Env["TOKEN"] != "${GH}" || c.MCP.Servers["docs"].CallTimeout() != DefaultMCPTimeout {
+		t.Fatalf("github %+v", gh)
+	}
+}
+
+func TestExpandNamesWhatIsMissing(t *testing.T) {
+	env := map[string]string{"GH": "tok"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if got, err := Expand("Bearer ${GH}", lookup); err != nil || got != "Bearer tok" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := Expand("${NOPE}", lookup); err == nil || !strings.Contains(err.Error(), "${NOPE} is not set") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -88,7 +88,7 @@ func TestCheckSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := c.CheckSections([]string{"web", "telegram"}); err != nil {
-		if !strings.Contains(err.Error(), `"telegarm"`) || !strings.Contains(err.Error(), "files, gateway, model, store, telegram, tools, voice, web") {
+		if !strings.Contains(err.Error(), `"telegarm"`) || !strings.Contains(err.Error(), "files, gateway, mcp, model, store, telegram, tools, voice, web") {
 			t.Errorf("unknown key: %v", err)
 		}
 	} else {

@@ -75,5 +75,6 @@ func sendFile(cfg Config) agent.Tool {
 		Subject:     pathSubject(cfg, ""),
 		SubjectKind: agent.SubjectPath,
 		Inside:      readInside(cfg, ""),
+		Sends:       true,
 	}
 }

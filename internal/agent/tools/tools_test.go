@@ -56,7 +56,7 @@ type m = map[string]any
 func TestRegistryList(t *testing.T) {
 	r, _ := registry(t, tools.Config{})
 	var names []string
-	for _, tl := range r.List() {
+	for _, tl := range r.List(context.Background()) {
 		names = append(names, tl.Name)
 		if !json.Valid(tl.Parameters) || tl.Description == "" {
 			t.Errorf("%s: bad schema or description", tl.Name)
