@@ -197,10 +197,7 @@ func (p *Provider) params(req llm.Request, blobs *blob.Set) (sdk.MessageNewParam
 			}
 			params.Messages = append(params.Messages, sdk.NewAssistantMessage(blocks...))
 		case llm.RoleTool:
-			block := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-			if m.Content != "" {
-				block.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: m.Content}}}
-			}
+			block := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID, Content: p.resultContent(m, blobs)}
 			res := sdk.ContentBlockParamUnion{OfToolResult: &block}
 			// Results of one turn's calls travel together in one user message.
 			if n := len(params.Messages); n > 0 && isToolResults(params.Messages[n-1]) {
@@ -268,6 +265,26 @@ func (p *Provider) partBlock(part llm.Part, blobs *blob.Set) sdk.ContentBlockPar
 		}
 		return sdk.NewTextBlock(text)
 	}
+}
+
+// resultContent is a tool result's text, then its parts (an MCP tool's
+// pictures), which the API takes inside the result.
+func (p *Provider) resultContent(m llm.Message, blobs *blob.Set) []sdk.ToolResultBlockParamContentUnion {
+	var out []sdk.ToolResultBlockParamContentUnion
+	if m.Content != "" { // the API rejects empty text blocks
+		out = append(out, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: m.Content}})
+	}
+	for _, part := range m.Parts {
+		switch b := p.partBlock(part, blobs); {
+		case b.OfImage != nil:
+			out = append(out, sdk.ToolResultBlockParamContentUnion{OfImage: b.OfImage})
+		case b.OfDocument != nil:
+			out = append(out, sdk.ToolResultBlockParamContentUnion{OfDocument: b.OfDocument})
+		case b.OfText != nil && b.OfText.Text != "":
+			out = append(out, sdk.ToolResultBlockParamContentUnion{OfText: b.OfText})
+		}
+	}
+	return out
 }
 
 func isToolResults(m sdk.MessageParam) bool {

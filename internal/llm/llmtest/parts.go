@@ -9,7 +9,7 @@ import (
 // from either protocol's shape: OpenAI's image_url and file parts,
 // Anthropic's image and document blocks.
 type Part struct {
-	Role      string // of the message that carried it
+	Role      string // of the message that carried it; "tool" inside an Anthropic tool result
 	Kind      string // "image" or "document"
 	MediaType string // as the request declared it
 	Name      string // a document's filename (OpenAI) or title (Anthropic)
@@ -29,6 +29,16 @@ func (r Request) Parts() []Part {
 			if part, ok := decodePart(pm); ok {
 				part.Role = role
 				out = append(out, part)
+			}
+			if pm["type"] == "tool_result" { // Anthropic: a tool's pictures ride in its result
+				inner, _ := pm["content"].([]any)
+				for _, q := range inner {
+					qm, _ := q.(map[string]any)
+					if part, ok := decodePart(qm); ok {
+						part.Role = "tool"
+						out = append(out, part)
+					}
+				}
 			}
 		}
 	}

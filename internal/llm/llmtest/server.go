@@ -211,6 +211,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeFail(w, proto, Fail{Status: http.StatusBadRequest, Body: `{"error":{"message":"llmtest: body is not JSON"}}`})
 		return
 	}
+	if msg := badToolName(req); msg != "" {
+		s.next(req)
+		body, _ := json.Marshal(map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": msg}})
+		writeFail(w, proto, Fail{Status: http.StatusBadRequest, Body: string(body)})
+		return
+	}
 	st, seq := s.next(req)
 	switch st := st.(type) {
 	case Fail:

@@ -306,3 +306,24 @@ func TestWaitHoldsAnAnswer(t *testing.T) {
 		t.Errorf("the held request got %s", b)
 	}
 }
+
+// Both APIs refuse a tool name with a dot, offered or in the history, as
+// the fake must.
+func TestToolNamesTheAPIsRefuse(t *testing.T) {
+	srv := llmtest.Start(t)
+	for _, tc := range []struct{ path, body, want string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"github.list"}}]}`, "tools[0].name"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"a.b","arguments":"{}"}}]}]}`, "messages[0].tool_calls[0]"},
+		{"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"github.list","input_schema":{"type":"object"}}]}`, "tools[0].name"},
+		{"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"a.b","input":{}}]}]}`, "messages.0.content.0.name"},
+	} {
+		resp, body := post(t, srv.URL+tc.path, tc.body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %s: %d %s", tc.path, tc.want, resp.StatusCode, body)
+		}
+	}
+	resp, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"github__list"}}]}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a good name was refused: %d %s", resp.StatusCode, body)
+	}
+}

@@ -210,11 +210,16 @@ func (p *Provider) request(req llm.Request, blobs *blob.Set) (oai.ChatCompletion
 	return creq, pc.files, nil
 }
 
+// toolPartsNote is the text of the user message that carries tool
+// results' pictures, so the model reads them as the tools' output.
+const toolPartsNote = "(The files above are the output of the tool calls just answered.)"
+
 func messages(req llm.Request, pc *parts) ([]oai.ChatCompletionMessage, error) {
 	out := make([]oai.ChatCompletionMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
 		out = append(out, oai.ChatCompletionMessage{Role: oai.ChatMessageRoleSystem, Content: req.System})
 	}
+	var toolParts []llm.Part // the current run of tool results' parts
 	for i, m := range req.Messages {
 		switch m.Role {
 		case llm.RoleUser:
@@ -233,6 +238,13 @@ func messages(req llm.Request, pc *parts) ([]oai.ChatCompletionMessage, error) {
 			out = append(out, a)
 		case llm.RoleTool:
 			out = append(out, oai.ChatCompletionMessage{Role: oai.ChatMessageRoleTool, Content: m.Content, ToolCallID: m.ToolCallID})
+			// A tool message carries text only: its pictures (an MCP
+			// tool's) follow the results in a user message of their own.
+			toolParts = append(toolParts, m.Parts...)
+			if len(toolParts) > 0 && (i+1 == len(req.Messages) || req.Messages[i+1].Role != llm.RoleTool) {
+				out = append(out, pc.user(llm.Message{Role: llm.RoleUser, Parts: toolParts, Content: toolPartsNote}))
+				toolParts = nil
+			}
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
