@@ -97,4 +97,3 @@ func (t *tail) last() string {
 	}
 	return strings.TrimSpace(strings.Join(lines, " / "))
 }
-
