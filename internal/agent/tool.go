@@ -110,6 +110,24 @@ func (r *Registry) AddSource(src ToolSource) {
 	r.sources = append(r.sources, src)
 }
 
+// Own names the registered tools (baton's own), in order.
+func (r *Registry) Own() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, len(r.tools))
+	for i, t := range r.tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Sources are the sources added, in order.
+func (r *Registry) Sources() []ToolSource {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]ToolSource(nil), r.sources...)
+}
+
 // Servers names every server the sources may start.
 func (r *Registry) Servers() []string {
 	r.mu.RLock()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/llm"
 	"github.com/baton-agent/baton/internal/llm/provider"
+	"github.com/baton-agent/baton/internal/mcp"
 	"github.com/baton-agent/baton/internal/owner"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
@@ -47,6 +49,9 @@ type App struct {
 	StoreFile string
 	Owner     store.User
 	Provider  llm.Provider
+	// MCP are the servers config.yaml names (mcp.servers), shared by every
+	// agent of this process; none runs until a turn needs its tools.
+	MCP *mcp.Servers
 }
 
 // Open reads configuration from home (refusing a top-level key no platform
@@ -81,11 +86,31 @@ func Open(ctx context.Context, home string) (*App, error) {
 	if err != nil {
 		return nil, errors.Join(sqlite.Explain(file, err), st.Close())
 	}
-	return &App{Home: home, Config: cfg, Model: m, Store: st, StoreFile: file, Owner: u, Provider: p}, nil
+	return &App{Home: home, Config: cfg, Model: m, Store: st, StoreFile: file, Owner: u, Provider: p, MCP: newMCP(cfg.MCP, st)}, nil
 }
 
-// Close closes the store.
-func (a *App) Close() error { return a.Store.Close() }
+// newMCP prepares the MCP servers: a command server runs in the working
+// directory of the process that starts it (the terminal's, or the
+// gateway's), and what its tools return is kept in the store.
+func newMCP(cfg config.MCPConfig, st store.Store) *mcp.Servers {
+	opts := mcp.Options{Logger: slog.Default()}
+	if fk, ok := st.(mcp.FileKeeper); ok {
+		opts.Files = fk
+	}
+	if dir, err := os.Getwd(); err == nil {
+		opts.Dir = dir
+	}
+	return mcp.New(cfg, opts)
+}
+
+// Close stops the MCP servers this process started and closes the store.
+func (a *App) Close() error {
+	var err error
+	if a.MCP != nil {
+		err = a.MCP.Close()
+	}
+	return errors.Join(err, a.Store.Close())
+}
 
 // Offline reports whether no model is configured.
 func (a *App) Offline() bool { return provider.IsOffline(a.Provider) }
@@ -96,6 +121,9 @@ func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
 	reg, err := tools.NewRegistry(tools.Config{ShellTimeout: a.Config.Tools.ShellTimeout, Paths: a.Config.Tools.Paths, Files: a.Store})
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
+	}
+	if a.MCP != nil && len(a.MCP.Servers()) > 0 {
+		reg.AddSource(a.MCP)
 	}
 	if err := agent.CheckAllow(a.Config.Tools.Allow, reg); err != nil {
 		return nil, fmt.Errorf("%s: tools.allow: %w (see README.md, Permissions)", filepath.Join(a.Home, config.FileName), err)

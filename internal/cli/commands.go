@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
+	"github.com/baton-agent/baton/internal/mcp"
 	"github.com/baton-agent/baton/internal/store"
 
 	"github.com/baton-agent/baton/internal/plural"
@@ -59,6 +60,8 @@ func (r *REPL) command(ctx context.Context, line string, interrupts <-chan os.Si
 		r.search(ctx, inv.Args)
 	case "model":
 		r.model(ctx, inv.Args)
+	case "tools":
+		r.out.Printf("%s\n", mcp.Report(ctx, r.agent.Tools))
 	case "attach":
 		r.attach(ctx, splitPaths(inv.Args))
 	case "compress":

@@ -166,6 +166,8 @@ func builtin() []Command {
 			Description: "attach files (a photo, a PDF, any file) to your next message"},
 		{Name: "voice", Category: CategoryModel, Scope: Chat, Arity: OptionalArgs, Args: "[on | off]",
 			Description: "answer with a voice note too (on), or in text only (off)"},
+		{Name: "tools", Category: CategoryModel, Scope: Both, Arity: NoArgs,
+			Description: "list the tools the agent can use: its own, and each MCP server's, with its state"},
 		{Name: "model", Category: CategoryModel, Scope: Both, Arity: OptionalArgs, Args: "[name]",
 			Description: "show or set the model for this session"},
 		{Name: "handoff", Category: CategoryPlaces, Scope: Both, Arity: RequiredArgs, Args: "<platform>",

@@ -11,10 +11,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/baton-agent/baton/internal/app"
 	"github.com/baton-agent/baton/internal/config"
 	"github.com/baton-agent/baton/internal/gateway/control"
+	"github.com/baton-agent/baton/internal/mcp"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
@@ -67,6 +70,7 @@ func Check(ctx context.Context, home string) []Finding {
 		return out
 	}
 	add(true, "config "+filepath.Join(home, config.FileName)+" reads", "")
+	out = append(out, checkMCP(ctx, cfg.MCP)...)
 
 	url := app.StoreURL(cfg, os.Getenv)
 	path, err := app.StorePath(home, url)
@@ -93,6 +97,36 @@ func Check(ctx context.Context, home string) []Finding {
 		add(true, "gateway not running", "")
 	}
 	return out
+}
+
+// checkMCP starts each MCP server config.yaml names, as a turn would,
+// lists its tools, and stops it again.
+func checkMCP(ctx context.Context, cfg config.MCPConfig) []Finding {
+	if len(cfg.Servers) == 0 {
+		return nil
+	}
+	servers := mcp.New(cfg, mcp.Options{Dir: mustGetwd()})
+	defer servers.Close()
+	servers.Tools(ctx)
+	var out []Finding
+	for _, st := range servers.Status() {
+		st.Retry = time.Time{} // this check is over before any retry
+		line := "mcp server " + strings.TrimPrefix(mcp.StatusLine(st), "• ")
+		if st.State == mcp.Running {
+			out = append(out, Finding{OK: true, What: line})
+			continue
+		}
+		out = append(out, Finding{What: line, Fix: "check mcp.servers." + st.Name + " in config.yaml; run its command (or open its url) by hand to see what it says"})
+	}
+	return out
+}
+
+func mustGetwd() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	return dir
 }
 
 func checkStore(ctx context.Context, home, url, path string) []Finding {

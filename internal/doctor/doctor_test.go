@@ -3,12 +3,14 @@ package doctor_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/baton-agent/baton/internal/doctor"
+	"github.com/baton-agent/baton/internal/mcp/mcptest"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 )
@@ -180,5 +182,33 @@ func TestRemovedStore(t *testing.T) {
 	out, n := report(t, dir)
 	if n != 1 || !strings.Contains(out, "is gone") || !strings.Contains(out, "1 session,") || !strings.Contains(out, "rm "+db+sqlite.RecordSuffix) {
 		t.Fatalf("want the removed store reported, got %d:\n%s", n, out)
+	}
+}
+
+func TestMain(m *testing.M) {
+	if mcptest.Serving() {
+		os.Exit(mcptest.ServeStdio())
+	}
+	os.Exit(m.Run())
+}
+
+// Each MCP server is started, its tools named, and one that cannot start
+// is a problem to fix, saying what it said.
+func TestMCPServersInTheReport(t *testing.T) {
+	dir, _ := home(t)
+	prog, env := mcptest.Command()
+	cfg := fmt.Sprintf("mcp:\n  servers:\n    demo:\n      command: %q\n      env: {%s: %q}\n    broken:\n      command: %q\n",
+		prog, mcptest.EnvServe, env[mcptest.EnvServe], filepath.Join(t.TempDir(), "no-such-server"))
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, n := report(t, dir)
+	if n != 1 {
+		t.Errorf("%d problems, want 1 (the broken server):\n%s", n, out)
+	}
+	for _, want := range []string{"ok    mcp server demo — running (command: ", "demo.add, demo.crash, demo.echo", "FIX   mcp server broken — failed", "no-such-server\" not found: is it installed, and on PATH?", "check mcp.servers.broken in config.yaml"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/command"
+	"github.com/baton-agent/baton/internal/mcp"
 	"github.com/baton-agent/baton/internal/note"
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/store"
@@ -127,6 +128,8 @@ func (r *router) command(ctx context.Context, addr platform.Address, line string
 		return fmt.Sprintf("Compressed the earlier conversation: about %d → %d tokens. The full history stays stored.", before, after)
 	case "model":
 		return r.model(ctx, addr, args)
+	case "tools":
+		return mcp.Report(ctx, r.ag.Tools)
 	case "voice":
 		return r.voice(ctx, addr, args)
 	case "save":

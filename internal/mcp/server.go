@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -132,7 +133,10 @@ func (s *server) connect(ctx context.Context) (*conn, []agent.Tool, error) {
 	if err != nil {
 		if c.proc != nil {
 			c.proc.kill()
-			return nil, nil, c.proc.explain(fmt.Errorf("start %s: %w", describeWhere(s.cfg), err))
+			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, fmt.Errorf("command %q not found: is it installed, and on PATH?", s.cfg.Command)
+			}
+			return nil, nil, c.proc.explain(fmt.Errorf("start %s: %w", s.cfg.Command, err))
 		}
 		return nil, nil, fmt.Errorf("connect to %s: %w", s.cfg.URL, err)
 	}
