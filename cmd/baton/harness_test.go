@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/baton-agent/baton/internal/mcp/mcptest"
 )
 
 // batonBin is the real baton binary, built once by TestMain, and
@@ -21,6 +23,9 @@ import (
 var batonBin, whatsappBin string
 
 func TestMain(m *testing.M) {
+	if mcptest.Serving() { // started by a test's baton as its MCP server
+		os.Exit(mcptest.ServeStdio())
+	}
 	// BATON_BIN runs the tests and benchmarks against a binary built
 	// beforehand (scripts/bench measures the release build this way).
 	if bin := os.Getenv("BATON_BIN"); bin != "" {

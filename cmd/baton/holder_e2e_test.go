@@ -279,7 +279,9 @@ type placesRig struct {
 	st    *sqlite.Store
 }
 
-func newPlacesRig(t *testing.T, botToken string, forum int64) *placesRig {
+// newPlacesRig starts a gateway with the Telegram fake and the web chat;
+// extra is more of config.yaml.
+func newPlacesRig(t *testing.T, botToken string, forum int64, extra ...string) *placesRig {
 	t.Helper()
 	fake := telegramtest.New(t, botToken)
 	fake.AddChat(telegramtest.Chat{ID: forum, Type: telegramtest.Supergroup, Title: "baton", IsForum: true})
@@ -288,7 +290,7 @@ func newPlacesRig(t *testing.T, botToken string, forum int64) *placesRig {
 	env := cleanEnv(home, modelEnv(srv)...)
 	batonHome := filepath.Join(home, "baton")
 	writeConfig(t, batonHome, fmt.Sprintf("web:\n  listen: 127.0.0.1:0\ntelegram:\n  token: %q\n  server_url: %q\n"+
-		"gateway:\n  owners:\n    telegram: [\"1\"]\n  homes:\n    telegram: \"telegram:group:%d\"\n", botToken, fake.URL(), forum))
+		"gateway:\n  owners:\n    telegram: [\"1\"]\n  homes:\n    telegram: \"telegram:group:%d\"\n%s", botToken, fake.URL(), forum, strings.Join(extra, "")))
 	gw := startGateway(t, env, batonHome)
 	c := control.NewClient(control.SocketPath(batonHome))
 	testutil.Eventually(t, hangGuard, func() bool {

@@ -132,8 +132,8 @@ func clipHead(s string, n int) string {
 // printTranscript shows the last limit messages of a transcript (all when
 // limit <= 0) as transcript.View sees them: the person's lines after the
 // prompt mark, answers rendered as they were when first streamed, tool
-// calls as one line each with how they ended, and baton's own messages as
-// one-line notes.
+// calls as the cards shown live (how each ended and the start of its
+// result), and baton's own messages as one-line notes.
 func printTranscript(out *renderer, msgs []store.Message, limit int) {
 	if limit > 0 && len(msgs) > limit {
 		out.Printf("… %s (`baton sessions show` prints them all)\n", plural.Count(len(msgs)-limit, "earlier message", "earlier messages"))
@@ -158,8 +158,13 @@ func printTranscript(out *renderer, msgs []store.Message, limit int) {
 			out.Delta(l.Text)
 			out.EndAnswer()
 		case transcript.ToolCall:
+			// The card as it was shown live: how the call ended and the
+			// start of its result.
 			e := agent.Event{Call: llm.ToolCall{ID: l.CallID, Name: l.Tool, Arguments: json.RawMessage(l.Args)}, Output: results[l.CallID]}
-			out.Printf("%s\n", firstLine(toolLine(e)))
+			if strings.HasPrefix(e.Output, "error: ") {
+				e.Err = errors.New(e.Output)
+			}
+			out.Printf("%s\n", toolLine(e))
 		case transcript.ToolResult:
 			printFiles(out, l.Files) // what send_file sent
 		case transcript.Note:

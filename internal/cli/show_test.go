@@ -41,6 +41,8 @@ func TestPrintTranscript(t *testing.T) {
 		prompt + "list the files",
 		"Sure.",
 		"  ✓ shell: ls > out",
+		"    a",
+		"    b",
 		"  ✗ write_file: notes.md — denied",
 		"  ⏹ shell — cancelled",
 		"Two files.",
