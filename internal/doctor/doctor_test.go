@@ -206,7 +206,7 @@ func TestMCPServersInTheReport(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d problems, want 1 (the broken server):\n%s", n, out)
 	}
-	for _, want := range []string{"ok    mcp server demo — running (command: ", "demo.add, demo.crash, demo.echo", "FIX   mcp server broken — failed", "no-such-server\" not found: is it installed, and on PATH?", "check mcp.servers.broken in config.yaml"} {
+	for _, want := range []string{"ok    mcp server demo — running (command: ", "demo.add, demo.crash, demo.cwd, demo.echo", "FIX   mcp server broken — failed", "no-such-server\" not found: is it installed, and on PATH?", "check mcp.servers.broken in config.yaml"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

@@ -92,9 +92,7 @@ func (s *Servers) Tools(ctx context.Context) []agent.Tool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := sv.ensure(ctx); err != nil && ctx.Err() == nil {
-				s.opts.Logger.Warn("mcp server not available", "server", sv.name, "err", err)
-			}
+			_, _ = sv.ensure(ctx) // a failure is logged once per start, and kept in Status
 		}()
 	}
 	wg.Wait()

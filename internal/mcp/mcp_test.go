@@ -98,7 +98,7 @@ func TestStdioServerListsAndCalls(t *testing.T) {
 		t.Errorf("an error result came as %v", err)
 	}
 	st := s.Status()
-	if st[0].State != mcp.Running || len(st[0].Tools) != 9 || !strings.HasPrefix(st[0].Where, "command: ") {
+	if st[0].State != mcp.Running || len(st[0].Tools) != 10 || !strings.HasPrefix(st[0].Where, "command: ") {
 		t.Errorf("status %+v", st[0])
 	}
 }
@@ -108,8 +108,17 @@ func TestStdioServerListsAndCalls(t *testing.T) {
 func TestStdioServerEnvironment(t *testing.T) {
 	env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "OPENAI_API_KEY": "sk-secret", "GH": "tok-1"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	s := open(t, map[string]config.MCPServer{"demo": stdio(map[string]string{"GITHUB_TOKEN": "${GH}"})}, mcp.Options{Lookup: lookup})
-	envTool := find(t, s.Tools(testutil.Context(t, 30*time.Second)), "demo.env")
+	if err := os.Mkdir(filepath.Join(env["HOME"], "src"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := stdio(map[string]string{"GITHUB_TOKEN": "${GH}"})
+	cfg.Cwd = "~/src"
+	s := open(t, map[string]config.MCPServer{"demo": cfg}, mcp.Options{Lookup: lookup})
+	tools := s.Tools(testutil.Context(t, 30*time.Second))
+	if out, err := run(t, find(t, tools, "demo.cwd"), `{}`); err != nil || out != filepath.Join(env["HOME"], "src") {
+		t.Errorf("cwd ~/src: the server runs in %q, %v", out, err)
+	}
+	envTool := find(t, tools, "demo.env")
 	for args, want := range map[string]string{
 		`{"name":"GITHUB_TOKEN"}`:   "GITHUB_TOKEN=tok-1",
 		`{"name":"OPENAI_API_KEY"}`: "OPENAI_API_KEY is not set",

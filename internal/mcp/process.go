@@ -3,6 +3,7 @@ package mcp
 import (
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,11 @@ var passedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LA
 func (s *server) process() (*process, error) {
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Dir = s.cfg.Cwd
+	if rest, ok := strings.CutPrefix(cmd.Dir, "~/"); ok {
+		if home, ok := s.opts.Lookup("HOME"); ok {
+			cmd.Dir = filepath.Join(home, rest)
+		}
+	}
 	if cmd.Dir == "" {
 		cmd.Dir = s.opts.Dir
 	}

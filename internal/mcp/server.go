@@ -83,6 +83,7 @@ func (s *server) ensure(ctx context.Context) (*conn, error) {
 		}
 		s.state, s.err = Failed, err
 		s.retryAt = time.Now().Add(s.waits.NextBackOff())
+		s.opts.Logger.Warn("mcp server did not start; its tools are not offered", "server", s.name, "err", err, "retry", s.retryAt.Format(time.TimeOnly))
 		return nil, fmt.Errorf("MCP server %s: %w", s.name, err)
 	}
 	if s.closed {

@@ -104,6 +104,7 @@ func text(s string) *sdk.CallToolResult {
 //   - crash: the process exits in the middle of the call;
 //   - fail: a result marked as an error;
 //   - env {name}: a variable of the server's environment;
+//   - cwd: the server's working directory;
 //   - pid: the server process's id (a restart changes it);
 //   - look {text}: marked read-only (readOnlyHint).
 func NewServer() *sdk.Server {
@@ -156,6 +157,11 @@ func NewServer() *sdk.Server {
 				return text(a.Name + " is not set"), nil, nil
 			}
 			return text(a.Name + "=" + v), nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "cwd", Description: "The server's working directory."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			dir, err := os.Getwd()
+			return text(dir), nil, err
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "pid", Description: "The server's process id."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
