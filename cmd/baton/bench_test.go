@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -10,15 +12,40 @@ import (
 	"time"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
+	"github.com/baton-agent/baton/internal/mcp/mcptest"
 )
 
 // BenchmarkStartToPrompt is launching `baton` in a pty until its prompt is
 // drawn and ready for typing (store opened, owner found, model resolved).
 // Leaving (Ctrl-D and exit) is not timed.
-func BenchmarkStartToPrompt(b *testing.B) {
+func BenchmarkStartToPrompt(b *testing.B) { startToPrompt(b, "") }
+
+// BenchmarkStartToPromptWithMCP is BenchmarkStartToPrompt with three MCP
+// servers configured, one of which takes 3 s to start: servers start
+// when a turn needs them, so the prompt comes as fast as without them.
+func BenchmarkStartToPromptWithMCP(b *testing.B) {
+	prog, env := mcptest.Command()
+	slow := filepath.Join(b.TempDir(), "slow-server")
+	script := fmt.Sprintf("#!/bin/sh\nsleep 3\nexec %q\n", prog)
+	if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var cfg strings.Builder
+	cfg.WriteString("mcp:\n  servers:\n")
+	for _, name := range []string{"one", "two"} {
+		fmt.Fprintf(&cfg, "    %s:\n      command: %q\n      env: {%s: %q}\n", name, prog, mcptest.EnvServe, env[mcptest.EnvServe])
+	}
+	fmt.Fprintf(&cfg, "    slow:\n      command: %q\n      env: {%s: %q}\n", slow, mcptest.EnvServe, env[mcptest.EnvServe])
+	startToPrompt(b, cfg.String())
+}
+
+func startToPrompt(b *testing.B, config string) {
 	srv := llmtest.Start(b)
 	home, work := b.TempDir(), b.TempDir()
 	env := cleanEnv(home, modelEnv(srv)...)
+	if config != "" {
+		writeConfig(b, filepath.Join(home, "baton"), config)
+	}
 	ready := func(raw string) bool {
 		return strings.Contains(raw, "› ") && strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
 	}

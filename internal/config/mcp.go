@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"regexp"
 	"sort"
 	"time"
 )
@@ -41,9 +40,20 @@ type MCPServer struct {
 // DefaultMCPTimeout bounds an MCP tool call when its server sets none.
 const DefaultMCPTimeout = 2 * time.Minute
 
-// mcpName is what a server may be called: its tools are "name.tool", and
-// allow rules "mcp:name.tool", so the name holds no dot.
-var mcpName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+// mcpNameOK reports whether a server may be called name: its tools are
+// "name.tool", and allow rules "mcp:name.tool", so the name holds no dot
+// (letters, digits, '-' and '_', at most 32).
+func mcpNameOK(name string) bool {
+	if name == "" || len(name) > 32 {
+		return false
+	}
+	for _, c := range name {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // Check refuses a server that cannot be started as written, naming it.
 func (c MCPConfig) Check() error {
@@ -52,7 +62,7 @@ func (c MCPConfig) Check() error {
 		s := c.Servers[name]
 		where := "mcp.servers." + name
 		switch {
-		case !mcpName.MatchString(name):
+		case !mcpNameOK(name):
 			errs = append(errs, fmt.Errorf("%s: a server's name is letters, digits, '-' and '_' (at most 32): its tools are called %q", where, name+".tool"))
 		case s.Command == "" && s.URL == "":
 			errs = append(errs, fmt.Errorf("%s: give command (a server baton starts) or url (one already running)", where))

@@ -3,14 +3,9 @@ package llm
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
 	"strconv"
 	"strings"
 )
-
-// wireName is what both OpenAI's and Anthropic's APIs take as a tool's
-// name; baton's own names may say more ("github.list_issues").
-var wireName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // maxWireName is the shorter of the two APIs' bounds (OpenAI's).
 const maxWireName = 64
@@ -39,7 +34,7 @@ func NewToolNames(tools []Tool) *ToolNames {
 // WireName is name as the APIs take it: "." becomes "__", anything else
 // they refuse "_", and a name too long keeps its start and a hash.
 func WireName(name string) string {
-	if wireName.MatchString(name) {
+	if wireOK(name) {
 		return name
 	}
 	var b strings.Builder
@@ -47,7 +42,7 @@ func WireName(name string) string {
 		switch {
 		case r == '.':
 			b.WriteString("__")
-		case r == '_' || r == '-' || r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+		case r < 128 && wireByte(byte(r)):
 			b.WriteRune(r)
 		default:
 			b.WriteByte('_')
@@ -62,6 +57,26 @@ func WireName(name string) string {
 		w = fit(w, "_"+hex.EncodeToString(sum[:4]))
 	}
 	return w
+}
+
+// wireOK reports whether both OpenAI's and Anthropic's APIs take name as
+// a tool's (^[A-Za-z0-9_-]{1,64}$); baton's own names may say more
+// ("github.list_issues"). A loop, not a regexp: this package is
+// initialized by every baton command.
+func wireOK(name string) bool {
+	if name == "" || len(name) > maxWireName {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !wireByte(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func wireByte(c byte) bool {
+	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // fit is w cut so that w+suffix stays within the bound.
