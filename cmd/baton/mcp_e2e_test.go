@@ -59,6 +59,11 @@ func TestMCPToolApprovedInTelegramShownInTheTerminal(t *testing.T) {
 		t.Fatalf("the stored result is %+v", result)
 	}
 
+	fake.PushMessage(forum, 0, owner, "/tools")
+	waitSent(t, fake, "/tools in the chat", func(m telegramtest.SentMessage) bool {
+		return strings.Contains(m.Plain, "demo — running") && strings.Contains(m.Plain, "demo.echo")
+	})
+
 	fake.PushMessage(forum, 0, owner, "/handoff cli")
 	waitSent(t, fake, "the handoff", func(m telegramtest.SentMessage) bool { return strings.Contains(m.Plain, "Handing off to the terminal") })
 	tm := startTerm(t, pr.env, pr.work, "-r", sid[:8])

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -93,7 +92,7 @@ func Open(ctx context.Context, home string) (*App, error) {
 // directory of the process that starts it (the terminal's, or the
 // gateway's), and what its tools return is kept in the store.
 func newMCP(cfg config.MCPConfig, st store.Store) *mcp.Servers {
-	opts := mcp.Options{Logger: slog.Default()}
+	var opts mcp.Options
 	if fk, ok := st.(mcp.FileKeeper); ok {
 		opts.Files = fk
 	}

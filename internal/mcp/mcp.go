@@ -74,6 +74,15 @@ func New(cfg config.MCPConfig, opts Options) *Servers {
 	return s
 }
 
+// SetLogger sends what the servers log (a server that did not start, or
+// stopped) to l; it is called before any server starts. Unset, nothing
+// is logged: the terminal shows servers' states in /tools instead.
+func (s *Servers) SetLogger(l *slog.Logger) {
+	if l != nil {
+		s.opts.Logger = l
+	}
+}
+
 // Servers names the configured servers.
 func (s *Servers) Servers() []string {
 	out := make([]string, len(s.servers))
