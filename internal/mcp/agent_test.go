@@ -27,12 +27,13 @@ import (
 // world is an agent whose tools include the demo server's, talking to
 // the fake model over one protocol.
 type world struct {
-	srv   *llmtest.Server
-	st    *sqlite.Store
-	agent *agent.Agent
-	sid   string
-	asked []agent.ApprovalRequest
-	mu    sync.Mutex
+	srv    *llmtest.Server
+	st     *sqlite.Store
+	agent  *agent.Agent
+	sid    string
+	asked  []agent.ApprovalRequest
+	answer agent.Decision // Deny unless a test says otherwise
+	mu     sync.Mutex
 }
 
 func newWorld(t *testing.T, proto string, server config.MCPServer, allow ...string) *world {
@@ -67,7 +68,7 @@ func newWorld(t *testing.T, proto string, server config.MCPServer, allow ...stri
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.asked = append(w.asked, req)
-			return agent.Deny, nil
+			return w.answer, nil
 		})}
 	s, err := st.CreateSession(ctx, store.Session{OwnerID: "u1", Platform: "cli"})
 	if err != nil {
@@ -185,6 +186,24 @@ func TestMCPToolsAskFirst(t *testing.T) {
 	}
 	if len(w.asked) != 2 || w.asked[0].Tool != "demo.echo" || string(w.asked[0].Arguments) != `{"text":"x"}` {
 		t.Errorf("asked %+v", w.asked)
+	}
+
+	// "Always" covers exactly the same call again in the session.
+	w = newWorld(t, llmtest.ProtocolOpenAI, stdio(nil))
+	w.answer = agent.AlwaysForSession
+	callWith := func(args string) store.Message {
+		w.srv.Push(llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "demo__echo", Args: args}}}, llmtest.Reply{Text: "ok"})
+		_, msgs := w.turn(t, "echo")
+		return lastResult(msgs)
+	}
+	if r := callWith(`{"text":"same"}`); r.Content != "echo: same" || len(w.asked) != 1 || w.asked[0].Subject != `{"text":"same"}` {
+		t.Fatalf("always: %q, asked %+v", r.Content, w.asked)
+	}
+	if r := callWith(`{ "text": "same" }`); r.Content != "echo: same" || len(w.asked) != 1 {
+		t.Errorf("the same call was asked again: %q, asked %d times", r.Content, len(w.asked))
+	}
+	if callWith(`{"text":"other"}`); len(w.asked) != 2 {
+		t.Errorf("always for one call let another run unasked")
 	}
 
 	w = newWorld(t, llmtest.ProtocolOpenAI, stdio(nil), "mcp:demo.echo")

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,7 +184,20 @@ func (s *server) tool(t *sdk.Tool) agent.Tool {
 		Run: func(ctx context.Context, args json.RawMessage) (string, error) {
 			return s.call(ctx, name, args)
 		},
+		// The call's arguments are what it acts on: the approval shows
+		// them, and "always" covers exactly these again.
+		Subject: compactJSON,
 	}
+}
+
+// compactJSON is args without insignificant spaces, or as sent when they
+// are not JSON.
+func compactJSON(args json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, args) != nil {
+		return string(args)
+	}
+	return b.String()
 }
 
 // watch marks the server stopped when its session ends by itself (the
