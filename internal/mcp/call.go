@@ -10,6 +10,7 @@ import (
 	"mime"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-agent/baton/internal/agent"
@@ -35,10 +36,16 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 		return "", ctx.Err()
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		return "", fmt.Errorf("%s.%s ran past %s and was stopped (mcp.servers.%s.timeout sets how long a call may run)", s.name, tool, timeout, s.name)
-	case c.ended(err):
+	case c.proc != nil && c.ended(err):
 		s.drop(c, err)
 		go c.close() // reap what is left of it
 		return "", c.explain(fmt.Errorf("interrupted: MCP server %s stopped during the call, so it may or may not have acted; it is started again for the next call", s.name))
+	case !isWireError(err):
+		// Not the server's answer: the connection failed (a URL server
+		// went away). The next call connects again.
+		s.drop(c, err)
+		go c.close()
+		return "", fmt.Errorf("interrupted: lost MCP server %s during the call (%v), so it may or may not have acted; it is connected again for the next call", s.name, err)
 	default:
 		return "", fmt.Errorf("MCP server %s: %w", s.name, err)
 	}
@@ -47,6 +54,22 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 		return "", errors.New(out)
 	}
 	return out, nil
+}
+
+// isWireError reports whether err is the server's own JSON-RPC error
+// answer (an unknown tool, bad arguments), after which the session goes
+// on. The SDK words its own transport failures as JSON-RPC errors too,
+// with codes of its own: those are not the server's answer.
+func isWireError(err error) bool {
+	var wire *jsonrpc.Error
+	if !errors.As(err, &wire) {
+		return false
+	}
+	switch wire.Code {
+	case -32003, -32004, -32005: // client closing, server closing, rejected by the transport
+		return false
+	}
+	return true
 }
 
 // ended reports whether the session is over: the process died or the

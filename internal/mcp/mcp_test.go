@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -248,36 +248,8 @@ func TestHTTPServer(t *testing.T) {
 	var mu sync.Mutex
 	var auth []string
 	srv := mcptest.ServeHTTP(t)
-	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		auth = append(auth, r.Header.Get("Authorization"))
-		mu.Unlock()
-		r2, _ := http.NewRequestWithContext(r.Context(), r.Method, srv.URL+r.URL.Path, r.Body)
-		r2.Header = r.Header.Clone()
-		resp, err := http.DefaultTransport.RoundTrip(r2)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			if n > 0 {
-				w.Write(buf[:n])
-				if f, ok := w.(http.Flusher); ok {
-					f.Flush()
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	})
+	front := proxyTo(srv.URL)
+	front = recordAuth(front, func(a string) { mu.Lock(); auth = append(auth, a); mu.Unlock() })
 	proxy := newLoopback(t, front)
 	lookup := func(k string) (string, bool) { return map[string]string{"DOCS_TOKEN": "t-9"}[k], k == "DOCS_TOKEN" }
 	s := open(t, map[string]config.MCPServer{"docs": {URL: proxy + "/mcp", Headers: map[string]string{"Authorization": "Bearer ${DOCS_TOKEN}"}}}, mcp.Options{Lookup: lookup})
@@ -294,5 +266,28 @@ func TestHTTPServer(t *testing.T) {
 		if a != "Bearer t-9" {
 			t.Errorf("a request carried Authorization %q", a)
 		}
+	}
+}
+
+// A URL server whose connection drops in the middle of a call: the call
+// is reported interrupted, and the next one connects again.
+func TestHTTPServerLostMidCall(t *testing.T) {
+	srv := mcptest.ServeHTTP(t)
+	front := httptest.NewServer(proxyTo(srv.URL))
+	t.Cleanup(front.Close)
+	s := open(t, map[string]config.MCPServer{"docs": {URL: front.URL + "/mcp"}}, mcp.Options{})
+	tools := s.Tools(testutil.Context(t, 30*time.Second))
+	done := make(chan error, 1)
+	// Two seconds: the server's handler is not told the call is over, and
+	// the test's end waits for it.
+	go func() { _, err := run(t, find(t, tools, "docs.slow"), `{"seconds":2}`); done <- err }()
+	testutil.Eventually(t, 30*time.Second, func() bool { return srv.Calls.Begun("slow") > 0 }, "the slow call to reach the server")
+	front.CloseClientConnections()
+	err := testutil.Receive(t, done, "the cut call")
+	if err == nil || !strings.Contains(err.Error(), "interrupted: lost MCP server docs during the call") {
+		t.Fatalf("the cut call came back as %v", err)
+	}
+	if out, err := run(t, find(t, tools, "docs.echo"), `{"text":"again"}`); err != nil || out != "echo: again" {
+		t.Fatalf("after the cut: %q, %v", out, err)
 	}
 }

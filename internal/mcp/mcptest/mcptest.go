@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func Serving() bool { return os.Getenv(EnvServe) != "" }
 // ServeStdio serves the demo server on standard input and output until
 // the client closes it, and returns the process's exit code.
 func ServeStdio() int {
-	if err := NewServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+	if err := NewServer(nil).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		return 1
 	}
@@ -48,13 +49,45 @@ func Command() (program string, env map[string]string) {
 	return exe, map[string]string{EnvServe: "stdio"}
 }
 
-// ServeHTTP starts the demo server over streamable HTTP on 127.0.0.1 and
-// returns it; it is closed when the test ends.
-func ServeHTTP(t testing.TB) *httptest.Server {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return NewServer() }, nil)
+// HTTP is the demo server over streamable HTTP.
+type HTTP struct {
+	*httptest.Server
+	Calls *Calls
+}
+
+// ServeHTTP starts the demo server over streamable HTTP on 127.0.0.1; it
+// is closed when the test ends.
+func ServeHTTP(t testing.TB) *HTTP {
+	calls := &Calls{}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return NewServer(calls) }, nil)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv
+	return &HTTP{Server: srv, Calls: calls}
+}
+
+// Calls counts the calls each tool has begun.
+type Calls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *Calls) begin(tool string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[tool]++
+}
+
+// Begun is how many calls of tool have begun.
+func (c *Calls) Begun(tool string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[tool]
 }
 
 // Picture is the PNG the picture tool returns: 3×2 pixels.
@@ -107,8 +140,18 @@ func text(s string) *sdk.CallToolResult {
 //   - cwd: the server's working directory;
 //   - pid: the server process's id (a restart changes it);
 //   - look {text}: marked read-only (readOnlyHint).
-func NewServer() *sdk.Server {
+//
+// calls, if not nil, counts the calls begun.
+func NewServer(calls *Calls) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if p, ok := req.GetParams().(*sdk.CallToolParamsRaw); ok {
+				calls.begin(p.Name)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Say the text back."},
 		func(_ context.Context, _ *sdk.CallToolRequest, a echoArgs) (*sdk.CallToolResult, any, error) {
 			return text("echo: " + a.Text), nil, nil
