@@ -37,6 +37,9 @@ func (s *Store) RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, t
 	if toPlatform == "" {
 		return store.Handoff{}, fmt.Errorf("request handoff of %s: no destination platform: %w", sessionID, store.ErrInvalid)
 	}
+	if err := store.CheckNames("session", sessionID, "platform", fromPlatform, "platform", toPlatform, "destination", destination); err != nil {
+		return store.Handoff{}, fmt.Errorf("request handoff: %w", err)
+	}
 	// One statement: the session must exist, and the partial unique index
 	// refuses a second live handoff.
 	// Only the id is new: the rest is what was written.

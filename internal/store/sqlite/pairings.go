@@ -30,6 +30,10 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 	if ask.Platform == "" || ask.PlatformUserID == "" || ask.Code == "" {
 		return p, false, fmt.Errorf("ask pairing: platform, user id and code are required: %w", store.ErrInvalid)
 	}
+	if err := store.CheckNames("platform", ask.Platform, "user id", ask.PlatformUserID, "sender", ask.Sender,
+		"address key", ask.AddressKey, "code", ask.Code); err != nil {
+		return p, false, fmt.Errorf("ask pairing: %w", err)
+	}
 	now := ask.Now.UnixNano()
 	err = s.tx(ctx, func(tx *wtx) error {
 		p, err = scanPairing(tx.QueryRow(`SELECT `+pairingCols+` FROM pairings WHERE platform = ? AND platform_user_id = ?`,

@@ -33,6 +33,10 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 	if in.ID == "" {
 		in.ID = newID()
 	}
+	if err := store.CheckNames("id", in.ID, "owner", in.OwnerID, "model", in.Model, "platform", in.Platform,
+		"parent", in.ParentID, "holder", in.Holder); err != nil {
+		return store.Session{}, fmt.Errorf("create session: %w", err)
+	}
 	if in.Title != "" {
 		t, err := store.SanitizeTitle(in.Title)
 		if err != nil {
@@ -95,7 +99,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 	if limit <= 0 {
 		limit = 50
 	}
-	q += " ORDER BY updated_at DESC, id" + limitClause(limit) + " OFFSET ?"
+	q += " ORDER BY updated_at DESC, rowid DESC" + limitClause(limit) + " OFFSET ?"
 	args = append(args, max(f.Offset, 0))
 	rows, err := s.read(ctx, q, args...)
 	if err != nil {
