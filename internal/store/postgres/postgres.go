@@ -121,9 +121,18 @@ func explainConnect(host string, port uint16, db, user string, err error) string
 		at, redactErr(err))
 }
 
-// redactErr is err's message with anything after "password=" hidden.
+// redactErr is the cause of a failed connection in one line: pgx's own
+// message lists every address tried, on lines of their own, and names
+// the user and database.
 func redactErr(err error) string {
-	msg := err.Error()
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			break
+		}
+		err = next
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
 	if i := strings.Index(msg, "password="); i >= 0 {
 		msg = msg[:i] + "password=xxxxx"
 	}
