@@ -75,7 +75,7 @@ func Redact(u string) string {
 // Open connects to the database at rawURL and applies pending
 // migrations. Several processes, on any machines, may open one database
 // at once.
-func Open(ctx context.Context, rawURL string) (*Store, error) {
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		// pgx's message may quote the URL; say only what is wrong.
@@ -88,6 +88,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", where, err)
 	}
 	s := &Store{pool: pool, where: where, maxFileBytes: store.DefaultMaxFileBytes}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %s", explainConnect(cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, cfg.ConnConfig.User, err))
@@ -145,8 +148,12 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// WithMaxFileBytes sets PutFile's bound.
-func (s *Store) WithMaxFileBytes(n int64) { s.maxFileBytes = n }
+// Option changes how Open sets up a store.
+type Option func(*Store)
+
+// WithMaxFileBytes sets PutFile's bound (store.DefaultMaxFileBytes
+// otherwise).
+func WithMaxFileBytes(n int64) Option { return func(s *Store) { s.maxFileBytes = n } }
 
 // micros is t as stored: microseconds since 1970, 0 for none.
 func micros(t time.Time) int64 {
