@@ -128,7 +128,7 @@ func TestMissingDatabaseSaysHowToMakeIt(t *testing.T) {
 
 func TestRedactHidesThePassword(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://ann:pw@db.example:5432/baton":          "postgres://ann@db.example:5432/baton",
+		"postgres://ann:pw@db.example:5432/baton":           "postgres://ann@db.example:5432/baton",
 		"postgres://db.example/baton?password=pw&sslmode=x": "postgres://db.example/baton?password=xxxxx&sslmode=x",
 	} {
 		if got := postgres.Redact(in); got != want {
