@@ -23,3 +23,10 @@ func openTemp(t testing.TB) *postgres.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
 }
+
+// BenchmarkStore runs the store operations every store is timed on. Run
+// with BATON_TEST_POSTGRES_DURABLE=1 for a server that syncs every commit,
+// as the SQLite store does.
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store { return openTemp(b) })
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
+	"github.com/baton-agent/baton/internal/store/storetest"
 )
 
 var words = []string{"deploy", "kubernetes", "cluster", "coffee", "report", "budget", "agent", "terminal",
@@ -172,4 +173,10 @@ func BenchmarkDeliveryCycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkStore runs the store operations every store is timed on, as
+// the Postgres store's benchmark of the same name does.
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store { return openTemp(b) })
 }

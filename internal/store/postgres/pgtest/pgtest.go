@@ -36,6 +36,11 @@ import (
 // EnvURL names the variable giving an existing server to test against.
 const EnvURL = "BATON_TEST_POSTGRES"
 
+// EnvDurable, set to 1, makes the server started here sync every commit
+// (for benchmarks beside the SQLite store, which does); tests run
+// without syncs, as nothing they check needs a power cut survived.
+const EnvDurable = "BATON_TEST_POSTGRES_DURABLE"
+
 // startLimit bounds how long a new server may take to accept connections.
 const startLimit = time.Minute
 
@@ -194,10 +199,12 @@ func (h *harness) start(bin string) (string, error) {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
 	defer logFile.Close()
-	srv := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200")
+	args := []string{"-D", data, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + dir, "-c", "max_connections=200"}
+	if os.Getenv(EnvDurable) != "1" {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	srv := exec.Command(filepath.Join(bin, "postgres"), args...)
 	srv.Dir = dir
 	srv.Stdout, srv.Stderr = logFile, logFile
 	srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
