@@ -178,13 +178,27 @@ func loadMessages(ctx context.Context, q querier, where string, args ...any) ([]
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
-	ids := make([]int64, len(out))
 	at := make(map[int64]int, len(out))
+	lo, hi := out[0].ID, out[0].ID
+	sessions := map[string]bool{}
 	for i, m := range out {
-		ids[i] = m.ID
 		at[m.ID] = i
+		lo, hi = min(lo, m.ID), max(hi, m.ID)
+		sessions[m.SessionID] = true
 	}
-	arows, err := q.Query(ctx, `SELECT `+attachmentCols+` FROM attachments WHERE message_id = ANY($1) ORDER BY message_id, ordinal`, ids)
+	// One session's messages (a transcript) find their attachments by the
+	// session's index, over the range of their ids; others by id.
+	var arows pgx.Rows
+	if len(sessions) == 1 {
+		arows, err = q.Query(ctx, `SELECT `+attachmentCols+` FROM attachments WHERE session_id = $1 AND message_id BETWEEN $2 AND $3
+			ORDER BY message_id, ordinal`, out[0].SessionID, lo, hi)
+	} else {
+		ids := make([]int64, 0, len(out))
+		for _, m := range out {
+			ids = append(ids, m.ID)
+		}
+		arows, err = q.Query(ctx, `SELECT `+attachmentCols+` FROM attachments WHERE message_id = ANY($1) ORDER BY message_id, ordinal`, ids)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +207,9 @@ func loadMessages(ctx context.Context, q querier, where string, args ...any) ([]
 		return nil, err
 	}
 	for _, a := range as {
-		i := at[a.MessageID]
-		out[i].Attachments = append(out[i].Attachments, a)
+		if i, ok := at[a.MessageID]; ok { // the range may hold superseded ones
+			out[i].Attachments = append(out[i].Attachments, a)
+		}
 	}
 	return out, nil
 }

@@ -136,7 +136,7 @@ func (s *Store) ParkInbound(ctx context.Context, id int64, sessionID, addressKey
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("park inbound %d: %w", id, err)
+		return fmt.Errorf("park inbound %d: %w", id, notText(err))
 	}
 	return nil
 }
@@ -381,7 +381,7 @@ func (s *Store) SetHomeChannel(ctx context.Context, platform, addressKey string)
 			platform, addressKey, nowMicros())
 	}
 	if err != nil {
-		return fmt.Errorf("set home channel of %s to %q: %w", platform, addressKey, err)
+		return fmt.Errorf("set home channel of %s to %q: %w", platform, addressKey, notText(err))
 	}
 	return nil
 }
@@ -438,7 +438,7 @@ func (s *Store) SetPlatformState(ctx context.Context, platform, key, value strin
 			platform, key, []byte(value), nowMicros())
 	}
 	if err != nil {
-		return fmt.Errorf("set %s state %q: %w", platform, key, err)
+		return fmt.Errorf("set %s state %q: %w", platform, key, notText(err))
 	}
 	return nil
 }

@@ -307,7 +307,7 @@ func (s *Store) CreateUser(ctx context.Context, name string) (store.User, error)
 	u := store.User{ID: newID(), Name: name}
 	t := nowMicros()
 	if _, err := s.pool.Exec(ctx, `INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3)`, u.ID, u.Name, t); err != nil {
-		return store.User{}, fmt.Errorf("create user %q: %w", name, err)
+		return store.User{}, fmt.Errorf("create user %q: %w", name, notText(err))
 	}
 	u.CreatedAt = fromMicros(t)
 	return u, nil
@@ -344,7 +344,7 @@ func (s *Store) LinkIdentity(ctx context.Context, id store.Identity) error {
 		return fmt.Errorf("link identity %s:%s: user %s: %w", id.Platform, id.PlatformUserID, id.UserID, store.ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("link identity %s:%s: %w", id.Platform, id.PlatformUserID, err)
+		return fmt.Errorf("link identity %s:%s: %w", id.Platform, id.PlatformUserID, notText(err))
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func (s *Store) ClaimIdentity(ctx context.Context, id store.Identity) (store.Ide
 		return store.Identity{}, fmt.Errorf("claim identity %s:%s: user %s: %w", id.Platform, id.PlatformUserID, id.UserID, store.ErrNotFound)
 	}
 	if err != nil {
-		return store.Identity{}, fmt.Errorf("claim identity %s:%s: %w", id.Platform, id.PlatformUserID, err)
+		return store.Identity{}, fmt.Errorf("claim identity %s:%s: %w", id.Platform, id.PlatformUserID, notText(err))
 	}
 	return out, nil
 }
