@@ -68,10 +68,10 @@ func documentVector(content string) string {
 	var b strings.Builder
 	pos := 0
 	for _, w := range words(content) {
+		pos++ // a word left out still stands between its neighbours
 		if len(w.word) > maxWordBytes {
 			continue
 		}
-		pos++
 		if b.Len()+len(w.word)+12 > maxVectorBytes {
 			break
 		}
