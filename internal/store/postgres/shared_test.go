@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -133,6 +134,59 @@ func TestRedactHidesThePassword(t *testing.T) {
 	} {
 		if got := postgres.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A message naming bytes while the last other session naming them is
+// deleted, from another process: either the message is refused or the
+// bytes stay. No row ever names bytes the store does not hold.
+func TestBytesNamedWhileRemovedStayOrTheMessageIsRefused(t *testing.T) {
+	u := pgtest.NewDatabase(t)
+	a, err := postgres.Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := postgres.Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	for i := range 30 {
+		f, err := a.PutFile(ctx, strings.NewReader(fmt.Sprintf("bytes %d", i)), "f.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, _ := a.CreateSession(ctx, store.Session{OwnerID: "u"})
+		next, _ := b.CreateSession(ctx, store.Session{OwnerID: "u"})
+		if _, err := a.AppendMessages(ctx, old.ID, store.Message{Role: store.RoleUser, Attachments: []store.Attachment{f}}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var appendErr error
+		wg.Go(func() { appendErr = a.DeleteSession(ctx, old.ID) })
+		wg.Go(func() {
+			_, appendErr2 := b.AppendMessages(ctx, next.ID, store.Message{Role: store.RoleUser, Attachments: []store.Attachment{f}})
+			if appendErr2 != nil && !errors.Is(appendErr2, store.ErrNotFound) {
+				t.Error(appendErr2)
+			}
+		})
+		wg.Wait()
+		if appendErr != nil {
+			t.Fatal(appendErr)
+		}
+		tr, err := b.Transcript(ctx, next.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr) == 1 {
+			r, err := b.OpenFile(ctx, f.SHA256)
+			if err != nil {
+				t.Fatalf("round %d: a stored message names bytes the store lost: %v", i, err)
+			}
+			r.Close()
 		}
 	}
 }
