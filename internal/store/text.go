@@ -21,7 +21,8 @@ import (
 // Names are text: ids, keys, address keys, platforms, models, kinds,
 // display names and file names must be valid UTF-8 without NUL. A store
 // refuses any other with an error wrapping ErrInvalid (CheckNames), and
-// stores nothing of that call.
+// stores nothing of that call. A message's names and tool calls hold no
+// 0x1e or 0x1f either (Message.Check).
 //
 // Times are kept to the microsecond (Postgres's precision): a store
 // returns what it stored truncated to the microsecond, in what the write
@@ -53,14 +54,30 @@ func Micro(t time.Time) time.Time {
 	return t.Truncate(time.Microsecond)
 }
 
-// Check refuses a message whose names are not text (CheckNames).
+// Check refuses a message whose names are not text (CheckNames), or
+// whose role, kind, tool call id, tool, platform, platform message id or
+// tool calls hold the control characters 0x1e or 0x1f: a store may keep
+// messages in packs separated by them (the SQLite store does), and JSON
+// never holds them raw.
 func (m Message) Check() error {
-	if err := CheckNames("kind", string(m.Kind), "tool call id", m.ToolCallID, "tool", m.ToolName,
-		"platform", m.Platform, "platform message id", m.PlatformMsgID); err != nil {
+	names := []string{"role", string(m.Role), "kind", string(m.Kind), "tool call id", m.ToolCallID, "tool", m.ToolName,
+		"platform", m.Platform, "platform message id", m.PlatformMsgID}
+	if err := CheckNames(names...); err != nil {
 		return err
+	}
+	for i := 0; i < len(names); i += 2 {
+		if strings.ContainsAny(names[i+1], packSeparators) {
+			return fmt.Errorf("%s %q holds a control character (0x1e or 0x1f): %w", names[i], names[i+1], ErrInvalid)
+		}
+	}
+	if strings.ContainsAny(string(m.ToolCalls), packSeparators) {
+		return fmt.Errorf("tool calls hold a raw control character (0x1e or 0x1f): %w", ErrInvalid)
 	}
 	return checkAttachments(m.Attachments)
 }
+
+// packSeparators are the control characters no message name holds.
+const packSeparators = "\x1e\x1f"
 
 // Check refuses an identity whose names are not text (CheckNames).
 func (id Identity) Check() error {

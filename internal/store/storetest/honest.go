@@ -71,6 +71,13 @@ var honestTests = map[string]func(*testing.T, store.Store){
 			wantErr(t, s.LinkIdentity(ctx(t), store.Identity{Platform: "web", PlatformUserID: bad, UserID: "u"}), store.ErrInvalid)
 			wantErr(t, s.SetHomeChannel(ctx(t), "web", bad), store.ErrInvalid)
 		}
+		for _, m := range []store.Message{
+			{Role: store.RoleTool, ToolCallID: "c\x1e1", Content: "x"},
+			{Role: store.RoleAssistant, ToolCalls: json.RawMessage("[\"\x1f\"]")},
+		} {
+			_, err := s.AppendMessages(ctx(t), a.ID, m)
+			wantErr(t, err, store.ErrInvalid)
+		}
 		eq(t, "nothing stored", len(must(s.Transcript(ctx(t), a.ID))), 0)
 		eq(t, "no inbound", len(must(s.PendingInbound(ctx(t), 0, 0))), 0)
 		eq(t, "no delivery", len(must(s.PendingDeliveries(ctx(t), "", 0))), 0)
