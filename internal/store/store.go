@@ -173,8 +173,8 @@ type SessionFilter struct {
 //   - Text is a person's words, never a query language: operators, quotes,
 //     parentheses and column names mean nothing and never make an error.
 //   - Content and query are cut into words the same way: runs of letters
-//     and digits, matched without regard to case; everything else
-//     separates words.
+//     and digits, matched without regard to case or to accents on Latin
+//     letters (cafe finds CAFÉ); everything else separates words.
 //   - Every word of Text must be found in the message. A word of Text that
 //     cuts into several (col:val, near(x)) must be found as those words in
 //     a row.

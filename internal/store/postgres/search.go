@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -15,7 +17,8 @@ import (
 // The search index is built here rather than by Postgres's text parser,
 // so that content and query are cut into words as the store's search
 // contract says (store.SearchQuery), whatever bytes the content holds:
-// words are runs of letters, digits and marks, lower-cased.
+// words are runs of letters, digits and marks, lower-cased and without
+// their accents.
 
 // maxWordBytes is the longest word indexed: Postgres refuses lexemes over
 // 2 KB, and a longer run of letters is no word anyone searches for.
@@ -48,14 +51,32 @@ func words(text string) []span {
 		case ok && start < 0:
 			start = i
 		case !ok && start >= 0:
-			out = append(out, span{start, i, strings.ToLower(text[start:i])})
+			out = append(out, span{start, i, fold(text[start:i])})
 			start = -1
 		}
 	}
 	if start >= 0 {
-		out = append(out, span{start, len(text), strings.ToLower(text[start:])})
+		out = append(out, span{start, len(text), fold(text[start:])})
 	}
 	return out
+}
+
+// fold is a word as indexed and searched: lower case, its letters'
+// accents (combining marks once decomposed) dropped, as SQLite's FTS5
+// tokenizer matches them.
+func fold(w string) string {
+	w = strings.ToLower(w)
+	for _, r := range w {
+		if r >= utf8.RuneSelf {
+			return norm.NFC.String(strings.Map(func(r rune) rune {
+				if unicode.Is(unicode.Mn, r) {
+					return -1
+				}
+				return r
+			}, norm.NFD.String(w)))
+		}
+	}
+	return w // ASCII: nothing to decompose
 }
 
 // lexeme quotes w for a tsvector or tsquery literal.

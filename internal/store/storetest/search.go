@@ -68,6 +68,13 @@ var searchTests = map[string]func(*testing.T, store.Store){
 			wantErr(t, err, store.ErrInvalid)
 		}
 	},
+	"CaseAndAccentsDoNotMatter": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		appendText(t, s, a.ID, store.RoleUser, "Le CAFÉ près de l'École")
+		for _, q := range []string{"café", "cafe", "CAFE", "école", "ecole", "PRES", "caf*"} {
+			eq(t, "hits for "+q, len(must(s.Search(ctx(t), store.SearchQuery{Text: q}))), 1)
+		}
+	},
 	"SupersededRowsAreNotFound": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
 		appendText(t, s, a.ID, store.RoleUser, "secret plan")
