@@ -17,8 +17,8 @@ import (
 // The search index is built here rather than by Postgres's text parser,
 // so that content and query are cut into words as the store's search
 // contract says (store.SearchQuery), whatever bytes the content holds:
-// words are runs of letters, digits and marks, lower-cased and without
-// their accents.
+// words are runs of letters and digits, lower-cased and without their
+// accents.
 
 // maxWordBytes is the longest word indexed: Postgres refuses lexemes over
 // 2 KB, and a longer run of letters is no word anyone searches for.
@@ -31,8 +31,11 @@ const maxVectorBytes = 256 << 10
 // maxPosition is the highest word position a tsvector keeps.
 const maxPosition = 16383
 
+// wordRune is a character of a word: a letter, a digit or one for
+// private use, the categories SQLite's FTS5 tokenizer takes (L*, N*, Co);
+// a combining mark separates, as there.
 func wordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Mn, r)
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
 }
 
 // span is one word of a text: where it is, and the word as indexed.
