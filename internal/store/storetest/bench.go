@@ -118,12 +118,13 @@ func Bench(b *testing.B, newStore BenchFactory) {
 	})
 }
 
-var benchWords = []string{"deploy", "kubernetes", "cluster", "coffee", "report", "budget", "agent", "terminal",
+// BenchWords are the words benchmark messages are made of.
+var BenchWords = []string{"deploy", "kubernetes", "cluster", "coffee", "report", "budget", "agent", "terminal",
 	"telegram", "message", "search", "handoff", "session", "weather", "python", "golang"}
 
 // Sentence makes varied, realistic-length message text.
 func Sentence(i int) string {
-	w := benchWords
+	w := BenchWords
 	return fmt.Sprintf("message %d about %s and %s, then %s with the %s before %s", i,
 		w[i%len(w)], w[(i/3)%len(w)], w[(i/7)%len(w)], w[(i/11)%len(w)], w[(i/13)%len(w)])
 }
