@@ -13,8 +13,8 @@ import (
 // Words a person or a model wrote are kept byte for byte, whatever the
 // bytes: a message's content and tool calls (the JSON as given, keys in
 // their order, spaces and all; never re-encoded), a draft, an inbound
-// event's and a delivery's text, a delivery's error, a note's body, an
-// attachment's transcript and a platform state's value. NUL bytes and
+// event's and a delivery's text, a delivery's and a handoff's error, a
+// note's body, an attachment's transcript and a platform state's value. NUL bytes and
 // invalid UTF-8 included, where a Postgres text column would refuse
 // them: a store keeps such columns as bytes.
 //
@@ -22,7 +22,9 @@ import (
 // display names and file names must be valid UTF-8 without NUL. A store
 // refuses any other with an error wrapping ErrInvalid (CheckNames), and
 // stores nothing of that call. A message's names and tool calls hold no
-// 0x1e or 0x1f either (Message.Check).
+// 0x1e or 0x1f either (Message.Check). A lookup, list or change by a name
+// that is not text finds nothing: ErrNotFound, an empty list, or no
+// change, as for any name nothing was stored under.
 //
 // Times are kept to the microsecond (Postgres's precision): a store
 // returns what it stored truncated to the microsecond, in what the write

@@ -186,6 +186,9 @@ const namedSQL = `EXISTS (SELECT 1 FROM attachments WHERE sha256 = f.sha256)
 // DeleteSession removes a session with its messages, bindings, handoffs
 // and attachments, and then the bytes no other row names.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	if !isText(id) {
+		return fmt.Errorf("delete session %s: %w", id, store.ErrNotFound)
+	}
 	began := nowMicros()
 	var shas []string
 	err := s.tx(ctx, func(tx pgx.Tx) error {

@@ -18,11 +18,13 @@ const handoffCols = `id, session_id, state, from_platform, platform, destination
 func scanHandoff(row pgx.Row) (store.Handoff, error) {
 	var h store.Handoff
 	var lease, req, claimed, fin int64
-	err := row.Scan(&h.ID, &h.SessionID, &h.State, &h.FromPlatform, &h.Platform, &h.Destination, &h.Error,
+	var errText []byte
+	err := row.Scan(&h.ID, &h.SessionID, &h.State, &h.FromPlatform, &h.Platform, &h.Destination, &errText,
 		&h.ClaimedBy, &lease, &h.Attempts, &req, &claimed, &fin)
 	if err != nil {
 		return store.Handoff{}, err
 	}
+	h.Error = string(errText)
 	h.LeaseUntil, h.RequestedAt, h.ClaimedAt, h.FinishedAt = fromMicros(lease), fromMicros(req), fromMicros(claimed), fromMicros(fin)
 	return h, nil
 }
@@ -59,6 +61,9 @@ func (s *Store) RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, t
 
 // HandoffState is the session's newest handoff, or State none.
 func (s *Store) HandoffState(ctx context.Context, sessionID string) (store.Handoff, error) {
+	if !isText(sessionID) {
+		return store.Handoff{SessionID: sessionID, State: store.HandoffNone}, nil
+	}
 	h, err := scanHandoff(s.pool.QueryRow(ctx, `SELECT `+handoffCols+` FROM handoffs
 		WHERE session_id = $1 ORDER BY id DESC LIMIT 1`, sessionID))
 	if errors.Is(err, pgx.ErrNoRows) || errors.Is(notFound(err), store.ErrNotFound) {
@@ -84,6 +89,19 @@ func (s *Store) GetHandoff(ctx context.Context, id int64) (store.Handoff, error)
 
 // PendingHandoffs lists pending handoffs, oldest request first.
 func (s *Store) PendingHandoffs(ctx context.Context, platforms ...string) ([]store.Handoff, error) {
+	if len(platforms) > 0 {
+		// A platform that is not text names none: the others still count.
+		var named []string
+		for _, p := range platforms {
+			if isText(p) {
+				named = append(named, p)
+			}
+		}
+		if len(named) == 0 {
+			return nil, nil
+		}
+		platforms = named
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+handoffCols+` FROM handoffs WHERE finished_at = 0 AND state = 'pending'
 		AND (COALESCE(cardinality($1::text[]), 0) = 0 OR platform = ANY($1)) ORDER BY requested_at, id`, platforms)
 	if err != nil {
@@ -104,9 +122,12 @@ func (s *Store) ClaimHandoff(ctx context.Context, id int64, claimer string, leas
 	if claimer == "" {
 		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: empty claimer: %w", id, store.ErrInvalid)
 	}
+	if err := store.CheckNames("claimer", claimer); err != nil {
+		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: %w", id, err)
+	}
 	t := nowMicros()
 	h, err := scanHandoff(s.pool.QueryRow(ctx, `UPDATE handoffs
-		SET state = 'running', claimed_by = $1, lease_until = $2, claimed_at = $3, attempts = attempts + 1, error = ''
+		SET state = 'running', claimed_by = $1, lease_until = $2, claimed_at = $3, attempts = attempts + 1, error = ''::bytea
 		WHERE id = $4 AND state = 'pending' RETURNING `+handoffCols, claimer, t+lease.Microseconds(), t, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Handoff{}, false, nil
@@ -133,11 +154,14 @@ func (s *Store) SetHandoffDestination(ctx context.Context, id int64, claimer, de
 // CompleteHandoff finishes a running handoff successfully and, in the
 // same transaction, moves the session's holder to its destination.
 func (s *Store) CompleteHandoff(ctx context.Context, id int64, claimer string) (bool, error) {
+	if !isText(claimer) {
+		return false, nil
+	}
 	var ok bool
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var session, dest string
 		var fin int64
-		err := tx.QueryRow(ctx, `UPDATE handoffs SET state = 'completed', error = '', lease_until = 0, finished_at = $3
+		err := tx.QueryRow(ctx, `UPDATE handoffs SET state = 'completed', error = ''::bytea, lease_until = 0, finished_at = $3
 			WHERE id = $1 AND state = 'running' AND claimed_by = $2 RETURNING session_id, destination, finished_at`,
 			id, claimer, nowMicros()).Scan(&session, &dest, &fin)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -162,12 +186,15 @@ func (s *Store) CompleteHandoff(ctx context.Context, id int64, claimer string) (
 // FailHandoff finishes a running handoff with a reason.
 func (s *Store) FailHandoff(ctx context.Context, id int64, claimer, reason string) (bool, error) {
 	return s.ifClaimed(ctx, "fail", id, claimer, `state = 'failed', error = $3, lease_until = 0, finished_at = $4`,
-		store.TruncateReason(reason), nowMicros())
+		[]byte(store.TruncateReason(reason)), nowMicros())
 }
 
 // ifClaimed applies set (whose parameters start at $3) to a handoff only
 // while claimer holds it running.
 func (s *Store) ifClaimed(ctx context.Context, verb string, id int64, claimer, set string, args ...any) (bool, error) {
+	if !isText(claimer) {
+		return false, nil // no one holds it under that name
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE handoffs SET `+set+` WHERE id = $1 AND state = 'running' AND claimed_by = $2`,
 		append([]any{id, claimer}, args...)...)
 	if err != nil {
@@ -181,7 +208,7 @@ func (s *Store) ReapHandoffs(ctx context.Context, at time.Time) (requeued int, f
 	cut := at.UnixMicro()
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE handoffs SET state = 'failed', lease_until = 0, finished_at = $1,
-			error = 'the gateway working on it stopped answering (lease expired after ' || attempts || ' attempts; last claimed by ' || claimed_by || ')'
+			error = convert_to('the gateway working on it stopped answering (lease expired after ' || attempts || ' attempts; last claimed by ' || claimed_by || ')', 'UTF8')
 			WHERE finished_at = 0 AND state = 'running' AND lease_until < $1 AND attempts >= `+strconv.Itoa(store.MaxHandoffAttempts)+`
 			RETURNING id`, cut)
 		if err != nil {

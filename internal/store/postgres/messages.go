@@ -55,6 +55,9 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 	if err := validate(msgs); err != nil {
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, err)
 	}
+	if !isText(sessionID) {
+		return nil, fmt.Errorf("append to session %s: %w", sessionID, store.ErrNotFound)
+	}
 	if len(msgs) == 0 {
 		if u == (store.Usage{}) {
 			return nil, nil
@@ -140,6 +143,9 @@ func (s *Store) TurnStart(ctx context.Context, sessionID string) (store.TurnStat
 
 func (s *Store) turnStart(ctx context.Context, sessionID string) (store.TurnState, error) {
 	var ts store.TurnState
+	if !isText(sessionID) {
+		return ts, store.ErrNotFound
+	}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var draft []byte
 		var err error
@@ -216,6 +222,9 @@ func loadMessages(ctx context.Context, q querier, where string, args ...any) ([]
 
 // History loads every message ever stored for the session.
 func (s *Store) History(ctx context.Context, sessionID string) ([]store.Message, error) {
+	if !isText(sessionID) {
+		return nil, fmt.Errorf("load history %s: %w", sessionID, store.ErrNotFound)
+	}
 	var out []store.Message
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var exists bool
@@ -240,6 +249,9 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 	if err := validate(msgs); err != nil {
 		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, err)
 	}
+	if !isText(sessionID) {
+		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, store.ErrNotFound)
+	}
 	var out []store.Message
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET message_count = 0, draft = '' WHERE id = $1`, sessionID)
@@ -263,12 +275,18 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 
 // SetDraft keeps the partial answer of the session's model call.
 func (s *Store) SetDraft(ctx context.Context, sessionID, text string) error {
+	if !isText(sessionID) {
+		return fmt.Errorf("keep the draft of session %s: %w", sessionID, store.ErrNotFound)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET draft = $1 WHERE id = $2`, []byte(text), sessionID)
 	return affected(tag, notFound(err), "keep the draft of session "+sessionID)
 }
 
 // Draft is the session's kept partial answer.
 func (s *Store) Draft(ctx context.Context, sessionID string) (string, error) {
+	if !isText(sessionID) {
+		return "", fmt.Errorf("load the draft of session %s: %w", sessionID, store.ErrNotFound)
+	}
 	var text []byte
 	err := s.pool.QueryRow(ctx, `SELECT draft FROM sessions WHERE id = $1`, sessionID).Scan(&text)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -282,6 +300,9 @@ func (s *Store) Draft(ctx context.Context, sessionID string) (string, error) {
 
 // FindPlatformMessage finds a stored message by its platform message id.
 func (s *Store) FindPlatformMessage(ctx context.Context, platform, platformMsgID string) (store.Message, error) {
+	if !isText(platform, platformMsgID) {
+		return store.Message{}, fmt.Errorf("message %s/%s: %w", platform, platformMsgID, store.ErrNotFound)
+	}
 	ms, err := loadMessages(ctx, s.pool, `WHERE platform = $1 AND platform_msg_id = $2 AND platform_msg_id <> '' ORDER BY id LIMIT 1`,
 		platform, platformMsgID)
 	if err == nil && len(ms) == 0 {

@@ -29,8 +29,8 @@ func (s *Store) AddNote(ctx context.Context, n store.Note) (store.Note, bool, er
 	if n.SessionID == "" || strings.TrimSpace(n.Body) == "" || n.HandoffID < 0 {
 		return store.Note{}, false, fmt.Errorf("add note to session %q: a session and a body are required: %w", n.SessionID, store.ErrInvalid)
 	}
-	if err := store.CheckNames("session", n.SessionID); err != nil {
-		return store.Note{}, false, fmt.Errorf("add note: %w", err)
+	if !isText(n.SessionID) {
+		return store.Note{}, false, fmt.Errorf("add note: session %s: %w", n.SessionID, store.ErrNotFound)
 	}
 	var handoff *int64 // NULL for a note written without a handoff
 	if n.HandoffID > 0 {
@@ -94,6 +94,9 @@ func (s *Store) HandoffNote(ctx context.Context, handoffID int64) (store.Note, e
 
 // LatestNote is the session's newest note.
 func (s *Store) LatestNote(ctx context.Context, sessionID string) (store.Note, error) {
+	if !isText(sessionID) {
+		return store.Note{}, fmt.Errorf("latest note of session %s: %w", sessionID, store.ErrNotFound)
+	}
 	n, err := scanNote(s.pool.QueryRow(ctx, `SELECT `+noteCols+` FROM notes WHERE session_id = $1 ORDER BY id DESC LIMIT 1`, sessionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Note{}, fmt.Errorf("latest note of session %s: %w", sessionID, store.ErrNotFound)
@@ -106,6 +109,9 @@ func (s *Store) LatestNote(ctx context.Context, sessionID string) (store.Note, e
 
 // SessionNotes lists a session's notes, oldest first.
 func (s *Store) SessionNotes(ctx context.Context, sessionID string) ([]store.Note, error) {
+	if !isText(sessionID) {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+noteCols+` FROM notes WHERE session_id = $1 ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("notes of session %s: %w", sessionID, notFound(err))

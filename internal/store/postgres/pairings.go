@@ -119,7 +119,13 @@ func (s *Store) PendingPairings(ctx context.Context, now time.Time) ([]store.Pai
 
 // ApprovePairing links the code's identity to userID.
 func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now time.Time) (p store.Pairing, err error) {
+	if err := store.CheckNames("user", userID); err != nil {
+		return store.Pairing{}, fmt.Errorf("approve pairing: %w", err)
+	}
 	code = store.PairingCode(code)
+	if !isText(code) {
+		return store.Pairing{}, fmt.Errorf("approve pairing: no pending pairing with code %s: %w", code, store.ErrNotFound)
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		p, err = scanPairing(tx.QueryRow(ctx, `SELECT `+pairingCols+` FROM pairings WHERE code = $1 AND expires_at > $2
 			AND locked_until <= $2 FOR UPDATE`, code, now.UnixMicro()))
@@ -150,6 +156,9 @@ func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now tim
 // DenyPairing removes the request and locks the person out.
 func (s *Store) DenyPairing(ctx context.Context, code string, lockUntil time.Time) (p store.Pairing, err error) {
 	code = store.PairingCode(code)
+	if !isText(code) {
+		return store.Pairing{}, fmt.Errorf("deny pairing: no pairing with code %s: %w", code, store.ErrNotFound)
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		p, err = scanPairing(tx.QueryRow(ctx, `SELECT `+pairingCols+` FROM pairings WHERE code = $1 FOR UPDATE`, code))
 		if errors.Is(err, pgx.ErrNoRows) || errors.Is(notFound(err), store.ErrNotFound) {

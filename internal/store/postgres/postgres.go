@@ -32,6 +32,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -200,6 +201,18 @@ func notText(err error) error {
 		return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}
 	return err
+}
+
+// isText reports whether every name could be stored (store.CheckNames):
+// a lookup by one that could not finds nothing, as in every store, and
+// is not sent to the server, which would refuse it.
+func isText(names ...string) bool {
+	for _, n := range names {
+		if !utf8.ValidString(n) || strings.IndexByte(n, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // tx runs fn in a transaction, committing when it returns nil.

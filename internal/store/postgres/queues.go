@@ -143,6 +143,9 @@ func (s *Store) ParkInbound(ctx context.Context, id int64, sessionID, addressKey
 
 // Parked lists the events parked at addressKey, first stored first.
 func (s *Store) Parked(ctx context.Context, addressKey string) ([]store.Inbound, error) {
+	if !isText(addressKey) {
+		return nil, nil
+	}
 	out, err := collectInbound(s.pool.Query(ctx, `SELECT `+prefixed("i.", inboundCols)+` FROM parked p
 		JOIN inbound i ON i.id = p.inbound_id WHERE p.address_key = $1 ORDER BY i.id`, addressKey))
 	if err != nil {
@@ -290,6 +293,9 @@ func (s *Store) PendingDeliveries(ctx context.Context, addressKey string, limit 
 	if limit <= 0 {
 		limit = store.DefaultQueueLimit
 	}
+	if !isText(addressKey) {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE sent_at = 0 AND ($1 = '' OR address_key = $1)
 		ORDER BY id LIMIT $2`, addressKey, limit)
 	if err != nil {
@@ -326,6 +332,9 @@ func (s *Store) WaitingDeliveries(ctx context.Context) (map[string]int, error) {
 
 // DeliveryByKey reads the delivery stored under key.
 func (s *Store) DeliveryByKey(ctx context.Context, key string) (store.Delivery, error) {
+	if !isText(key) {
+		return store.Delivery{}, fmt.Errorf("delivery %q: %w", key, store.ErrNotFound)
+	}
 	d, err := scanDelivery(s.pool.QueryRow(ctx, deliveryByKeySQL, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Delivery{}, fmt.Errorf("delivery %q: %w", key, store.ErrNotFound)
@@ -338,6 +347,9 @@ func (s *Store) DeliveryByKey(ctx context.Context, key string) (store.Delivery, 
 // MarkDelivered records a send; an already sent delivery keeps its first
 // time and message id.
 func (s *Store) MarkDelivered(ctx context.Context, id int64, platformMsgID string) error {
+	if err := store.CheckNames("platform message id", platformMsgID); err != nil {
+		return fmt.Errorf("mark delivery %d sent: %w", id, err)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET
 		sent_at = CASE WHEN sent_at = 0 THEN $1 ELSE sent_at END,
 		platform_msg_id = CASE WHEN sent_at = 0 THEN $2 ELSE platform_msg_id END
@@ -409,6 +421,9 @@ func (s *Store) HomeChannels(ctx context.Context) (map[string]string, error) {
 
 // PlatformState is the value stored under key for platform, "" if none.
 func (s *Store) PlatformState(ctx context.Context, platform, key string) (string, error) {
+	if !isText(platform, key) {
+		return "", nil
+	}
 	var v []byte
 	err := s.pool.QueryRow(ctx, `SELECT value FROM platform_state WHERE platform = $1 AND key = $2`, platform, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) || errors.Is(notFound(err), store.ErrNotFound) {

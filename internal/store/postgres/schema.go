@@ -80,7 +80,7 @@ CREATE TABLE handoffs (
 	from_platform text NOT NULL DEFAULT '',
 	platform      text NOT NULL,
 	destination   text NOT NULL DEFAULT '',
-	error         text NOT NULL DEFAULT '',
+	error         bytea NOT NULL DEFAULT '',
 	claimed_by    text NOT NULL DEFAULT '',
 	lease_until   bigint NOT NULL DEFAULT 0,
 	attempts      integer NOT NULL DEFAULT 0,

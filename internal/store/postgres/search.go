@@ -214,6 +214,9 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 	if err != nil {
 		return nil, err
 	}
+	if !isText(q.SessionID, string(q.Role)) {
+		return nil, nil
+	}
 	args := []any{tsquery(terms)}
 	cond := ""
 	if q.SessionID != "" {

@@ -64,6 +64,9 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 
 // GetSession loads one session.
 func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+	if !isText(id) {
+		return store.Session{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
 	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) || pgCode(err) == "22021" {
 		return store.Session{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
@@ -76,6 +79,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 
 // ListSessions lists sessions, most recently active first.
 func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]store.Session, error) {
+	if !isText(f.OwnerID, f.Platform, f.Text) {
+		return nil, nil
+	}
 	var where []string
 	var args []any
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
@@ -117,6 +123,9 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) (store.Session, 
 	clean, err := store.SanitizeTitle(title)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("title session %s: %w", id, err)
+	}
+	if !isText(id) {
+		return store.Session{}, fmt.Errorf("title session %s: %w", id, store.ErrNotFound)
 	}
 	sess, err := scanSession(s.pool.QueryRow(ctx, `UPDATE sessions SET title = $1, updated_at = $2 WHERE id = $3 RETURNING `+sessionCols,
 		clean, nowMicros(), id))
@@ -186,6 +195,12 @@ func (s *Store) ResolveSession(ctx context.Context, ownerID, ref string) (store.
 
 // EndSession marks a session ended with a reason.
 func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+	if err := store.CheckNames("reason", reason); err != nil {
+		return fmt.Errorf("end session %s: %w", id, err)
+	}
+	if !isText(id) {
+		return fmt.Errorf("end session %s: %w", id, store.ErrNotFound)
+	}
 	t := nowMicros()
 	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET ended_at = $1, end_reason = $2, updated_at = $1 WHERE id = $3`, t, reason, id)
 	return affected(tag, err, "end session "+id)
@@ -193,6 +208,9 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) error {
 
 // ReopenSession clears the end of a session.
 func (s *Store) ReopenSession(ctx context.Context, id string) error {
+	if !isText(id) {
+		return fmt.Errorf("%s: %w", "reopen session "+id, store.ErrNotFound)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET ended_at = 0, end_reason = '', updated_at = $1 WHERE id = $2`, nowMicros(), id)
 	return affected(tag, err, "reopen session "+id)
 }
@@ -201,18 +219,30 @@ const addUsageSQL = `UPDATE sessions SET input_tokens = input_tokens + $1, outpu
 
 // AddUsage adds token counts to a session.
 func (s *Store) AddUsage(ctx context.Context, id string, u store.Usage) error {
+	if !isText(id) {
+		return fmt.Errorf("%s: %w", "add usage to session "+id, store.ErrNotFound)
+	}
 	tag, err := s.pool.Exec(ctx, addUsageSQL, u.InputTokens, u.OutputTokens, id)
 	return affected(tag, err, "add usage to session "+id)
 }
 
 // SetModel records the model a session talks to.
 func (s *Store) SetModel(ctx context.Context, id, model string) error {
+	if err := store.CheckNames("model", model); err != nil {
+		return fmt.Errorf("set model of session %s: %w", id, err)
+	}
+	if !isText(id) {
+		return fmt.Errorf("set model of session %s: %w", id, store.ErrNotFound)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET model = $1, updated_at = $2 WHERE id = $3`, model, nowMicros(), id)
 	return affected(tag, err, "set model of session "+id)
 }
 
 // SetVoice turns the session's spoken answers on or off.
 func (s *Store) SetVoice(ctx context.Context, id string, on bool) error {
+	if !isText(id) {
+		return fmt.Errorf("%s: %w", "set voice of session "+id, store.ErrNotFound)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET voice = $1, updated_at = $2 WHERE id = $3`, on, nowMicros(), id)
 	return affected(tag, err, "set voice of session "+id)
 }
@@ -247,12 +277,18 @@ func (s *Store) Bind(ctx context.Context, key, sessionID string) (string, error)
 
 // Unbind detaches key from its session.
 func (s *Store) Unbind(ctx context.Context, key string) error {
+	if !isText(key) {
+		return fmt.Errorf("unbind %s: %w", key, store.ErrNotFound)
+	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM bindings WHERE key = $1`, key)
 	return affected(tag, err, "unbind "+key)
 }
 
 // LookupBinding finds the session an address key is bound to.
 func (s *Store) LookupBinding(ctx context.Context, key string) (store.Binding, error) {
+	if !isText(key) {
+		return store.Binding{}, fmt.Errorf("binding %s: %w", key, store.ErrNotFound)
+	}
 	b := store.Binding{Key: key}
 	var t int64
 	err := s.pool.QueryRow(ctx, `SELECT session_id, updated_at FROM bindings WHERE key = $1`, key).Scan(&b.SessionID, &t)
@@ -268,6 +304,9 @@ func (s *Store) LookupBinding(ctx context.Context, key string) (store.Binding, e
 
 // BoundSession implements store.Bindings.
 func (s *Store) BoundSession(ctx context.Context, key string) (store.Session, error) {
+	if !isText(key) {
+		return store.Session{}, fmt.Errorf("session bound at %s: %w", key, store.ErrNotFound)
+	}
 	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions
 		WHERE id = (SELECT session_id FROM bindings WHERE key = $1)`, key))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -281,6 +320,9 @@ func (s *Store) BoundSession(ctx context.Context, key string) (store.Session, er
 
 // BindingsForSession lists the addresses bound to a session, newest first.
 func (s *Store) BindingsForSession(ctx context.Context, sessionID string) ([]store.Binding, error) {
+	if !isText(sessionID) {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT key, session_id, updated_at FROM bindings WHERE session_id = $1
 		ORDER BY updated_at DESC, key`, sessionID)
 	if err != nil {
@@ -315,6 +357,9 @@ func (s *Store) CreateUser(ctx context.Context, name string) (store.User, error)
 
 // GetUser loads a user.
 func (s *Store) GetUser(ctx context.Context, id string) (store.User, error) {
+	if !isText(id) {
+		return store.User{}, fmt.Errorf("user %s: %w", id, store.ErrNotFound)
+	}
 	u := store.User{ID: id}
 	var t int64
 	err := s.pool.QueryRow(ctx, `SELECT name, created_at FROM users WHERE id = $1`, id).Scan(&u.Name, &t)
@@ -384,6 +429,9 @@ func (s *Store) ClaimIdentity(ctx context.Context, id store.Identity) (store.Ide
 
 // LookupIdentity finds who a platform account belongs to.
 func (s *Store) LookupIdentity(ctx context.Context, platform, platformUserID string) (store.Identity, error) {
+	if !isText(platform, platformUserID) {
+		return store.Identity{}, fmt.Errorf("identity %s:%s: %w", platform, platformUserID, store.ErrNotFound)
+	}
 	id := store.Identity{Platform: platform, PlatformUserID: platformUserID}
 	var t int64
 	err := s.pool.QueryRow(ctx, `SELECT user_id, display_name, created_at FROM identities
@@ -400,6 +448,9 @@ func (s *Store) LookupIdentity(ctx context.Context, platform, platformUserID str
 
 // IdentitiesForUser lists a user's platform accounts.
 func (s *Store) IdentitiesForUser(ctx context.Context, userID string) ([]store.Identity, error) {
+	if !isText(userID) {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT platform, platform_user_id, user_id, display_name, created_at
 		FROM identities WHERE user_id = $1 ORDER BY platform, platform_user_id`, userID)
 	if err != nil {

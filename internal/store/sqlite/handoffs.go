@@ -125,6 +125,9 @@ func (s *Store) ClaimHandoff(ctx context.Context, id int64, claimer string, leas
 	if claimer == "" {
 		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: empty claimer: %w", id, store.ErrInvalid)
 	}
+	if err := store.CheckNames("claimer", claimer); err != nil {
+		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: %w", id, err)
+	}
 	t := now()
 	// What the claim wrote is known; the rest is read back.
 	h := store.Handoff{ID: id, State: store.HandoffRunning, ClaimedBy: claimer, LeaseUntil: fromNanos(t + int64(lease)), ClaimedAt: fromNanos(t)}
@@ -153,6 +156,9 @@ func (s *Store) RenewHandoff(ctx context.Context, id int64, claimer string, leas
 
 // SetHandoffDestination records where the session is moving.
 func (s *Store) SetHandoffDestination(ctx context.Context, id int64, claimer, destination string) (bool, error) {
+	if err := store.CheckNames("destination", destination); err != nil {
+		return false, fmt.Errorf("set destination of handoff %d: %w", id, err)
+	}
 	return s.ifClaimed(ctx, "set destination of", id, claimer, `destination = ?`, destination)
 }
 

@@ -123,6 +123,9 @@ func (s *Store) PendingPairings(ctx context.Context, now time.Time) ([]store.Pai
 
 // ApprovePairing links the code's identity to userID.
 func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now time.Time) (p store.Pairing, err error) {
+	if err := store.CheckNames("user", userID); err != nil {
+		return store.Pairing{}, fmt.Errorf("approve pairing: %w", err)
+	}
 	code = store.PairingCode(code)
 	err = s.tx(ctx, func(tx *wtx) error {
 		p, err = scanPairing(tx.QueryRow(`SELECT `+pairingCols+` FROM pairings WHERE code = ? AND expires_at > ? AND locked_until <= ?`,

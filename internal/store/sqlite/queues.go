@@ -344,6 +344,9 @@ func (s *Store) PendingDeliveries(ctx context.Context, addressKey string, limit 
 // MarkDelivered records a send. SET expressions all see the row as it was,
 // so an already sent delivery keeps its first time and message id.
 func (s *Store) MarkDelivered(ctx context.Context, id int64, platformMsgID string) error {
+	if err := store.CheckNames("platform message id", platformMsgID); err != nil {
+		return fmt.Errorf("mark delivery %d sent: %w", id, err)
+	}
 	res, err := s.exec(ctx, `UPDATE deliveries SET
 		sent_at = CASE WHEN sent_at = 0 THEN ? ELSE sent_at END,
 		platform_msg_id = CASE WHEN sent_at = 0 THEN ? ELSE platform_msg_id END

@@ -206,6 +206,9 @@ func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]sto
 
 // EndSession marks a session ended with a reason; its transcript stays.
 func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+	if err := store.CheckNames("reason", reason); err != nil {
+		return fmt.Errorf("end session %s: %w", id, err)
+	}
 	t := now()
 	res, err := s.exec(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? WHERE id = ?`, t, reason, t, id)
 	return affected(res, err, "end session "+id)
@@ -227,6 +230,9 @@ const addUsageSQL = `UPDATE sessions SET input_tokens = input_tokens + ?, output
 
 // SetModel records the model a session talks to.
 func (s *Store) SetModel(ctx context.Context, id, model string) error {
+	if err := store.CheckNames("model", model); err != nil {
+		return fmt.Errorf("set model of session %s: %w", id, err)
+	}
 	res, err := s.exec(ctx, `UPDATE sessions SET model = ?, updated_at = ? WHERE id = ?`, model, now(), id)
 	return affected(res, err, "set model of session "+id)
 }

@@ -70,7 +70,23 @@ var honestTests = map[string]func(*testing.T, store.Store){
 			wantErr(t, err, store.ErrInvalid)
 			wantErr(t, s.LinkIdentity(ctx(t), store.Identity{Platform: "web", PlatformUserID: bad, UserID: "u"}), store.ErrInvalid)
 			wantErr(t, s.SetHomeChannel(ctx(t), "web", bad), store.ErrInvalid)
+			wantErr(t, s.SetModel(ctx(t), a.ID, bad), store.ErrInvalid)
+			wantErr(t, s.EndSession(ctx(t), a.ID, bad), store.ErrInvalid)
+			h := must(s.RequestHandoff(ctx(t), a.ID, "cli", "web"))
+			_, _, err = s.ClaimHandoff(ctx(t), h.ID, bad, time.Minute)
+			wantErr(t, err, store.ErrInvalid)
+			must2(s.ClaimHandoff(ctx(t), h.ID, "gw", time.Minute))
+			_, err = s.SetHandoffDestination(ctx(t), h.ID, "gw", bad)
+			wantErr(t, err, store.ErrInvalid)
+			must(s.FailHandoff(ctx(t), h.ID, "gw", "given up"))
+			d := must(s.EnqueueDeliveries(ctx(t), store.Delivery{AddressKey: "web:1", Text: "x"}))[0]
+			wantErr(t, s.MarkDelivered(ctx(t), d.ID, bad), store.ErrInvalid)
+			noErr(t, s.MarkDelivered(ctx(t), d.ID, "m1"))
+			_, err = s.ApprovePairing(ctx(t), "AAAA2222", bad, time.Now())
+			wantErr(t, err, store.ErrInvalid)
 		}
+		eq(t, "model kept", must(s.GetSession(ctx(t), a.ID)).Model, "m")
+		eq(t, "still open", must(s.GetSession(ctx(t), a.ID)).Open(), true)
 		for _, m := range []store.Message{
 			{Role: store.RoleTool, ToolCallID: "c\x1e1", Content: "x"},
 			{Role: store.RoleAssistant, ToolCalls: json.RawMessage("[\"\x1f\"]")},
@@ -81,6 +97,50 @@ var honestTests = map[string]func(*testing.T, store.Store){
 		eq(t, "nothing stored", len(must(s.Transcript(ctx(t), a.ID))), 0)
 		eq(t, "no inbound", len(must(s.PendingInbound(ctx(t), 0, 0))), 0)
 		eq(t, "no delivery", len(must(s.PendingDeliveries(ctx(t), "", 0))), 0)
+	},
+	"LookupsByNamesNotTextFindNothing": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		for _, bad := range []string{"a\x00b", "a\xffb"} {
+			_, err := s.GetSession(ctx(t), bad)
+			wantErr(t, err, store.ErrNotFound)
+			_, err = s.ResolveSession(ctx(t), "u", bad)
+			wantErr(t, err, store.ErrNotFound)
+			eq(t, "sessions of owner", len(must(s.ListSessions(ctx(t), store.SessionFilter{OwnerID: bad}))), 0)
+			_, err = s.Transcript(ctx(t), bad)
+			wantErr(t, err, store.ErrNotFound)
+			_, err = s.AppendMessages(ctx(t), bad, store.Message{Role: store.RoleUser, Content: "x"})
+			wantErr(t, err, store.ErrNotFound)
+			wantErr(t, s.SetDraft(ctx(t), bad, "x"), store.ErrNotFound)
+			wantErr(t, s.SetModel(ctx(t), bad, "m"), store.ErrNotFound)
+			wantErr(t, s.DeleteSession(ctx(t), bad), store.ErrNotFound)
+			_, err = s.LookupBinding(ctx(t), bad)
+			wantErr(t, err, store.ErrNotFound)
+			_, err = s.BoundSession(ctx(t), bad)
+			wantErr(t, err, store.ErrNotFound)
+			_, err = s.LookupIdentity(ctx(t), "web", bad)
+			wantErr(t, err, store.ErrNotFound)
+			_, err = s.FindPlatformMessage(ctx(t), "web", bad)
+			wantErr(t, err, store.ErrNotFound)
+			_, err = s.DeliveryByKey(ctx(t), bad)
+			wantErr(t, err, store.ErrNotFound)
+			eq(t, "parked", len(must(s.Parked(ctx(t), bad))), 0)
+			eq(t, "pending deliveries", len(must(s.PendingDeliveries(ctx(t), bad, 0))), 0)
+			eq(t, "handoff state", must(s.HandoffState(ctx(t), bad)).State, store.HandoffNone)
+			eq(t, "platform state", must(s.PlatformState(ctx(t), "web", bad)), "")
+			eq(t, "hits in that session", len(must(s.Search(ctx(t), store.SearchQuery{Text: "x", SessionID: bad}))), 0)
+			ok := must(s.CompleteHandoff(ctx(t), 1, bad))
+			eq(t, "completed by a claimer not text", ok, false)
+			_, err = s.DenyPairing(ctx(t), bad, time.Now())
+			wantErr(t, err, store.ErrNotFound)
+		}
+		eq(t, "session untouched", must(s.GetSession(ctx(t), a.ID)).MessageCount, 0)
+	},
+	"HandoffErrorKeptWhateverTheBytes": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		h := must(s.RequestHandoff(ctx(t), a.ID, "cli", "web"))
+		must2(s.ClaimHandoff(ctx(t), h.ID, "gw", time.Minute))
+		eq(t, "failed", must(s.FailHandoff(ctx(t), h.ID, "gw", "service said \x00\xff")), true)
+		eq(t, "error", must(s.GetHandoff(ctx(t), h.ID)).Error, "service said \x00\xff")
 	},
 	"SessionsListedInTheOrderTheyWereMade": func(t *testing.T, s store.Store) {
 		// However close together they were made: no clock decides a tie.
