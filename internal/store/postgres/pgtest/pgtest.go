@@ -190,13 +190,26 @@ func (h *harness) start(bin string) (string, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
 	}
+	// Another process may take the free port before the server binds
+	// it: then the server exits, and another port is tried.
+	for attempt := 1; ; attempt++ {
+		admin, taken, err := h.launch(bin, dir, data, cred)
+		if !taken || attempt == 3 {
+			return admin, err
+		}
+	}
+}
+
+// launch runs the server of the cluster in data on a free port; taken
+// says it exited because another process held the port.
+func (h *harness) launch(bin, dir, data string, cred *syscall.Credential) (admin string, taken bool, err error) {
 	port, err := freePort()
 	if err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
+		return "", false, fmt.Errorf("pgtest: %w", err)
 	}
 	logFile, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
+		return "", false, fmt.Errorf("pgtest: %w", err)
 	}
 	defer logFile.Close()
 	args := []string{"-D", data, "-p", strconv.Itoa(port),
@@ -209,34 +222,51 @@ func (h *harness) start(bin string) (string, error) {
 	srv.Stdout, srv.Stderr = logFile, logFile
 	srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if err := srv.Start(); err != nil {
-		return "", fmt.Errorf("pgtest: start postgres: %w", err)
+		return "", false, fmt.Errorf("pgtest: start postgres: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- srv.Wait() }()
-	admin := fmt.Sprintf("postgres://baton@127.0.0.1:%d/postgres?sslmode=disable", port)
+	admin = fmt.Sprintf("postgres://baton@127.0.0.1:%d/postgres?sslmode=disable", port)
 	deadline := time.Now().Add(startLimit)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, err := pgx.Connect(ctx, admin)
-		cancel()
-		if err == nil {
-			conn.Close(context.Background())
+		if err = ours(admin, data); err == nil {
 			// Wait is taken by the goroutine above; stop reads its answer.
 			h.proc, h.exited = srv, exited
-			return admin, nil
+			return admin, false, nil
 		}
 		select {
 		case werr := <-exited:
 			log, _ := os.ReadFile(logFile.Name())
-			return "", fmt.Errorf("pgtest: postgres exited (%v) before accepting connections:\n%s", werr, log)
+			return "", strings.Contains(string(log), "already in use"),
+				fmt.Errorf("pgtest: postgres exited (%v) before accepting connections:\n%s", werr, log)
 		case <-time.After(wait):
 		}
 		if time.Now().After(deadline) {
 			_ = srv.Process.Kill()
 			<-exited
-			return "", fmt.Errorf("pgtest: postgres did not accept connections within %v: %v", startLimit, err)
+			return "", false, fmt.Errorf("pgtest: postgres did not accept connections within %v: %v", startLimit, err)
 		}
 	}
+}
+
+// ours checks that the server answering at admin is the one of data, not
+// another that holds the port.
+func ours(admin, data string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var dir string
+	if err := conn.QueryRow(ctx, "SHOW data_directory").Scan(&dir); err != nil {
+		return err
+	}
+	if dir != data {
+		return fmt.Errorf("another server (of %s) answers on its port", dir)
+	}
+	return nil
 }
 
 // runAs is who the server runs as: this user, or when that is root
