@@ -49,7 +49,11 @@ and copy FILE to state.db.`,
 			}
 			b, ok := st.(backuper)
 			if !ok {
-				return errors.Join(errors.New("this store cannot be backed up by baton"), st.Close())
+				why := errors.New("this store cannot be backed up by baton")
+				if app.IsPostgres(app.StoreURL(cfg, os.Getenv)) {
+					why = errors.New("a store on a Postgres server is backed up with the server's own tools (pg_dump, or its base backups)")
+				}
+				return errors.Join(why, st.Close())
 			}
 			held, err := b.Backup(ctx, args[0])
 			if cerr := st.Close(); err == nil {

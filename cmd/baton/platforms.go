@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -59,16 +60,19 @@ func runSubcommand(ctx context.Context, cmd *cobra.Command, sub platform.Subcomm
 	if err != nil {
 		return err
 	}
-	file, err := app.StorePath(home, app.StoreURL(cfg, nil))
-	if err != nil {
+	url := app.StoreURL(cfg, nil)
+	file, err := app.StorePath(home, url)
+	if errors.Is(err, app.ErrNotAFile) {
+		file = "" // a store on a Postgres server: there is no file to give
+	} else if err != nil {
 		return err
 	}
-	st, err := app.OpenStore(ctx, home, app.StoreURL(cfg, nil))
+	st, err := app.OpenStore(ctx, home, url)
 	if err != nil {
 		return err
 	}
 	if err := st.Close(); err != nil {
-		return fmt.Errorf("close store %s: %w", file, err)
+		return fmt.Errorf("close store: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return sub.Run(ctx, platform.SubcommandEnv{Home: home, StoreFile: file, Out: cmd.OutOrStdout(), Log: log})

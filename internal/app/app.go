@@ -22,6 +22,7 @@ import (
 	"github.com/baton-agent/baton/internal/owner"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/postgres"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 	"github.com/baton-agent/baton/internal/voice"
 )
@@ -44,7 +45,8 @@ type App struct {
 	Config config.Config
 	Model  config.ModelConfig // resolved: provider and name filled in
 	Store  store.Store
-	// StoreFile is the store's SQLite file.
+	// StoreFile is the store's SQLite file; "" for a store on a
+	// Postgres server.
 	StoreFile string
 	Owner     store.User
 	Provider  llm.Provider
@@ -69,21 +71,37 @@ func Open(ctx context.Context, home string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	file, err := StorePath(home, StoreURL(cfg, os.Getenv))
-	if err != nil {
-		return nil, err
-	}
-	var opts []sqlite.Option
-	if cfg.Files.MaxBytes > 0 {
-		opts = append(opts, sqlite.WithMaxFileBytes(cfg.Files.MaxBytes))
-	}
-	st, err := sqlite.Open(ctx, file, opts...)
-	if err != nil {
-		return nil, err
+	url := StoreURL(cfg, os.Getenv)
+	var (
+		st   store.Store
+		file string
+	)
+	if IsPostgres(url) {
+		var opts []postgres.Option
+		if cfg.Files.MaxBytes > 0 {
+			opts = append(opts, postgres.WithMaxFileBytes(cfg.Files.MaxBytes))
+		}
+		if st, err = postgres.Open(ctx, strings.TrimSpace(url), opts...); err != nil {
+			return nil, err
+		}
+	} else {
+		if file, err = StorePath(home, url); err != nil {
+			return nil, err
+		}
+		var opts []sqlite.Option
+		if cfg.Files.MaxBytes > 0 {
+			opts = append(opts, sqlite.WithMaxFileBytes(cfg.Files.MaxBytes))
+		}
+		if st, err = sqlite.Open(ctx, file, opts...); err != nil {
+			return nil, err
+		}
 	}
 	u, err := owner.Current(ctx, st)
 	if err != nil {
-		return nil, errors.Join(sqlite.Explain(file, err), st.Close())
+		if file != "" {
+			err = sqlite.Explain(file, err)
+		}
+		return nil, errors.Join(err, st.Close())
 	}
 	return &App{Home: home, Config: cfg, Model: m, Store: st, StoreFile: file, Owner: u, Provider: p, MCP: newMCP(cfg.MCP, st)}, nil
 }
@@ -196,13 +214,24 @@ func StoreURL(cfg config.Config, env config.Env) string {
 }
 
 // storeForms is what a store URL may be, for error messages.
-const storeForms = `"" or "sqlite:" (the SQLite file in BATON_HOME), "sqlite:///abs/path/state.db" or a plain path (that SQLite file)`
+const storeForms = `"" or "sqlite:" (the SQLite file in BATON_HOME), "sqlite:///abs/path/state.db" or a plain path (that SQLite file), ` +
+	`or "postgres://user:password@host:5432/database" (a database on a Postgres server)`
+
+// ErrNotAFile is StorePath's answer for a store on a Postgres server.
+var ErrNotAFile = errors.New("the store is a database on a Postgres server, not a file")
+
+// IsPostgres reports whether url names a store on a Postgres server
+// (postgres:// or postgresql://).
+func IsPostgres(url string) bool {
+	scheme, _, ok := strings.Cut(strings.TrimSpace(url), "://")
+	return ok && postgres.IsURL(strings.ToLower(scheme)+"://")
+}
 
 // StorePath is the SQLite file a store URL names: empty or "sqlite:" is
 // $home/state.db, "sqlite:///abs/path" and "sqlite:path" that path, and a
-// plain path itself (a relative one inside home). A postgres:// URL is
-// refused, as that store is not built yet; anything else is an error
-// naming the accepted forms.
+// plain path itself (a relative one inside home). A postgres:// URL names
+// no file (ErrNotAFile); anything else is an error naming the accepted
+// forms.
 func StorePath(home, url string) (string, error) {
 	url = strings.TrimSpace(url)
 	if url == "" {
@@ -229,13 +258,17 @@ func StorePath(home, url string) (string, error) {
 		}
 		return inHome(home, rest), nil
 	case "postgres", "postgresql":
-		return "", fmt.Errorf("store %q: the Postgres store is not built yet; use SQLite: %s", redactURL(url), storeForms)
+		return "", fmt.Errorf("store %q: %w", redactURL(url), ErrNotAFile)
 	}
 	return "", fmt.Errorf("store %q: unknown kind %q; the store is %s", redactURL(url), scheme, storeForms)
 }
 
-// OpenStore opens the store url names (see StorePath).
+// OpenStore opens the store url names (see StorePath): a SQLite file, with
+// opts, or a database on a Postgres server.
 func OpenStore(ctx context.Context, home, url string, opts ...sqlite.Option) (store.Store, error) {
+	if IsPostgres(url) {
+		return postgres.Open(ctx, strings.TrimSpace(url))
+	}
 	path, err := StorePath(home, url)
 	if err != nil {
 		return nil, err

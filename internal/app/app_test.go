@@ -37,8 +37,8 @@ func TestStorePath(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ url, want string }{
-		{"postgres://baton:secret@db/baton", "Postgres store is not built yet"},
-		{"postgresql://db/baton", "Postgres store is not built yet"},
+		{"postgres://baton:secret@db/baton", "not a file"},
+		{"postgresql://db/baton", "not a file"},
 		{"mysql://db/baton", `unknown kind "mysql"`},
 		{"redis:6379", `unknown kind "redis"`},
 		{"sqlite://db.example.com/x.db", "three slashes"},
@@ -100,7 +100,9 @@ func TestOpen(t *testing.T) {
 		t.Errorf("configured store file: %v", err)
 	}
 
-	if _, _, err := openHome(t, "store: postgres://db/baton\n"); err == nil || !strings.Contains(err.Error(), "not built yet") {
+	// A server that does not answer is told, naming where it was looked for.
+	if _, _, err := openHome(t, "store: postgres://baton:pw@127.0.0.1:1/baton?connect_timeout=5\n"); err == nil ||
+		!strings.Contains(err.Error(), "cannot reach the Postgres server at 127.0.0.1:1") || strings.Contains(err.Error(), "pw") {
 		t.Errorf("postgres store: %v", err)
 	}
 	if _, _, err := openHome(t, "telegarm:\n  token: x\n"); err == nil || !strings.Contains(err.Error(), `"telegarm"`) || !strings.Contains(err.Error(), "web") {

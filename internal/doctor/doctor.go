@@ -20,6 +20,7 @@ import (
 	"github.com/baton-agent/baton/internal/mcp"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/postgres"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 )
 
@@ -73,6 +74,9 @@ func Check(ctx context.Context, home string) []Finding {
 	out = append(out, checkMCP(ctx, cfg.MCP)...)
 
 	url := app.StoreURL(cfg, os.Getenv)
+	if app.IsPostgres(url) {
+		return append(out, checkServerStore(ctx, home, url))
+	}
 	path, err := app.StorePath(home, url)
 	if err != nil {
 		add(false, "store: "+err.Error(), "fix store: in config.yaml or BATON_STORE")
@@ -169,6 +173,24 @@ func checkStore(ctx context.Context, home, url, path string) []Finding {
 		what += ": integrity ok"
 	}
 	return append(out, Finding{OK: true, What: what}, record(ctx, st, path))
+}
+
+// checkServerStore opens a store on a Postgres server: that it answers,
+// at which schema. The server's own tools check its files and keep its
+// backups.
+func checkServerStore(ctx context.Context, home, url string) Finding {
+	st, err := app.OpenStore(ctx, home, url)
+	if err != nil {
+		return Finding{What: "store: " + err.Error(), Fix: "check the server, and store: in config.yaml or BATON_STORE"}
+	}
+	defer st.Close()
+	what := "store " + postgres.Redact(strings.TrimSpace(url)) + " answers"
+	if v, ok := st.(versioned); ok {
+		if n, err := v.SchemaVersion(ctx); err == nil {
+			what += fmt.Sprintf(" (schema %d)", n)
+		}
+	}
+	return Finding{OK: true, What: what}
 }
 
 // recorder is what a store offers when it keeps a record of what it held

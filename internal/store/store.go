@@ -156,7 +156,9 @@ type Message struct {
 	Attachments []Attachment `json:",omitempty"`
 }
 
-// SessionFilter narrows ListSessions. Zero values mean "any".
+// SessionFilter narrows ListSessions, which lists the most recently
+// active first (a message stored makes a session active), sessions
+// active at the same time newest made first. Zero values mean "any".
 type SessionFilter struct {
 	OwnerID  string
 	Platform string
@@ -165,7 +167,22 @@ type SessionFilter struct {
 	Offset   int
 }
 
-// SearchQuery is a full-text search over live message content.
+// SearchQuery is a full-text search over live message content. What every
+// store finds (storetest's Search group holds each to it):
+//
+//   - Text is a person's words, never a query language: operators, quotes,
+//     parentheses and column names mean nothing and never make an error.
+//   - Content and query are cut into words the same way: runs of letters
+//     and digits, matched without regard to case or to accents on Latin
+//     letters (cafe finds CAFÉ); everything else separates words.
+//   - Every word of Text must be found in the message. A word of Text that
+//     cuts into several (col:val, near(x)) must be found as those words in
+//     a row.
+//   - A word ending in * matches any word it begins (kube* finds
+//     kubernetes).
+//   - Text without any letter or digit is ErrInvalid.
+//   - Only live messages are found (not superseded ones, not those of
+//     deleted sessions), best match first, at most Limit of them.
 type SearchQuery struct {
 	Text      string // a person's raw words; treated literally
 	SessionID string
@@ -176,7 +193,7 @@ type SearchQuery struct {
 // SearchHit is one matching message with a highlighted snippet.
 type SearchHit struct {
 	Message Message
-	Snippet string // matched terms wrapped in [ and ]
+	Snippet string // a few words around the match, matched words wrapped in [ and ]
 	Title   string // the session's title
 }
 

@@ -8,16 +8,13 @@ import (
 
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/sqlite"
+	"github.com/baton-agent/baton/internal/store/storetest"
 )
 
-var words = []string{"deploy", "kubernetes", "cluster", "coffee", "report", "budget", "agent", "terminal",
-	"telegram", "message", "search", "handoff", "session", "weather", "python", "golang"}
+// words are what every benchmark message is made of (storetest.Sentence).
+var words = storetest.BenchWords
 
-// sentence makes varied, realistic-length message text.
-func sentence(i int) string {
-	return fmt.Sprintf("message %d about %s and %s, then %s with the %s before %s", i,
-		words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], words[(i/11)%len(words)], words[(i/13)%len(words)])
-}
+func sentence(i int) string { return storetest.Sentence(i) }
 
 func BenchmarkAppendMessage(b *testing.B) {
 	s := openTemp(b)
@@ -33,25 +30,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 
 func seed(b *testing.B, s store.Store, n int) string { return seedAny(b, s, n) }
 
-func seedAny(b testing.TB, s store.Store, n int) string {
-	b.Helper()
-	sess, _ := s.CreateSession(b.Context(), store.Session{})
-	batch := make([]store.Message, 0, 500)
-	for i := range n {
-		role := store.RoleUser
-		if i%2 == 1 {
-			role = store.RoleAssistant
-		}
-		batch = append(batch, store.Message{Role: role, Content: sentence(i)})
-		if len(batch) == cap(batch) || i == n-1 {
-			if _, err := s.AppendMessages(b.Context(), sess.ID, batch...); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	return sess.ID
-}
+func seedAny(b testing.TB, s store.Store, n int) string { return storetest.Seed(b, s, n) }
 
 // BenchmarkLoadTranscript20k loads a 20,000-message transcript: cold is a
 // process that never read the session (no transcript cache), split
@@ -172,4 +151,10 @@ func BenchmarkDeliveryCycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkStore runs the store operations every store is timed on, as
+// the Postgres store's benchmark of the same name does.
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store { return openTemp(b) })
 }

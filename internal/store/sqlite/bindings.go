@@ -14,6 +14,9 @@ func (s *Store) Bind(ctx context.Context, key, sessionID string) (string, error)
 	if key == "" {
 		return "", fmt.Errorf("bind: empty address key: %w", store.ErrInvalid)
 	}
+	if err := store.CheckNames("address key", key, "session", sessionID); err != nil {
+		return "", fmt.Errorf("bind: %w", err)
+	}
 	var prev string
 	err := s.tx(ctx, func(tx *wtx) error {
 		err := tx.QueryRow(`SELECT session_id FROM bindings WHERE key = ?`, key).Scan(&prev)

@@ -37,6 +37,9 @@ func (s *Store) RequestHandoffTo(ctx context.Context, sessionID, fromPlatform, t
 	if toPlatform == "" {
 		return store.Handoff{}, fmt.Errorf("request handoff of %s: no destination platform: %w", sessionID, store.ErrInvalid)
 	}
+	if err := store.CheckNames("session", sessionID, "platform", fromPlatform, "platform", toPlatform, "destination", destination); err != nil {
+		return store.Handoff{}, fmt.Errorf("request handoff: %w", err)
+	}
 	// One statement: the session must exist, and the partial unique index
 	// refuses a second live handoff.
 	// Only the id is new: the rest is what was written.
@@ -122,6 +125,9 @@ func (s *Store) ClaimHandoff(ctx context.Context, id int64, claimer string, leas
 	if claimer == "" {
 		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: empty claimer: %w", id, store.ErrInvalid)
 	}
+	if err := store.CheckNames("claimer", claimer); err != nil {
+		return store.Handoff{}, false, fmt.Errorf("claim handoff %d: %w", id, err)
+	}
 	t := now()
 	// What the claim wrote is known; the rest is read back.
 	h := store.Handoff{ID: id, State: store.HandoffRunning, ClaimedBy: claimer, LeaseUntil: fromNanos(t + int64(lease)), ClaimedAt: fromNanos(t)}
@@ -150,6 +156,9 @@ func (s *Store) RenewHandoff(ctx context.Context, id int64, claimer string, leas
 
 // SetHandoffDestination records where the session is moving.
 func (s *Store) SetHandoffDestination(ctx context.Context, id int64, claimer, destination string) (bool, error) {
+	if err := store.CheckNames("destination", destination); err != nil {
+		return false, fmt.Errorf("set destination of handoff %d: %w", id, err)
+	}
 	return s.ifClaimed(ctx, "set destination of", id, claimer, `destination = ?`, destination)
 }
 

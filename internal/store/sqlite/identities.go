@@ -11,6 +11,9 @@ import (
 
 // CreateUser stores a new user.
 func (s *Store) CreateUser(ctx context.Context, name string) (store.User, error) {
+	if err := store.CheckNames("name", name); err != nil {
+		return store.User{}, fmt.Errorf("create user: %w", err)
+	}
 	u := store.User{ID: newID(), Name: name}
 	t := now()
 	if _, err := s.exec(ctx, `INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)`, u.ID, u.Name, t); err != nil {
@@ -40,6 +43,9 @@ func (s *Store) LinkIdentity(ctx context.Context, id store.Identity) error {
 	if id.Platform == "" || id.PlatformUserID == "" {
 		return fmt.Errorf("link identity: platform and platform user id are required: %w", store.ErrInvalid)
 	}
+	if err := id.Check(); err != nil {
+		return fmt.Errorf("link identity: %w", err)
+	}
 	_, err := s.exec(ctx, `INSERT INTO identities (platform, platform_user_id, user_id, display_name, created_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, platform_user_id)
 		DO UPDATE SET user_id = excluded.user_id, display_name = excluded.display_name`,
@@ -60,6 +66,9 @@ func (s *Store) LinkIdentity(ctx context.Context, id store.Identity) error {
 func (s *Store) ClaimIdentity(ctx context.Context, id store.Identity) (store.Identity, error) {
 	if id.Platform == "" || id.PlatformUserID == "" {
 		return store.Identity{}, fmt.Errorf("claim identity: platform and platform user id are required: %w", store.ErrInvalid)
+	}
+	if err := id.Check(); err != nil {
+		return store.Identity{}, fmt.Errorf("claim identity: %w", err)
 	}
 	out := store.Identity{Platform: id.Platform, PlatformUserID: id.PlatformUserID}
 	err := s.tx(ctx, func(tx *wtx) error {

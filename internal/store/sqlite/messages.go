@@ -80,6 +80,9 @@ func (s *Store) appendMessages(tx *wtx, sessionID string, msgs []store.Message) 
 	t := now()
 	out := make([]store.Message, len(msgs))
 	for i, m := range msgs {
+		if err := m.Check(); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
 		var toolCalls any
 		if len(m.ToolCalls) > 0 {
 			toolCalls = string(m.ToolCalls)
@@ -88,6 +91,7 @@ func (s *Store) appendMessages(tx *wtx, sessionID string, msgs []store.Message) 
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = fromNanos(t)
 		}
+		m.CreatedAt = store.Micro(m.CreatedAt)
 		err := tx.QueryRow(insertMessageSQL, sessionID, m.Role, m.Content, toolCalls, m.ToolCallID,
 			m.ToolName, m.Platform, m.PlatformMsgID, toNanos(m.CreatedAt), string(m.Kind)).Scan(&m.ID, &m.Seq)
 		if errors.Is(err, sql.ErrNoRows) {

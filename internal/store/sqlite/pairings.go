@@ -30,6 +30,10 @@ func (s *Store) AskPairing(ctx context.Context, ask store.PairingAsk) (p store.P
 	if ask.Platform == "" || ask.PlatformUserID == "" || ask.Code == "" {
 		return p, false, fmt.Errorf("ask pairing: platform, user id and code are required: %w", store.ErrInvalid)
 	}
+	if err := store.CheckNames("platform", ask.Platform, "user id", ask.PlatformUserID, "sender", ask.Sender,
+		"address key", ask.AddressKey, "code", ask.Code); err != nil {
+		return p, false, fmt.Errorf("ask pairing: %w", err)
+	}
 	now := ask.Now.UnixNano()
 	err = s.tx(ctx, func(tx *wtx) error {
 		p, err = scanPairing(tx.QueryRow(`SELECT `+pairingCols+` FROM pairings WHERE platform = ? AND platform_user_id = ?`,
@@ -119,6 +123,9 @@ func (s *Store) PendingPairings(ctx context.Context, now time.Time) ([]store.Pai
 
 // ApprovePairing links the code's identity to userID.
 func (s *Store) ApprovePairing(ctx context.Context, code, userID string, now time.Time) (p store.Pairing, err error) {
+	if err := store.CheckNames("user", userID); err != nil {
+		return store.Pairing{}, fmt.Errorf("approve pairing: %w", err)
+	}
 	code = store.PairingCode(code)
 	err = s.tx(ctx, func(tx *wtx) error {
 		p, err = scanPairing(tx.QueryRow(`SELECT `+pairingCols+` FROM pairings WHERE code = ? AND expires_at > ? AND locked_until <= ?`,

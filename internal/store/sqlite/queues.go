@@ -42,6 +42,9 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 		return store.Inbound{}, false, fmt.Errorf("add inbound %s/%s: platform and address key are required: %w",
 			in.Platform, in.PlatformMsgID, store.ErrInvalid)
 	}
+	if err := in.Check(); err != nil {
+		return store.Inbound{}, false, fmt.Errorf("add inbound: %w", err)
+	}
 	received := toNanos(in.ReceivedAt)
 	if received == 0 {
 		received = now()
@@ -129,6 +132,9 @@ const markInboundDoneSQL = `UPDATE inbound SET done_at = CASE WHEN done_at = 0 T
 
 // ParkInbound marks an event done and keeps it parked at addressKey.
 func (s *Store) ParkInbound(ctx context.Context, id int64, sessionID, addressKey string) error {
+	if err := store.CheckNames("session", sessionID, "address key", addressKey); err != nil {
+		return fmt.Errorf("park inbound %d: %w", id, err)
+	}
 	t := now()
 	return s.tx(ctx, func(tx *wtx) error {
 		if _, err := tx.Exec(markInboundDoneSQL, t, id); err != nil {
@@ -240,6 +246,9 @@ func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Deliver
 		if d.AddressKey == "" {
 			return store.Answer{}, fmt.Errorf("enqueue delivery %d (%q): no address key: %w", i, d.Key, store.ErrInvalid)
 		}
+		if err := d.Check(); err != nil {
+			return store.Answer{}, fmt.Errorf("enqueue delivery %d: %w", i, err)
+		}
 		var err error
 		if data[i], err = deliveryData(d); err != nil {
 			return store.Answer{}, fmt.Errorf("enqueue delivery %d: %w", i, err)
@@ -335,6 +344,9 @@ func (s *Store) PendingDeliveries(ctx context.Context, addressKey string, limit 
 // MarkDelivered records a send. SET expressions all see the row as it was,
 // so an already sent delivery keeps its first time and message id.
 func (s *Store) MarkDelivered(ctx context.Context, id int64, platformMsgID string) error {
+	if err := store.CheckNames("platform message id", platformMsgID); err != nil {
+		return fmt.Errorf("mark delivery %d sent: %w", id, err)
+	}
 	res, err := s.exec(ctx, `UPDATE deliveries SET
 		sent_at = CASE WHEN sent_at = 0 THEN ? ELSE sent_at END,
 		platform_msg_id = CASE WHEN sent_at = 0 THEN ? ELSE platform_msg_id END
@@ -365,6 +377,9 @@ func (s *Store) AbandonDelivery(ctx context.Context, id int64, reason string) er
 func (s *Store) SetHomeChannel(ctx context.Context, platform, addressKey string) error {
 	if platform == "" {
 		return fmt.Errorf("set home channel: empty platform: %w", store.ErrInvalid)
+	}
+	if err := store.CheckNames("platform", platform, "address key", addressKey); err != nil {
+		return fmt.Errorf("set home channel: %w", err)
 	}
 	var err error
 	if addressKey == "" {
@@ -441,6 +456,9 @@ func (s *Store) PlatformState(ctx context.Context, platform, key string) (string
 func (s *Store) SetPlatformState(ctx context.Context, platform, key, value string) error {
 	if platform == "" || key == "" {
 		return fmt.Errorf("set platform state %q of %q: empty platform or key: %w", key, platform, store.ErrInvalid)
+	}
+	if err := store.CheckNames("platform", platform, "key", key); err != nil {
+		return fmt.Errorf("set platform state: %w", err)
 	}
 	var err error
 	if value == "" {

@@ -33,6 +33,10 @@ func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Sess
 	if in.ID == "" {
 		in.ID = newID()
 	}
+	if err := store.CheckNames("id", in.ID, "owner", in.OwnerID, "model", in.Model, "platform", in.Platform,
+		"parent", in.ParentID, "holder", in.Holder); err != nil {
+		return store.Session{}, fmt.Errorf("create session: %w", err)
+	}
 	if in.Title != "" {
 		t, err := store.SanitizeTitle(in.Title)
 		if err != nil {
@@ -95,7 +99,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 	if limit <= 0 {
 		limit = 50
 	}
-	q += " ORDER BY updated_at DESC, id" + limitClause(limit) + " OFFSET ?"
+	q += " ORDER BY updated_at DESC, rowid DESC" + limitClause(limit) + " OFFSET ?"
 	args = append(args, max(f.Offset, 0))
 	rows, err := s.read(ctx, q, args...)
 	if err != nil {
@@ -202,6 +206,9 @@ func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]sto
 
 // EndSession marks a session ended with a reason; its transcript stays.
 func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+	if err := store.CheckNames("reason", reason); err != nil {
+		return fmt.Errorf("end session %s: %w", id, err)
+	}
 	t := now()
 	res, err := s.exec(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? WHERE id = ?`, t, reason, t, id)
 	return affected(res, err, "end session "+id)
@@ -223,6 +230,9 @@ const addUsageSQL = `UPDATE sessions SET input_tokens = input_tokens + ?, output
 
 // SetModel records the model a session talks to.
 func (s *Store) SetModel(ctx context.Context, id, model string) error {
+	if err := store.CheckNames("model", model); err != nil {
+		return fmt.Errorf("set model of session %s: %w", id, err)
+	}
 	res, err := s.exec(ctx, `UPDATE sessions SET model = ?, updated_at = ? WHERE id = ?`, model, now(), id)
 	return affected(res, err, "set model of session "+id)
 }

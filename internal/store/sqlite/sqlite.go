@@ -590,20 +590,22 @@ func (s *Store) migrateTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-func now() int64 { return time.Now().UnixNano() }
+// Times are nanoseconds since 1970 in the file, kept to the microsecond
+// as every store keeps them (store.Micro); 0 is none.
+func now() int64 { return store.Micro(time.Now()).UnixNano() }
 
 func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, n)
+	return store.Micro(time.Unix(0, n))
 }
 
 func toNanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return t.UnixNano()
+	return store.Micro(t).UnixNano()
 }
 
 // newID is 16 random hex characters: short enough to type a prefix of.

@@ -54,7 +54,7 @@ var messageTests = map[string]func(*testing.T, store.Store){
 	"AppendAndLoadInOrder": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
 		calls := json.RawMessage(`[{"id":"c1","name":"read_file","arguments":{"path":"x"}}]`)
-		at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+		at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 		got := must(s.AppendMessages(ctx(t), a.ID,
 			store.Message{Role: store.RoleUser, Content: "hi", Platform: "telegram", PlatformMsgID: "m1", CreatedAt: at},
 			store.Message{Role: store.RoleAssistant, Content: "", ToolCalls: calls},

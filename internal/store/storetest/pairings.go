@@ -14,7 +14,7 @@ func ask(user, code string, now time.Time) store.PairingAsk {
 
 var pairingTests = map[string]func(*testing.T, store.Store){
 	"IssueAttemptsLockOut": func(t *testing.T, s store.Store) {
-		now := time.Now()
+		now := store.Micro(time.Now()) // as the store keeps it
 		p, issued := must2(s.AskPairing(ctx(t), ask("1", "AAAA2222", now)))
 		eq(t, "first message issues a code", issued, true)
 		eq(t, "code", p.Code, "AAAA2222")
@@ -33,7 +33,7 @@ var pairingTests = map[string]func(*testing.T, store.Store){
 		eq(t, "a new code after the lock", issued && p.Code == "DDDD5555", true)
 	},
 	"AtMostPendingPerPlatform": func(t *testing.T, s store.Store) {
-		now := time.Now()
+		now := store.Micro(time.Now()) // as the store keeps it
 		must2(s.AskPairing(ctx(t), ask("1", "AAAA2222", now)))
 		must2(s.AskPairing(ctx(t), ask("2", "BBBB3333", now.Add(time.Second))))
 		// A third stranger is not kept out by the first two: the oldest
@@ -61,7 +61,7 @@ var pairingTests = map[string]func(*testing.T, store.Store){
 		eq(t, "a new code after Renew", issued && p.Code == "FFFF7777", true)
 	},
 	"ApproveLinksDenyLocks": func(t *testing.T, s store.Store) {
-		now := time.Now()
+		now := store.Micro(time.Now()) // as the store keeps it
 		u := must(s.CreateUser(ctx(t), "owner"))
 		must2(s.AskPairing(ctx(t), ask("1", "AAAA2222", now)))
 		must2(s.AskPairing(ctx(t), ask("2", "BBBB3333", now)))

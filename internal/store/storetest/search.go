@@ -68,6 +68,23 @@ var searchTests = map[string]func(*testing.T, store.Store){
 			wantErr(t, err, store.ErrInvalid)
 		}
 	},
+	"CaseAndAccentsDoNotMatter": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		appendText(t, s, a.ID, store.RoleUser, "Le CAFÉ près de l'École")
+		for _, q := range []string{"café", "cafe", "CAFE", "école", "ecole", "PRES", "caf*"} {
+			eq(t, "hits for "+q, len(must(s.Search(ctx(t), store.SearchQuery{Text: q}))), 1)
+		}
+	},
+	"WordsAreLettersAndDigits": func(t *testing.T, s store.Store) {
+		a := newSession(t, s, "u", "")
+		appendText(t, s, a.ID, store.RoleUser, "run snake_case v1.2 on über-cool mail@example.com, a+b ≥ 3 日本語")
+		for q, want := range map[string]int{
+			"snake": 1, "case": 1, "snake_case": 1, "v1": 1, "v1.2": 1, "2": 1, "uber": 1, "cool": 1,
+			"example": 1, "mail@example": 1, "a+b": 1, "b+a": 0, "3": 1, "日本語": 1, "snakecase": 0, "exam": 0, "exam*": 1,
+		} {
+			eq(t, "hits for "+q, len(must(s.Search(ctx(t), store.SearchQuery{Text: q}))), want)
+		}
+	},
 	"SupersededRowsAreNotFound": func(t *testing.T, s store.Store) {
 		a := newSession(t, s, "u", "")
 		appendText(t, s, a.ID, store.RoleUser, "secret plan")

@@ -3,7 +3,6 @@ package storetest
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -34,7 +33,6 @@ var sessionTests = map[string]func(*testing.T, store.Store){
 		a := newSession(t, s, "u1", "alpha project")
 		b := must(s.CreateSession(ctx(t), store.Session{OwnerID: "u1", Title: "beta", Platform: "telegram"}))
 		c := newSession(t, s, "u2", "gamma project")
-		time.Sleep(2 * time.Millisecond)
 		appendText(t, s, a.ID, store.RoleUser, "bump a") // a is now the most recently active
 		eqSlice(t, "all", ids(must(s.ListSessions(ctx(t), store.SessionFilter{}))), []string{a.ID, c.ID, b.ID})
 		eqSlice(t, "owner u1", ids(must(s.ListSessions(ctx(t), store.SessionFilter{OwnerID: "u1"}))), []string{a.ID, b.ID})

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Holders", holderTests},
 		{"Notes", noteTests},
 		{"Files", fileTests},
+		{"Honest", honestTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
