@@ -61,7 +61,10 @@ func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
 		return nil, fmt.Errorf("whatsapp: home %q is not a chat JID (like 120363…@g.us)", sec.Home)
 	}
 	if s.StoreFile == "" {
-		return nil, errors.New("whatsapp: the device is kept in baton's SQLite store, and the configured store is none")
+		// A store on a Postgres server: the bridge keeps its device in
+		// baton's SQLite file, and there is none.
+		return nil, errors.New("whatsapp: the device is kept in baton's SQLite store, and the configured store is on a Postgres server; " +
+			"turn whatsapp off, or keep baton's store in a SQLite file")
 	}
 	prog, err := FindProgram()
 	if err != nil {
