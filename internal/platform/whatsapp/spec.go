@@ -61,7 +61,7 @@ func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
 		return nil, fmt.Errorf("whatsapp: home %q is not a chat JID (like 120363…@g.us)", sec.Home)
 	}
 	if s.StoreFile == "" {
-		return nil, errors.New("whatsapp: the device is kept in baton's SQLite store, and the configured store is none")
+		return nil, errNoStoreFile
 	}
 	prog, err := FindProgram()
 	if err != nil {
@@ -92,6 +92,11 @@ func open(ctx context.Context, s platform.Setup) (platform.Adapter, error) {
 	return New(Config{Client: client, Home: sec.Home, Logger: s.Log})
 }
 
+// errNoStoreFile is a store on a Postgres server: the bridge keeps its
+// device in baton's SQLite file, and there is none.
+var errNoStoreFile = errors.New("whatsapp: the device is kept in baton's SQLite store, and the configured store is on a Postgres server; " +
+	"turn whatsapp off, or keep baton's store in a SQLite file")
+
 // LegacyStoreFile is where the device was kept before it moved into
 // baton's database; a device there has to be linked again.
 const LegacyStoreFile = "whatsapp.db"
@@ -99,6 +104,9 @@ const LegacyStoreFile = "whatsapp.db"
 // runProgram runs `baton-whatsapp <verb> --store <baton's store>` in the
 // terminal: linking shows its QR codes there.
 func runProgram(ctx context.Context, env platform.SubcommandEnv, verb string) error {
+	if env.StoreFile == "" {
+		return errNoStoreFile
+	}
 	prog, err := FindProgram()
 	if err != nil {
 		return err

@@ -184,6 +184,12 @@ func TestSpec(t *testing.T) {
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("the adapter created the store itself: %v", err)
 	}
+	// A store on a Postgres server gives no file: that is said.
+	noFile := platformtest.Setup(t, whatsapp.Name, enabled, nil)
+	noFile.Home = home
+	if _, err := spec.Open(testutil.Context(t, 0), noFile); err == nil || !strings.Contains(err.Error(), "Postgres") {
+		t.Errorf("enabled with the store on a server: %v", err)
+	}
 	st, err := sqlite.Open(testutil.Context(t, 0), file)
 	if err != nil {
 		t.Fatal(err)
