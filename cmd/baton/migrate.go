@@ -56,11 +56,7 @@ PGPASSWORD instead of the URL; baton never prints it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := interruptible(cmd.Context())
 			defer cancel()
-			err := runMigrate(ctx, to, stop, cmd.OutOrStdout())
-			if errors.Is(err, context.Canceled) {
-				return errors.New("stopped: nothing was copied, the Postgres database is as it was")
-			}
-			return err
+			return runMigrate(ctx, to, stop, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the empty Postgres database to copy into (postgres://user:password@host:port/database)")
@@ -118,6 +114,13 @@ func runMigrate(ctx context.Context, to string, stopGW bool, out io.Writer) erro
 
 	fmt.Fprintf(out, "Copying %s into %s…\n", path, postgres.Redact(to))
 	r, err := migrate.Run(ctx, source, dst)
+	if err != nil && ctx.Err() != nil {
+		if !r.Copied {
+			return errors.New("stopped: nothing was copied, the Postgres database is as it was")
+		}
+		return errors.New("stopped after the copy, before its counts and checksums were compared: " +
+			"to check it, make the database anew and run baton migrate again")
+	}
 	if errors.Is(err, store.ErrNotEmpty) {
 		return fmt.Errorf("%w.\nbaton migrate copies into an empty database only, and leaves this one as it is. "+
 			"To start over, make the database anew (dropdb then createdb, as its owner: every row in it is lost) "+

@@ -73,6 +73,12 @@ func TestMigrateToPostgres(t *testing.T) {
 		t.Errorf("the first session's transcript does not name its photo:\n%s", before[list[1].ID])
 	}
 
+	for _, args := range [][]string{{"migrate"}, {"migrate", "--to", "/srv/other.db"}} {
+		if _, errOut, err := runBaton(t, env, work, args...); err == nil || !strings.Contains(errOut, "postgres://user:password@host:5432/database") {
+			t.Errorf("baton %v: %v, %s; want the URL's form named", args, err, errOut)
+		}
+	}
+
 	startGateway(t, env, batonHome)
 	out, errOut, err := runBaton(t, env, work, "migrate", "--to", target)
 	if err == nil || !strings.Contains(errOut, "a gateway is running") || !strings.Contains(errOut, "baton gateway stop") {

@@ -36,6 +36,7 @@ type Report struct {
 	Sessions []Sum            // every session, in the order they were made
 	Messages int64            // rows copied
 	Copy     time.Duration    // the import alone, counts and checks aside
+	Copied   bool             // the import committed: the target holds the copy
 }
 
 // Sum is one session's transcript checksum on each side.
@@ -68,6 +69,7 @@ func Run(ctx context.Context, from Source, to Target) (Report, error) {
 	if err != nil {
 		return r, err
 	}
+	r.Copied = true
 	if r.From, err = from.Count(ctx); err != nil {
 		return r, err
 	}

@@ -397,3 +397,42 @@ func BenchmarkMigrate(b *testing.B) {
 	}
 	b.ReportMetric(float64(msgs)/took.Seconds(), "msgs/s")
 }
+
+// cancelling is a source whose dump is interrupted (Ctrl-C) once the
+// first messages are handed over.
+type cancelling struct {
+	*sqlite.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelling) Dump(ctx context.Context, load func(store.Batch) error) error {
+	return c.Store.Dump(ctx, func(b store.Batch) error {
+		err := load(b)
+		if len(b.Messages) > 0 {
+			c.cancel()
+		}
+		return err
+	})
+}
+
+// TestMigrateInterruptedLeavesTheTargetEmpty: stopped midway, the copy
+// leaves nothing behind, so the same database can take it again.
+func TestMigrateInterruptedLeavesTheTargetEmpty(t *testing.T) {
+	defer guard(t)
+	src := openSQLite(t, t.TempDir())
+	fill(t, src, 5000)
+	dst := openPostgres(t, pgtest.NewDatabase(t))
+	ctx, cancel := context.WithCancel(t.Context())
+	r, err := migrate.Run(ctx, cancelling{src, cancel}, dst)
+	if !errors.Is(err, context.Canceled) || r.Copied {
+		t.Fatalf("an interrupted migrate: %v (copied: %v), want context.Canceled and nothing copied", err, r.Copied)
+	}
+	for k, n := range must(dst.Count(t.Context())) {
+		if n != 0 {
+			t.Errorf("the interrupted import left %d %s", n, k)
+		}
+	}
+	if _, err := migrate.Run(t.Context(), src, dst); err != nil {
+		t.Fatalf("migrate again after the interruption: %v", err)
+	}
+}
