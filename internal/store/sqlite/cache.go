@@ -14,11 +14,11 @@ import (
 // with thousands of conversations: their transcripts stay in the store,
 // and only the recently used ones stay here, so memory does not grow with
 // conversations that are idle (a transcript evicted is read again, from
-// its packs, at its next turn). 16 MiB keeps a long session (20,000
-// typical messages) whole.
+// its packs, at its next turn). 8 MiB keeps a long session (20,000
+// messages of a sentence each, 6.6 MB) whole.
 const (
 	defaultCacheMessages = 200_000
-	defaultCacheBytes    = 16 << 20
+	defaultCacheBytes    = 8 << 20
 )
 
 // transcriptVersion identifies a live transcript's contents. Messages are
@@ -78,7 +78,7 @@ func (c *transcriptCache) put(id string, v transcriptVersion, msgs []store.Messa
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.remove(id)
-	size := messagesBytes(msgs)
+	size := transcriptBytes(msgs)
 	if len(msgs) > c.max || size > c.maxBytes {
 		return
 	}
@@ -133,12 +133,15 @@ func (c *transcriptCache) extend(id string, msgs []store.Message) {
 	}
 	// Appending in place is safe: a caller holding the old slice reads
 	// only up to its own length.
+	before := e.bytes
+	e.bytes -= cap(e.msgs) * messageSize
 	for _, m := range msgs {
 		m = asLoaded(m)
 		e.msgs = append(e.msgs, m)
-		e.bytes += messageBytes(m)
-		c.bytes += messageBytes(m)
+		e.bytes += referencedBytes(m)
 	}
+	e.bytes += cap(e.msgs) * messageSize
+	c.bytes += e.bytes - before
 	e.version.nextSeq = msgs[len(msgs)-1].Seq + 1
 	c.total += len(msgs)
 	c.lru.MoveToFront(el)
@@ -148,21 +151,35 @@ func (c *transcriptCache) extend(id string, msgs []store.Message) {
 	c.evict()
 }
 
-// messageBytes is about what m takes in memory: its fields and the bytes
-// its strings and slices point to.
-func messageBytes(m store.Message) int {
-	n := int(unsafe.Sizeof(m)) + len(m.SessionID) + len(m.Role) + len(m.Kind) + len(m.Content) + len(m.ToolCalls) +
-		len(m.ToolCallID) + len(m.ToolName) + len(m.Platform) + len(m.PlatformMsgID)
+// messageSize is what a message takes in a slice; its strings and
+// slices point to more (referencedBytes).
+const messageSize = int(unsafe.Sizeof(store.Message{}))
+
+// referencedBytes is about what m's strings and slices hold beyond the
+// message itself, each rounded up as the allocator rounds small objects.
+func referencedBytes(m store.Message) int {
+	n := allocated(len(m.SessionID)) + allocated(len(m.Role)) + allocated(len(m.Kind)) + allocated(len(m.Content)) +
+		allocated(len(m.ToolCalls)) + allocated(len(m.ToolCallID)) + allocated(len(m.ToolName)) +
+		allocated(len(m.Platform)) + allocated(len(m.PlatformMsgID)) + allocated(cap(m.Attachments)*int(unsafe.Sizeof(store.Attachment{})))
 	for _, a := range m.Attachments {
-		n += int(unsafe.Sizeof(a)) + len(a.Name) + len(a.MediaType) + len(a.SHA256) + len(a.Transcript)
+		n += allocated(len(a.Name)) + allocated(len(a.MediaType)) + allocated(len(a.SHA256)) + allocated(len(a.Transcript))
 	}
 	return n
 }
 
-func messagesBytes(msgs []store.Message) int {
-	n := 0
+// allocated is about what the heap gives an object of n bytes.
+func allocated(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return (n + 15) &^ 15
+}
+
+// transcriptBytes is about what msgs, as cached, take in memory.
+func transcriptBytes(msgs []store.Message) int {
+	n := cap(msgs) * messageSize
 	for _, m := range msgs {
-		n += messageBytes(m)
+		n += referencedBytes(m)
 	}
 	return n
 }

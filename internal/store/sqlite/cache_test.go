@@ -166,7 +166,7 @@ func TestAppendExtendsTheCacheAsALoadWould(t *testing.T) {
 // what it holds does not grow with conversations that have gone idle.
 // Here 40 transcripts of 10 messages of 64 KiB (25 MiB in all, far fewer
 // messages than the message bound) are each loaded and extended; the
-// cache holds no more than 16 MiB of them, and every load stays whole.
+// cache holds no more than its 8 MiB of them, and every load stays whole.
 func TestTranscriptCacheIsBoundedInBytes(t *testing.T) {
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), sqlite.FileName))
 	if err != nil {
@@ -203,8 +203,8 @@ func TestTranscriptCacheIsBoundedInBytes(t *testing.T) {
 			held += n * size
 		}
 	}
-	if held > 16<<20 {
-		t.Errorf("the cache holds %d MiB of transcripts, over its 16 MiB", held>>20)
+	if held > 8<<20 {
+		t.Errorf("the cache holds %d MiB of transcripts, over its 8 MiB", held>>20)
 	}
 	if held == 0 {
 		t.Error("the cache holds nothing")
