@@ -2,47 +2,77 @@ package gateway
 
 import "sync"
 
-// mailboxes run jobs one at a time per conversation, in arrival order;
-// different conversations run in parallel. A mailbox's goroutine exists
-// only while it has work.
+// mailboxes run jobs one at a time per conversation, in arrival order.
+// Different conversations run in parallel, up to limit jobs at once:
+// runners take the conversations with work in turn, one job each, so a
+// burst across thousands of conversations neither starts a goroutine per
+// conversation nor runs thousands of turns against each other at once
+// (each then slower, until the chats' services time out waiting). A
+// conversation with no work holds nothing here.
 type mailboxes struct {
-	mu    sync.Mutex
-	boxes map[string]*mailbox
-	wg    sync.WaitGroup
+	limit int // runners at most; 0: one per conversation with work
+
+	mu      sync.Mutex
+	boxes   map[string]*mailbox // conversations with work, waiting or running
+	ready   []*mailbox          // conversations waiting for a runner, in order
+	runners int
+	wg      sync.WaitGroup
 }
 
-type mailbox struct{ queue []func() }
+type mailbox struct {
+	key   string
+	queue []func()
+}
 
 func (m *mailboxes) push(key string, job func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if b, ok := m.boxes[key]; ok {
+		b.queue = append(b.queue, job) // it is waiting, or running and will wait again
+		return
+	}
 	if m.boxes == nil {
 		m.boxes = map[string]*mailbox{}
 	}
-	if b, ok := m.boxes[key]; ok {
-		b.queue = append(b.queue, job)
-		return
-	}
-	b := &mailbox{queue: []func(){job}}
+	b := &mailbox{key: key, queue: []func(){job}}
 	m.boxes[key] = b
-	m.wg.Add(1)
-	go m.drain(key, b)
+	m.ready = append(m.ready, b)
+	if m.limit <= 0 || m.runners < m.limit {
+		m.runners++
+		m.wg.Add(1)
+		go m.run()
+	}
 }
 
-func (m *mailboxes) drain(key string, b *mailbox) {
+// run runs the next job of the conversation that waited longest, and puts
+// the conversation back at the end of the line while it has more, until
+// no conversation waits.
+func (m *mailboxes) run() {
 	defer m.wg.Done()
-	for {
-		m.mu.Lock()
-		if len(b.queue) == 0 {
-			delete(m.boxes, key)
-			m.mu.Unlock()
-			return
-		}
+	m.mu.Lock()
+	for len(m.ready) > 0 {
+		b := m.ready[0]
+		m.ready[0] = nil
+		m.ready = m.ready[1:]
 		job := b.queue[0]
+		b.queue[0] = nil
 		b.queue = b.queue[1:]
 		m.mu.Unlock()
 		job()
+		m.mu.Lock()
+		if len(b.queue) > 0 {
+			m.ready = append(m.ready, b)
+			continue
+		}
+		delete(m.boxes, b.key)
+		if len(m.boxes) == 0 {
+			// A map keeps the room its largest burst needed: a new one
+			// gives it back.
+			m.boxes, m.ready = nil, nil
+		}
 	}
+	m.runners--
+	m.mu.Unlock()
 }
 
 // wait blocks until every mailbox is empty.
