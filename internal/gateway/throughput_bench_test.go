@@ -127,8 +127,6 @@ func runThroughput(b *testing.B, conversations int) throughputResult {
 	wg.Add(2)
 	go func() { defer wg.Done(); ld.readPage(ctx, pg) }()
 	go func() { defer wg.Done(); ld.readTelegram(ctx, fake) }()
-	defer wg.Wait()
-	defer ld.stop()
 
 	var res throughputResult
 	res.heapBefore = liveHeap(b, "before")
@@ -164,6 +162,8 @@ func runThroughput(b *testing.B, conversations int) throughputResult {
 	b.StopTimer()
 
 	lat, err := ld.check()
+	ld.stop()
+	wg.Wait()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,6 +176,7 @@ func runThroughput(b *testing.B, conversations int) throughputResult {
 	ld.forget()
 	r.model.Forget()
 	fake.ForgetCalls()
+	fake.ForgetSent()
 	res.heapAfter = liveHeap(b, "after")
 	if res.rss, err = selfRSS(); err != nil {
 		b.Fatal(err)
@@ -196,9 +197,19 @@ func liveHeap(b *testing.B, when string) int64 {
 		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 			b.Fatal(err)
 		}
+		g, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "-")+"-"+when+".goroutines"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Close()
+		if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
+			b.Fatal(err)
+		}
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	b.Logf("%s: HeapInuse %.1f MiB, HeapAlloc %.1f MiB, StackInuse %.1f MiB, %d goroutines, %d objects", when,
+		float64(ms.HeapInuse)/(1<<20), float64(ms.HeapAlloc)/(1<<20), float64(ms.StackInuse)/(1<<20), runtime.NumGoroutine(), ms.HeapObjects)
 	return int64(ms.HeapInuse)
 }
 
