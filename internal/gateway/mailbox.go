@@ -3,11 +3,13 @@ package gateway
 import "sync"
 
 // mailboxes run jobs one at a time per conversation, in arrival order.
-// Different conversations run in parallel, up to limit jobs at once:
-// runners take the conversations with work in turn, one job each, so a
-// burst across thousands of conversations neither starts a goroutine per
-// conversation nor runs thousands of turns against each other at once
-// (each then slower, until the chats' services time out waiting). A
+// Different conversations run in parallel, up to limit at once: runners
+// take the conversations with work in the order they got it, each
+// conversation's jobs until it has none, so a burst across thousands of
+// conversations neither starts a goroutine per conversation nor runs
+// thousands of turns against each other at once (each then slower, until
+// the chats' services time out waiting), and a conversation's messages
+// follow each other while its transcript is still in the store's cache. A
 // conversation with no work holds nothing here.
 type mailboxes struct {
 	limit int // runners at most; 0: one per conversation with work
@@ -28,7 +30,7 @@ func (m *mailboxes) push(key string, job func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if b, ok := m.boxes[key]; ok {
-		b.queue = append(b.queue, job) // it is waiting, or running and will wait again
+		b.queue = append(b.queue, job) // waiting, or running: its runner takes it
 		return
 	}
 	if m.boxes == nil {
@@ -44,9 +46,8 @@ func (m *mailboxes) push(key string, job func()) {
 	}
 }
 
-// run runs the next job of the conversation that waited longest, and puts
-// the conversation back at the end of the line while it has more, until
-// no conversation waits.
+// run takes the conversation that waited longest and runs its jobs until
+// it has none, then the next, until no conversation waits.
 func (m *mailboxes) run() {
 	defer m.wg.Done()
 	m.mu.Lock()
@@ -54,15 +55,13 @@ func (m *mailboxes) run() {
 		b := m.ready[0]
 		m.ready[0] = nil
 		m.ready = m.ready[1:]
-		job := b.queue[0]
-		b.queue[0] = nil
-		b.queue = b.queue[1:]
-		m.mu.Unlock()
-		job()
-		m.mu.Lock()
-		if len(b.queue) > 0 {
-			m.ready = append(m.ready, b)
-			continue
+		for len(b.queue) > 0 {
+			job := b.queue[0]
+			b.queue[0] = nil
+			b.queue = b.queue[1:]
+			m.mu.Unlock()
+			job()
+			m.mu.Lock()
 		}
 		delete(m.boxes, b.key)
 		if len(m.boxes) == 0 {
