@@ -1,15 +1,25 @@
 package sqlite
 
 import (
+	"container/list"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/baton-agent/baton/internal/store"
 )
 
-// defaultCacheMessages bounds the transcript cache: about 200 MB at the
-// most for typical chat messages, far less in practice.
-const defaultCacheMessages = 200_000
+// defaultCacheMessages and defaultCacheBytes bound the transcript cache,
+// whichever is reached first. The bytes bound is what holds in a gateway
+// with thousands of conversations: their transcripts stay in the store,
+// and only the recently used ones stay here, so memory does not grow with
+// conversations that are idle (a transcript evicted is read again, from
+// its packs, at its next turn). 8 MiB keeps a long session (20,000
+// messages of a sentence each, 6.6 MB) whole.
+const (
+	defaultCacheMessages = 200_000
+	defaultCacheBytes    = 8 << 20
+)
 
 // transcriptVersion identifies a live transcript's contents. Messages are
 // never edited in place: appends move nextSeq, replacements bump
@@ -21,66 +31,81 @@ type transcriptVersion struct {
 }
 
 type cachedTranscript struct {
+	id      string
 	version transcriptVersion
 	msgs    []store.Message
-	used    uint64
+	bytes   int
 }
 
 // transcriptCache keeps recently loaded transcripts so that a turn in a
 // long session reads only the rows added since the last turn. It is checked
 // against the session row on every load, so writes by another process are
-// always seen.
+// always seen. Least recently used transcripts go first.
 type transcriptCache struct {
-	mu      sync.Mutex
-	max     int
-	total   int
-	clock   uint64
-	entries map[string]*cachedTranscript
+	mu       sync.Mutex
+	max      int // messages
+	maxBytes int
+	total    int // messages
+	bytes    int
+	lru      list.List // of *cachedTranscript, most recently used first
+	entries  map[string]*list.Element
 }
 
 func newTranscriptCache(maxMessages int) *transcriptCache {
-	return &transcriptCache{max: maxMessages, entries: map[string]*cachedTranscript{}}
+	return newTranscriptCacheOf(maxMessages, defaultCacheBytes)
+}
+
+func newTranscriptCacheOf(maxMessages, maxBytes int) *transcriptCache {
+	return &transcriptCache{max: maxMessages, maxBytes: maxBytes, entries: map[string]*list.Element{}}
 }
 
 // get returns the cached transcript for id and its version, if any.
 func (c *transcriptCache) get(id string) (transcriptVersion, []store.Message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[id]
+	el, ok := c.entries[id]
 	if !ok {
 		return transcriptVersion{}, nil, false
 	}
-	c.clock++
-	e.used = c.clock
+	c.lru.MoveToFront(el)
+	e := el.Value.(*cachedTranscript)
 	return e.version, e.msgs, true
 }
 
 // put stores msgs (which the cache now owns) and evicts the least recently
-// used transcripts beyond the bound.
+// used transcripts beyond the bounds.
 func (c *transcriptCache) put(id string, v transcriptVersion, msgs []store.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.entries[id]; ok {
-		c.total -= len(old.msgs)
-		delete(c.entries, id)
-	}
-	if len(msgs) > c.max {
+	c.remove(id)
+	size := transcriptBytes(msgs)
+	if len(msgs) > c.max || size > c.maxBytes {
 		return
 	}
-	c.clock++
-	c.entries[id] = &cachedTranscript{version: v, msgs: msgs, used: c.clock}
+	c.entries[id] = c.lru.PushFront(&cachedTranscript{id: id, version: v, msgs: msgs, bytes: size})
 	c.total += len(msgs)
-	for c.total > c.max {
-		var oldest string
-		var at uint64
-		for k, e := range c.entries {
-			if oldest == "" || e.used < at {
-				oldest, at = k, e.used
-			}
-		}
-		c.total -= len(c.entries[oldest].msgs)
-		delete(c.entries, oldest)
+	c.bytes += size
+	c.evict()
+}
+
+// evict drops the least recently used transcripts until the cache is
+// within its bounds.
+func (c *transcriptCache) evict() {
+	for c.total > c.max || c.bytes > c.maxBytes {
+		c.remove(c.lru.Back().Value.(*cachedTranscript).id)
 	}
+}
+
+// remove drops id's transcript, if cached.
+func (c *transcriptCache) remove(id string) {
+	el, ok := c.entries[id]
+	if !ok {
+		return
+	}
+	e := c.lru.Remove(el).(*cachedTranscript)
+	delete(c.entries, id)
+	c.total -= len(e.msgs)
+	c.bytes -= e.bytes
 }
 
 // extend adds msgs, just stored at the end of session id's live
@@ -93,8 +118,12 @@ func (c *transcriptCache) extend(id string, msgs []store.Message) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[id]
-	if !ok || e.version.nextSeq != msgs[0].Seq {
+	el, ok := c.entries[id]
+	if !ok {
+		return
+	}
+	e := el.Value.(*cachedTranscript)
+	if e.version.nextSeq != msgs[0].Seq {
 		return
 	}
 	for i := 1; i < len(msgs); i++ {
@@ -104,15 +133,55 @@ func (c *transcriptCache) extend(id string, msgs []store.Message) {
 	}
 	// Appending in place is safe: a caller holding the old slice reads
 	// only up to its own length.
+	before := e.bytes
+	e.bytes -= cap(e.msgs) * messageSize
 	for _, m := range msgs {
-		e.msgs = append(e.msgs, asLoaded(m))
+		m = asLoaded(m)
+		e.msgs = append(e.msgs, m)
+		e.bytes += referencedBytes(m)
 	}
+	e.bytes += cap(e.msgs) * messageSize
+	c.bytes += e.bytes - before
 	e.version.nextSeq = msgs[len(msgs)-1].Seq + 1
 	c.total += len(msgs)
-	if c.total > c.max {
-		c.total -= len(e.msgs)
-		delete(c.entries, id)
+	c.lru.MoveToFront(el)
+	if len(e.msgs) > c.max || e.bytes > c.maxBytes {
+		c.remove(id)
 	}
+	c.evict()
+}
+
+// messageSize is what a message takes in a slice; its strings and
+// slices point to more (referencedBytes).
+const messageSize = int(unsafe.Sizeof(store.Message{}))
+
+// referencedBytes is about what m's strings and slices hold beyond the
+// message itself, each rounded up as the allocator rounds small objects.
+func referencedBytes(m store.Message) int {
+	n := allocated(len(m.SessionID)) + allocated(len(m.Role)) + allocated(len(m.Kind)) + allocated(len(m.Content)) +
+		allocated(len(m.ToolCalls)) + allocated(len(m.ToolCallID)) + allocated(len(m.ToolName)) +
+		allocated(len(m.Platform)) + allocated(len(m.PlatformMsgID)) + allocated(cap(m.Attachments)*int(unsafe.Sizeof(store.Attachment{})))
+	for _, a := range m.Attachments {
+		n += allocated(len(a.Name)) + allocated(len(a.MediaType)) + allocated(len(a.SHA256)) + allocated(len(a.Transcript))
+	}
+	return n
+}
+
+// allocated is about what the heap gives an object of n bytes.
+func allocated(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return (n + 15) &^ 15
+}
+
+// transcriptBytes is about what msgs, as cached, take in memory.
+func transcriptBytes(msgs []store.Message) int {
+	n := cap(msgs) * messageSize
+	for _, m := range msgs {
+		n += referencedBytes(m)
+	}
+	return n
 }
 
 // asLoaded is m, as returned by an append, in the form a load returns it.
@@ -134,10 +203,7 @@ func asLoaded(m store.Message) store.Message {
 func (c *transcriptCache) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.entries[id]; ok {
-		c.total -= len(old.msgs)
-		delete(c.entries, id)
-	}
+	c.remove(id)
 }
 
 // clone gives callers their own slice; message fields are immutable
