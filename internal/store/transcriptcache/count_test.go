@@ -1,4 +1,4 @@
-package sqlite
+package transcriptcache
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 // The cache's count of bytes is the sum of what its transcripts take,
 // through puts, extends, replacements and drops, and never over its bound.
 func TestTranscriptCacheCountsItsBytes(t *testing.T) {
-	c := newTranscriptCacheOf(1_000_000, 64<<10)
+	c := New(1_000_000, 64<<10)
 	check := func(when string) {
 		t.Helper()
 		sum := 0
 		for id, el := range c.entries {
-			e := el.Value.(*cachedTranscript)
+			e := el.Value.(*entry)
 			if e.id != id {
 				t.Fatalf("%s: entry %s is listed under %s", when, e.id, id)
 			}
@@ -38,14 +38,14 @@ func TestTranscriptCacheCountsItsBytes(t *testing.T) {
 		for j := range i%5 + 1 {
 			msgs = append(msgs, msg(int64(j+1), 100*(i%7)))
 		}
-		c.put(id, transcriptVersion{nextSeq: int64(len(msgs) + 1)}, msgs)
+		c.Put(id, Version{NextSeq: int64(len(msgs) + 1)}, msgs)
 		check("put")
 		for j := range i % 4 {
-			c.extend(id, []store.Message{msg(int64(len(msgs)+j+1), 300)})
+			c.Extend(id, []store.Message{msg(int64(len(msgs)+j+1), 300)})
 			check("extend")
 		}
 		if i%11 == 0 {
-			c.drop(fmt.Sprint("s", (i*7)%37))
+			c.Drop(fmt.Sprint("s", (i*7)%37))
 			check("drop")
 		}
 	}
