@@ -135,10 +135,13 @@ func (r *REPL) Run(ctx context.Context) error {
 		return err
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
+	// Listening before the first prompt: a move signalled once it shows
+	// is heard.
+	signals := r.listen(wctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		r.watch(wctx)
+		r.watch(wctx, signals)
 	}()
 	defer func() { stopWatch(); <-watched }()
 	for ctx.Err() == nil {

@@ -63,17 +63,22 @@ var current *harness
 
 // Main runs the package's tests (call it from TestMain) and stops the
 // server they started, if any, before the binary exits.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m.Run)) }
+
+// Run is Main for a TestMain that does more around the tests: it runs
+// run (m.Run, or what wraps it), stops the server the tests started, if
+// any, and returns the exit code.
+func Run(run func() int) int {
 	h := &harness{}
 	current = h
-	code := m.Run()
+	code := run()
 	if err := h.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		if code == 0 {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // NewDatabase creates an empty database for t, dropped when t ends, and
