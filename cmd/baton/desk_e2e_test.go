@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/store"
@@ -22,14 +23,16 @@ import (
 // the desk (its own BATON_HOME, no gateway, no socket: the terminal in a
 // pty). /handoff telegram on the desk lands in a Telegram topic; a reply
 // there; /handoff cli there, and the desk's terminal, idle at its prompt,
-// is told it is waited for and takes the session back.
+// is told it is waited for and takes the session back. A pairing
+// approved on the desk is welcomed by the server's gateway.
 func TestDeskAndServer(t *testing.T) { deskAndServer(t, "") }
 
 // TestDeskAndServerWokenOnlyBySignals is the same with both machines
 // reading the store for work only once an hour: every wake-up — the
 // gateway taking the desk's handoff, the desk following it, the desk
-// told of the handoff back, the topic told the session left — can only
-// have come over NOTIFY.
+// told of the handoff back, the topic told the session left, the
+// welcome of a pairing approved on the desk — can only have come over
+// NOTIFY.
 func TestDeskAndServerWokenOnlyBySignals(t *testing.T) { deskAndServer(t, "1h") }
 
 func deskAndServer(t *testing.T, poll string) {
@@ -129,6 +132,20 @@ func deskAndServer(t *testing.T, poll string) {
 	if err := tm.wait(); err != nil {
 		t.Fatalf("quit: %v\n%s", err, tm.Screen())
 	}
+
+	// 4. A stranger writes to the bot on the server; approved on the
+	// desk, they are welcomed at once by the server's gateway.
+	friend := telegramtest.User{ID: 77, FirstName: "Friend"}
+	fake.AddChat(telegramtest.Chat{ID: 77, Type: telegramtest.Private})
+	fake.PushMessage(77, 0, friend, "hello baton")
+	codeMsg := waitSent(t, fake, "a pairing code", func(m telegramtest.SentMessage) bool { return m.ChatID == "77" && codeRE.MatchString(m.Plain) })
+	code := codeRE.FindStringSubmatch(codeMsg.Plain)[1]
+	if out := pairingCmd(t, deskEnv, "approve", code); !strings.Contains(out, "Approved Friend (77) on telegram") || !strings.Contains(out, "they are told so") {
+		t.Errorf("approve on the desk:\n%s", out)
+	}
+	waitSent(t, fake, "the welcome", func(m telegramtest.SentMessage) bool {
+		return m.ChatID == "77" && m.Plain == gateway.PairingWelcome
+	})
 }
 
 // sessionIn reads a session from st.
