@@ -80,3 +80,66 @@ func BenchmarkHandoffPickupOverSignals(b *testing.B) {
 		b.ReportMetric(ms(first[n*99/100]), "first-send-p99-ms")
 	}
 }
+
+// A handoff recorded in a shared store by a process on another machine
+// is taken when it is signalled: the gateway reads the store for work
+// only once an hour here, and the first message still reaches the page;
+// its progress comes back to that process as signals, and a handoff to
+// the terminal is announced to terminals.
+func TestHandoffSignalledThroughTheStore(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	r := newRig(t, rigOpts{storeURL: url, pollEvery: time.Hour})
+	desk, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer desk.Close()
+	signals, err := desk.Listen(t.Context(), control.TopicProgress, control.TopicTerminal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := r.openPage(t)
+	sess := r.terminalSession(t)
+	h, err := desk.RequestHandoffTo(t.Context(), sess.ID, "cli", "web", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := desk.Notify(t.Context(), control.TopicHandoffs, control.HandoffPayload(h.ID)); err != nil {
+		t.Fatal(err)
+	}
+	pg.await("the first message", typ("message"))
+	var steps []string
+	dest := ""
+	for done := false; !done; {
+		select {
+		case s := <-signals:
+			p, err := control.ParseProgress(s.Payload)
+			if err != nil || p.HandoffID != h.ID {
+				continue
+			}
+			steps = append(steps, p.Step)
+			done, dest = p.Terminal(), p.Destination
+		case <-time.After(15 * time.Second):
+			t.Fatalf("the handoff's progress stopped at %q", steps)
+		}
+	}
+	if steps[0] != "claimed by the gateway" || steps[len(steps)-1] != "completed" {
+		t.Fatalf("progress heard: %q", steps)
+	}
+
+	// /handoff cli from the page: terminals anywhere hear of it.
+	pg.send(map[string]any{"type": "say", "key": dest, "text": "/handoff cli", "id": "p1"})
+	for {
+		select {
+		case s := <-signals:
+			if s.Topic == control.TopicTerminal {
+				if s.Payload != sess.ID {
+					t.Fatalf("a handoff to the terminal announced for %q, want %q", s.Payload, sess.ID)
+				}
+				return
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("no handoff to the terminal announced")
+		}
+	}
+}

@@ -215,6 +215,9 @@ func (w *handoffWorker) run(ctx, work context.Context) {
 		case <-w.kick:
 			w.sendStoredNotices(ctx)
 		case <-tick.C:
+			if signals == nil {
+				signals = w.listen(ctx) // listening failed before: try again
+			}
 			w.sendStoredNotices(ctx)
 			if n, failed, err := w.st.ReapHandoffs(ctx, time.Now()); err != nil {
 				w.log.Warn("reap handoffs", "err", err)
