@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -140,4 +142,42 @@ func TestHandoffThroughTheStoreNobodyTakes(t *testing.T) {
 	if err != nil || hf.State != store.HandoffFailed {
 		t.Fatalf("the handoff nobody took is %+v (%v), want withdrawn", hf, err)
 	}
+}
+
+// A terminal on the desk, idle at its prompt in no conversation, is told
+// at once (the store is read once an hour here: by the signal) when a
+// chat on the server hands a session off to the terminal, and takes it
+// with /resume.
+func TestIdleTerminalIsToldOfAHandoffFromAnotherMachine(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a := deskApp(t, url)
+	server := serverStore(t, url)
+	typed, keys := io.Pipe()
+	out := &syncBuffer{}
+	r, err := New(Config{App: a, Out: out, Reader: NewScriptReader(typed, out), Interrupts: make(chan os.Signal), WatchEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(t.Context()) }()
+	t.Cleanup(func() { keys.Close(); <-done })
+	testutil.Eventually(t, testutil.Patience, func() bool { return strings.Contains(out.String(), prompt) }, "the prompt")
+
+	// On the server: a Telegram chat's session, handed off to the terminal.
+	s, err := server.CreateSession(t.Context(), store.Session{OwnerID: a.Owner.ID, Platform: "telegram", Holder: "telegram:dm:42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.RequestHandoffTo(t.Context(), s.ID, "telegram", TerminalPlatform, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Notify(t.Context(), control.TopicTerminal, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	want := "Waiting for you here: session " + s.ID[:8] + ", handed off from Telegram. /resume " + s.ID[:8] + " continues it here."
+	testutil.Eventually(t, testutil.Patience, func() bool { return strings.Contains(out.String(), want) }, "the terminal told in:\n"+out.String())
+	fmt.Fprintln(keys, "/resume "+s.ID[:8])
+	testutil.Eventually(t, testutil.Patience, func() bool {
+		return strings.Contains(out.String(), "Brought session "+s.ID[:8]+" here from Telegram")
+	}, "the session brought here in:\n"+out.String())
 }

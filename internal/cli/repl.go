@@ -86,6 +86,7 @@ type REPL struct {
 	cancelTurn context.CancelFunc // cancels the running turn; nil between turns
 	known      whereabouts        // where the person last knew the session to be (watch.go)
 	atPrompt   bool               // the REPL waits for a line: the watcher may speak
+	toldNext   string             // a session waiting here, heard while busy: said at the next prompt
 }
 
 // New builds a REPL; the REPL is the agent's approver.

@@ -75,9 +75,14 @@ func (r *REPL) idle(ctx context.Context) {
 		line = r.moved(ctx, r.session, r.known, now)
 	}
 	r.known, r.atPrompt = now, true
+	waiting := r.toldNext
+	r.toldNext = ""
 	r.mu.Unlock()
 	if line != "" {
 		r.out.Printf("%s\n", line)
+	}
+	if waiting != "" {
+		r.out.Printf("%s\n", waiting)
 	}
 }
 
@@ -209,9 +214,9 @@ func (r *REPL) listen(ctx context.Context) <-chan store.Signal {
 // the current session is told by moved.
 func (r *REPL) waitingHere(ctx context.Context, sessionID string) {
 	r.mu.Lock()
-	current, idle := r.known.sessionID, r.atPrompt
+	current := r.known.sessionID
 	r.mu.Unlock()
-	if sessionID == "" || sessionID == current || !idle {
+	if sessionID == "" || sessionID == current {
 		return
 	}
 	h, err := r.app.Store.HandoffState(ctx, sessionID)
@@ -230,6 +235,8 @@ func (r *REPL) waitingHere(ctx context.Context, sessionID string) {
 	r.mu.Lock()
 	if r.atPrompt {
 		r.notify(line)
+	} else {
+		r.toldNext = line // busy: said at the next prompt
 	}
 	r.mu.Unlock()
 }
