@@ -100,8 +100,8 @@ func (w whereabouts) differs(now whereabouts) bool {
 
 // watch runs until ctx ends, telling the person at the prompt when the
 // session moved. With a store that signals (one shared with other
-// machines), a move's signal (from listen) wakes it and the reading every WatchEvery
-// (by default the configured gateway.poll_every) is the fallback.
+// machines), a move's signal (from listen) wakes it, and the reading
+// every WatchEvery (by default gateway.poll_every) is the fallback.
 func (r *REPL) watch(ctx context.Context, signals <-chan store.Signal) {
 	every := r.cfg.WatchEvery
 	switch {
