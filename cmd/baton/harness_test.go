@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	if bin := os.Getenv("BATON_BIN"); bin != "" {
 		batonBin = bin
 		whatsappBin = filepath.Join(filepath.Dir(bin), "baton-whatsapp")
-		os.Exit(pgtest.Run(m.Run)) // a Postgres server for the tests that share one store
+		os.Exit(pgtest.Run(m))
 	}
 	dir, err := os.MkdirTemp("", "baton-bin-")
 	if err != nil {
@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := pgtest.Run(m.Run)
+	code := pgtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

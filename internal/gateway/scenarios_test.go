@@ -25,7 +25,7 @@ var homeserver matrixtest.Shared
 
 // A Postgres server too, for what runs on a store shared by machines.
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Run(func() int { return homeserver.Run(m) }))
+	os.Exit(pgtest.Around(func() int { return homeserver.Run(m) }))
 }
 
 // TestScenarios runs the gateway's scenario suite on every platform with

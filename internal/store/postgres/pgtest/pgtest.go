@@ -63,12 +63,16 @@ var current *harness
 
 // Main runs the package's tests (call it from TestMain) and stops the
 // server they started, if any, before the binary exits.
-func Main(m *testing.M) { os.Exit(Run(m.Run)) }
+func Main(m *testing.M) { os.Exit(Run(m)) }
 
-// Run is Main for a TestMain that does more around the tests: it runs
-// run (m.Run, or what wraps it), stops the server the tests started, if
-// any, and returns the exit code.
-func Run(run func() int) int {
+// Run is Main for a TestMain with more to do after the tests: it returns
+// their exit code instead of exiting.
+func Run(m *testing.M) int { return Around(m.Run) }
+
+// Around is Run for a TestMain whose tests run inside another harness
+// (run calls m.Run, e.g. a shared Matrix homeserver's Run): it runs run,
+// stops the server the tests started, if any, and returns the exit code.
+func Around(run func() int) int {
 	h := &harness{}
 	current = h
 	code := run()
