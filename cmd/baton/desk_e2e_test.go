@@ -113,7 +113,12 @@ func deskAndServer(t *testing.T, poll string) {
 	fake.PushMessage(forum, topic, owner, "hello from the phone")
 	waitSent(t, fake, "the answer in the topic", inTopic("echo: hello from the phone"))
 	tm = startTerm(t, deskEnv, work)
-	tm.waitFor("the prompt", func(raw string) bool { return strings.Contains(raw, "› ") })
+	// The prompt drawn whole first (the cursor shown after readline's
+	// position query): a line shown while that query waits for its
+	// answer can take the answer's place.
+	tm.waitFor("the prompt drawn", func(raw string) bool {
+		return strings.Contains(raw, "› ") && strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	})
 	fake.PushMessage(forum, topic, owner, "/handoff cli")
 	waitSent(t, fake, "the handoff in the topic", inTopic("Handing off to the terminal"))
 	tm.expect(fmt.Sprintf("Waiting for you here: session %s, handed off from Telegram. /resume %s continues it here.", sid[:8], sid[:8]))
