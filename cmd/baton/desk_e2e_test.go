@@ -124,7 +124,13 @@ func deskAndServer(t *testing.T, poll string) {
 	tm.expect(fmt.Sprintf("Waiting for you here: session %s, handed off from Telegram. /resume %s continues it here.", sid[:8], sid[:8]))
 
 	// 3. The desk takes it back: the whole conversation, the topic told.
-	tm.line("/resume " + sid[:8])
+	// The prompt is drawn again below that line (asking where the cursor
+	// is); keys typed before it is are taken for the answer.
+	tm.waitFor("the prompt drawn below the line", func(raw string) bool {
+		rest := raw[strings.LastIndex(raw, "continues it here."):]
+		return strings.Contains(rest, "\x1b[6n") && strings.LastIndex(rest, "\x1b[?25h") > strings.LastIndex(rest, "\x1b[6n")
+	})
+	typeThenEnter(tm, "/resume "+sid[:8])
 	tm.expect("hello from the phone")
 	tm.expect("Brought session " + sid[:8] + " here from Telegram")
 	waitSent(t, fake, "the notice in the topic", inTopic("This conversation continues in the terminal now."))
@@ -161,4 +167,22 @@ func sessionIn(t *testing.T, st store.Store, id string) store.Session {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// typeThenEnter types text at the prompt and presses Enter only once the
+// line is drawn whole. Completing a session id redraws the line with
+// hints, asking where the cursor is at each key; Enter asks again, and a
+// key arriving in the same read as an answer is dropped.
+func typeThenEnter(tm *term, text string) {
+	tm.tb.Helper()
+	drawn := func(raw string) bool {
+		return strings.LastIndex(raw, "\x1b[?25h") > strings.LastIndex(raw, "\x1b[6n")
+	}
+	tm.waitFor("the prompt drawn", drawn)
+	tm.send(text)
+	tm.waitFor("the line drawn", func(raw string) bool {
+		return strings.HasSuffix(strings.TrimRight(ansi.ReplaceAllString(raw, ""), " "), text) && drawn(raw)
+	})
+	tm.send("\r")
+	tm.expect(text)
 }
