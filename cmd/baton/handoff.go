@@ -42,7 +42,9 @@ waiting: a handoff no gateway has taken yet is withdrawn.
 
 With no gateway running, baton asks whether to start one in the
 background when stdin is a terminal; otherwise it says so and exits 1
-(start one with ` + "`baton gateway`" + ` first).
+(start one with ` + "`baton gateway`" + ` first). With the store on a Postgres
+server and no gateway on this machine, the handoff waits in the store
+for a gateway on another machine to take it (docs/DEPLOY.md).
 
 To continue a session in the terminal, run baton -r SESSION instead.`,
 		Example: `  baton handoff "trip plans" telegram

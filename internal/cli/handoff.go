@@ -34,8 +34,13 @@ type Handoffs struct {
 	// goes away mid-handoff (its lease may run out and a restarted gateway
 	// retry it); 0: two minutes.
 	LostWait time.Duration
-	// Poll is how often the store is read meanwhile; 0: 500ms.
+	// Poll is how often the store is read meanwhile; 0: 500ms, or with
+	// a store that signals (see moveThroughStore) the configured
+	// gateway.poll_every, else 2s.
 	Poll time.Duration
+	// PickupWait is how long a handoff waits in a shared store for a
+	// gateway before the terminal says what to check; 0: 10s.
+	PickupWait time.Duration
 }
 
 // Sentinel errors of a handoff.
@@ -94,6 +99,11 @@ func (h *Handoffs) Move(ctx context.Context, req control.HandoffRequest, out io.
 	c := h.client()
 	status, err := c.Status(ctx)
 	if errors.Is(err, control.ErrNoGateway) {
+		if sig, ok := control.SignalsOf(h.App.Store); ok {
+			// The desk and the server: no gateway here, a store shared
+			// with the machine that runs one.
+			return h.moveThroughStore(ctx, sig, req, out)
+		}
 		if status, err = h.offerGateway(ctx, out, ask); err != nil {
 			return control.Progress{}, err
 		}
@@ -160,6 +170,175 @@ func (h *Handoffs) Move(ctx context.Context, req control.HandoffRequest, out io.
 	return final, nil
 }
 
+// errNobodyTook is a handoff no gateway took while the terminal waited.
+var errNobodyTook = errors.New("no gateway took the handoff")
+
+// moveThroughStore hands req's session over with no gateway on this
+// machine, through a store other machines share (store.Signals): the
+// handoff is recorded there and every gateway signalled; one running
+// req.To takes it, and its progress comes back as signals. The store is
+// read every poll interval as the fallback. While nothing takes it the
+// terminal says what to check; after LostWait it withdraws it.
+func (h *Handoffs) moveThroughStore(ctx context.Context, sig store.Signals, req control.HandoffRequest, out io.Writer) (control.Progress, error) {
+	// Listening before the request: no step can fall between the two.
+	lctx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	progress, err := sig.Listen(lctx, control.TopicProgress)
+	if err != nil {
+		return control.Progress{}, fmt.Errorf("no gateway runs on this machine, and the store cannot carry the handoff to one elsewhere: %w", err)
+	}
+	dest := ""
+	if req.Home {
+		if dest = h.homeOf(ctx, req.To); dest == "" {
+			return control.Progress{}, fmt.Errorf("%s has no home channel in the store: type /sethome in the %s chat where handoffs should land", req.To, req.To)
+		}
+	}
+	hf, err := h.App.Store.RequestHandoffTo(ctx, req.SessionID, req.From, req.To, dest)
+	if errors.Is(err, store.ErrHandoffInFlight) {
+		return control.Progress{}, errors.New("a handoff of this session is already under way")
+	} else if err != nil {
+		return control.Progress{}, fmt.Errorf("record the handoff: %w", err)
+	}
+	fmt.Fprintf(out, "Handing off to %s: no gateway runs on this machine, so the handoff waits in the store for a gateway elsewhere to take it…\n", placeOf(req.To+":"))
+	if err := sig.Notify(ctx, control.TopicHandoffs, control.HandoffPayload(hf.ID)); err != nil {
+		fmt.Fprintf(out, "  (no gateway could be signalled: %v; one finds the handoff in the store within its poll interval)\n", err)
+	}
+	final, err := h.follow(ctx, hf.ID, req.To, progress, out)
+	if errors.Is(err, errNobodyTook) {
+		fmt.Fprintf(out, "No gateway took it within %s.\n", h.lostWait())
+	}
+	if err != nil {
+		// Stopped waiting: settle it in the store (one nobody took is
+		// withdrawn), so what is said is what happened.
+		if final, err = h.settle(context.WithoutCancel(ctx), hf.ID); err != nil {
+			return control.Progress{}, err
+		}
+	}
+	if final.State == string(store.HandoffFailed) {
+		return control.Progress{}, fmt.Errorf("%w: %s", ErrHandoffFailed, final.Error)
+	}
+	return final, nil
+}
+
+// follow follows handoff id, asked for through the store, until it ends:
+// its steps as the gateway signals them, the store read on each
+// connection lost and every poll interval. It returns errNobodyTook when
+// no gateway took it within LostWait, ctx's error when ctx ended.
+func (h *Handoffs) follow(ctx context.Context, id int64, to string, progress <-chan store.Signal, out io.Writer) (control.Progress, error) {
+	tick := time.NewTicker(h.storePoll())
+	defer tick.Stop()
+	pickupWait := h.PickupWait
+	if pickupWait <= 0 {
+		pickupWait = 10 * time.Second
+	}
+	unclaimed := time.NewTimer(pickupWait)
+	defer unclaimed.Stop()
+	giveUp := time.NewTimer(h.lostWait())
+	defer giveUp.Stop()
+	taken, told := false, false
+	// read reads the handoff from the store: done once it ended.
+	read := func() (control.Progress, bool) {
+		hf, err := h.App.Store.GetHandoff(ctx, id)
+		if err != nil {
+			return control.Progress{}, false
+		}
+		if hf.State != store.HandoffPending || hf.Attempts > 0 {
+			taken = true
+		}
+		if !hf.State.Terminal() {
+			return control.Progress{}, false
+		}
+		return control.Progress{HandoffID: id, State: string(hf.State), Destination: hf.Destination, Error: hf.Error}, true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return control.Progress{}, ctx.Err()
+		case s, ok := <-progress:
+			if !ok {
+				progress = nil // ctx ends: said next
+				continue
+			}
+			if s.Missed {
+				if p, done := read(); done {
+					return p, nil
+				}
+				continue
+			}
+			p, err := control.ParseProgress(s.Payload)
+			if err != nil || p.HandoffID != id {
+				continue
+			}
+			taken = true
+			if p.Terminal() {
+				return p, nil
+			}
+			if p.Step != "" && p.Step != "requested" && p.Step != "current state" {
+				fmt.Fprintf(out, "  %s\n", p.Step)
+			}
+		case <-tick.C:
+			if p, done := read(); done {
+				return p, nil
+			}
+		case <-unclaimed.C:
+			if _, done := read(); !taken && !done {
+				fmt.Fprint(out, nobodyYet(to, pickupWait))
+				told = true
+			}
+		case <-giveUp.C:
+			if p, done := read(); done {
+				return p, nil
+			}
+			if !taken {
+				if !told {
+					fmt.Fprint(out, nobodyYet(to, h.lostWait()))
+				}
+				return control.Progress{}, errNobodyTook
+			}
+			// Taken: the gateway finishes or fails it, or its lease ends
+			// and another retries it; keep following.
+		}
+	}
+}
+
+// nobodyYet is what the terminal says when no gateway has taken a
+// handoff waiting in the store for wait: what to check, where.
+func nobodyYet(to string, wait time.Duration) string {
+	return fmt.Sprintf("No gateway has taken it after %s. On the machine that runs `baton gateway`, check that:\n"+
+		"  - the gateway runs there (`baton gateway status`), with this same store (store: in its config.yaml, or BATON_STORE);\n"+
+		"  - %s is enabled and live in it, with a home channel (/sethome in the chat where handoffs should land, or gateway.homes.%s).\n"+
+		"Still waiting (Ctrl-C stops; a handoff no gateway took is withdrawn)…\n", wait, to, to)
+}
+
+// homeOf is the platform's home channel: set by /sethome (in the store),
+// else named in this machine's config.yaml.
+func (h *Handoffs) homeOf(ctx context.Context, platform string) string {
+	if homes, err := h.App.Store.HomeChannels(ctx); err == nil && homes[platform] != "" {
+		return homes[platform]
+	}
+	return h.App.Config.Gateway.Homes[platform]
+}
+
+// storePoll is how often a terminal following a handoff through the
+// store reads it, signals being what wakes it first.
+func (h *Handoffs) storePoll() time.Duration {
+	switch {
+	case h.Poll > 0:
+		return h.Poll
+	case h.App.Config.Gateway.PollEvery > 0:
+		return h.App.Config.Gateway.PollEvery
+	}
+	return 2 * time.Second
+}
+
+// lostWait is how long to wait for a gateway that may yet act.
+func (h *Handoffs) lostWait() time.Duration {
+	if h.LostWait > 0 {
+		return h.LostWait
+	}
+	return 2 * time.Minute
+}
+
 // offerGateway is what happens when no gateway runs: offer to start one.
 func (h *Handoffs) offerGateway(ctx context.Context, out io.Writer, ask Ask) (control.Status, error) {
 	how := errors.New("no gateway is running: start one with `baton gateway` (in another terminal, or in the background), then /handoff again")
@@ -204,10 +383,7 @@ func allLive(s control.Status) bool {
 
 // waitInStore follows a handoff in the store after the gateway went away.
 func (h *Handoffs) waitInStore(ctx context.Context, id int64) (control.Progress, error) {
-	wait, poll := h.LostWait, h.Poll
-	if wait <= 0 {
-		wait = 2 * time.Minute
-	}
+	wait, poll := h.lostWait(), h.Poll
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
 	}
@@ -321,6 +497,12 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	}
 	if !ok {
 		return store.Session{}, fmt.Errorf("handoff %d was taken over elsewhere while being picked up", hf.ID)
+	}
+	if sig, ok := control.SignalsOf(h.App.Store); ok {
+		// Whoever follows the session on other machines (a terminal open
+		// on it) hears it moved now, not at its next read.
+		_ = sig.Notify(ctx, control.TopicProgress, control.ProgressPayload(control.Progress{
+			HandoffID: hf.ID, State: string(store.HandoffCompleted), Step: "completed", Destination: h.App.TerminalKey()}))
 	}
 	tellLeft(ctx, h.App, hf.ID, before)
 	return h.App.Store.GetSession(ctx, hf.SessionID)

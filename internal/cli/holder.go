@@ -195,7 +195,8 @@ func platformOf(key string) string {
 }
 
 // tellLeft stores the notice for the chat a session left for the
-// terminal, and wakes the gateway to send it.
+// terminal, and wakes the gateway to send it (on this machine over its
+// socket, elsewhere through the store).
 func tellLeft(ctx context.Context, a *app.App, handoffID int64, before string) {
 	if before == "" || strings.HasPrefix(before, Platform+":") {
 		return
@@ -208,7 +209,7 @@ func tellLeft(ctx context.Context, a *app.App, handoffID int64, before string) {
 	if err != nil {
 		return // the chat hears where it is at its next message
 	}
-	_ = control.NewClient(control.SocketPath(a.Home)).Kick(ctx)
+	_ = control.Kick(ctx, a.Home, a.Store, control.TopicNotices, before)
 }
 
 // where is /where in the terminal.

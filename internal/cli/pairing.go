@@ -31,7 +31,7 @@ func ApprovePairing(ctx context.Context, a *app.App, out io.Writer, code string)
 	told := "they are told so"
 	if _, err := a.Store.EnqueueDeliveries(ctx, gateway.PairingWelcomeDelivery(p)); err != nil {
 		told = "tell them yourself: baton could not store its message to them (" + err.Error() + ")"
-	} else if err := control.NewClient(control.SocketPath(a.Home)).Kick(ctx); err != nil {
+	} else if err := control.Kick(ctx, a.Home, a.Store, control.TopicPairings, p.Platform); err != nil {
 		told = "they are told so when the gateway runs"
 	}
 	_, err = fmt.Fprintf(out, "Approved %s on %s: they can talk to baton now; %s.\n", gateway.PairingWho(p), p.Platform, told)

@@ -86,6 +86,7 @@ type REPL struct {
 	cancelTurn context.CancelFunc // cancels the running turn; nil between turns
 	known      whereabouts        // where the person last knew the session to be (watch.go)
 	atPrompt   bool               // the REPL waits for a line: the watcher may speak
+	toldNext   string             // a session waiting here, heard while busy: said at the next prompt
 }
 
 // New builds a REPL; the REPL is the agent's approver.
@@ -135,10 +136,13 @@ func (r *REPL) Run(ctx context.Context) error {
 		return err
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
+	// Listening before the first prompt: a move signalled once it shows
+	// is heard.
+	signals := r.listen(wctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		r.watch(wctx)
+		r.watch(wctx, signals)
 	}()
 	defer func() { stopWatch(); <-watched }()
 	for ctx.Err() == nil {

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/baton-agent/baton/internal/gateway/control"
 	"github.com/baton-agent/baton/internal/place"
 	"github.com/baton-agent/baton/internal/store"
 )
@@ -73,9 +75,14 @@ func (r *REPL) idle(ctx context.Context) {
 		line = r.moved(ctx, r.session, r.known, now)
 	}
 	r.known, r.atPrompt = now, true
+	waiting := r.toldNext
+	r.toldNext = ""
 	r.mu.Unlock()
 	if line != "" {
 		r.out.Printf("%s\n", line)
+	}
+	if waiting != "" {
+		r.out.Printf("%s\n", waiting)
 	}
 }
 
@@ -92,10 +99,18 @@ func (w whereabouts) differs(now whereabouts) bool {
 }
 
 // watch runs until ctx ends, telling the person at the prompt when the
-// session moved.
-func (r *REPL) watch(ctx context.Context) {
+// session moved. With a store that signals (one shared with other
+// machines), a move's signal (from listen) wakes it, and the reading
+// every WatchEvery (by default gateway.poll_every) is the fallback.
+func (r *REPL) watch(ctx context.Context, signals <-chan store.Signal) {
 	every := r.cfg.WatchEvery
-	if every <= 0 {
+	switch {
+	case every > 0:
+	case signals != nil && r.app.Config.Gateway.PollEvery > 0:
+		every = r.app.Config.Gateway.PollEvery
+	case signals != nil:
+		every = 2 * time.Second
+	default:
 		every = DefaultWatchEvery
 	}
 	tick := time.NewTicker(every)
@@ -105,6 +120,14 @@ func (r *REPL) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case s, ok := <-signals:
+			if !ok {
+				signals = nil
+				continue
+			}
+			if s.Topic == control.TopicTerminal && !s.Missed {
+				r.waitingHere(ctx, s.Payload)
+			}
 		}
 		r.mu.Lock()
 		was, idle := r.known, r.atPrompt
@@ -168,4 +191,52 @@ func (r *REPL) notify(line string) {
 		return
 	}
 	r.out.Printf("\n%s\n", line)
+}
+
+// listen returns the signals that a session moved or was handed off to
+// the terminal, from any machine sharing the store; nil when the store
+// carries none (or listening failed: the reading every WatchEvery stays).
+func (r *REPL) listen(ctx context.Context) <-chan store.Signal {
+	sig, ok := control.SignalsOf(r.app.Store)
+	if !ok {
+		return nil
+	}
+	ch, err := sig.Listen(ctx, control.TopicProgress, control.TopicTerminal)
+	if err != nil {
+		return nil
+	}
+	return ch
+}
+
+// waitingHere tells the person at the prompt that another of their
+// sessions was just handed off to the terminal (/handoff cli in a chat,
+// on whichever machine runs the gateway), and how to take it. One on
+// the current session is told by moved.
+func (r *REPL) waitingHere(ctx context.Context, sessionID string) {
+	r.mu.Lock()
+	current := r.known.sessionID
+	r.mu.Unlock()
+	if sessionID == "" || sessionID == current {
+		return
+	}
+	h, err := r.app.Store.HandoffState(ctx, sessionID)
+	if err != nil || h.State != store.HandoffPending || h.Platform != Platform {
+		return
+	}
+	s, err := r.app.Store.GetSession(ctx, sessionID)
+	if err != nil || s.OwnerID != r.app.Owner.ID {
+		return
+	}
+	from := "a chat"
+	if h.FromPlatform != "" {
+		from = placeOf(h.FromPlatform + ":")
+	}
+	line := fmt.Sprintf("Waiting for you here: %s, handed off from %s. /resume %s continues it here.", describe(s), from, short(s.ID))
+	r.mu.Lock()
+	if r.atPrompt {
+		r.notify(line)
+	} else {
+		r.toldNext = line // busy: said at the next prompt
+	}
+	r.mu.Unlock()
 }

@@ -26,6 +26,11 @@ type GatewayConfig struct {
 	// have been active for a chat that holds none to offer it (/continue);
 	// 0: 12h, negative: never offer.
 	ContinueOffer time.Duration `yaml:"continue_offer"`
+	// PollEvery is how often the gateway, and a terminal waiting on one,
+	// read the store for work nothing woke them for: a handoff or a
+	// notice written by a process that could not reach them. A store on a
+	// Postgres server wakes them at once; 0: 2s.
+	PollEvery time.Duration `yaml:"poll_every"`
 }
 
 // WithDefaults fills the gateway's durations.

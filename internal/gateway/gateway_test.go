@@ -32,6 +32,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/retry"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/postgres"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 	"github.com/baton-agent/baton/internal/testutil"
 	"github.com/baton-agent/baton/internal/voice"
@@ -55,6 +56,10 @@ type rig struct {
 }
 
 type rigOpts struct {
+	// storeURL puts the store on this Postgres database instead of a
+	// SQLite file; pollEvery replaces the rig's quick fallback poll.
+	storeURL  string
+	pollEvery time.Duration
 	beforeRun func(st store.Store, owner store.User)
 	homes     map[string]string
 	extra     []platform.Adapter
@@ -111,7 +116,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.again != nil {
 		home = o.again.home
 	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(home, "state.db"))
+	var st store.Store
+	var err error
+	if o.storeURL != "" {
+		st, err = postgres.Open(context.Background(), o.storeURL)
+	} else {
+		st, err = sqlite.Open(context.Background(), filepath.Join(home, "state.db"))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +200,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		Homes:             homes,
 		Socket:            sock,
 		Lease:             o.lease,
-		PollEvery:         100 * time.Millisecond,
+		PollEvery:         cmp.Or(o.pollEvery, 100*time.Millisecond),
 		ShutdownGrace:     cmp.Or(o.grace, 2*time.Second),
 		Log:               slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logLevel(o.quiet)})),
 		// The retry policies keep their shape, made quick.

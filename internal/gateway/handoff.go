@@ -55,6 +55,9 @@ type handoffWorker struct {
 
 	kick   chan struct{} // wakes the worker
 	claims sync.WaitGroup
+	// signals, when the store carries them, wake this worker for what
+	// processes on other machines wrote, and tell them of handoffs here.
+	signals store.Signals
 
 	mu        sync.Mutex
 	outcomeTo map[string]string // session → the chat tellOutcome tells of its handoff's end
@@ -70,13 +73,50 @@ type workerConfig struct {
 }
 
 func newHandoffWorker(cfg Config, places *platforms, life *lifecycle, out *outbox, turns *turns, notes *note.Writer) *handoffWorker {
-	return &handoffWorker{
+	w := &handoffWorker{
 		st: cfg.Store, log: cfg.Log, places: places, life: life, out: out, turns: turns, notes: notes,
 		progress:  &broker{},
 		cfg:       workerConfig{claimer: cfg.Claimer, lease: cfg.Lease, pollEvery: cfg.PollEvery, send: cfg.Send, known: cfg.Places},
 		kick:      make(chan struct{}, 1),
 		outcomeTo: map[string]string{},
 	}
+	if sig, ok := control.SignalsOf(cfg.Store); ok {
+		w.signals = sig
+		w.progress.signal = func(p control.Progress) { w.signal(control.TopicProgress, control.ProgressPayload(p)) }
+	}
+	return w
+}
+
+// signalWait bounds sending one signal: a slow server delays a handoff's
+// step by no more.
+const signalWait = 5 * time.Second
+
+// signal sends a signal to the processes sharing the store, when it
+// carries them. One lost costs only time: the other side reads the store
+// on its fallback tick.
+func (w *handoffWorker) signal(topic, payload string) {
+	if w.signals == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), signalWait)
+	defer cancel()
+	if err := w.signals.Notify(ctx, topic, payload); err != nil {
+		w.log.Warn("send a signal through the store", "topic", topic, "err", err)
+	}
+}
+
+// listen returns the signals that wake the worker, or nil (the tick
+// alone) when the store carries none or listening failed.
+func (w *handoffWorker) listen(ctx context.Context) <-chan store.Signal {
+	if w.signals == nil {
+		return nil
+	}
+	ch, err := w.signals.Listen(ctx, control.GatewayTopics...)
+	if err != nil {
+		w.log.Warn("cannot listen for handoffs requested elsewhere; reading the store every poll interval only", "every", w.cfg.pollEvery, "err", err)
+		return nil
+	}
+	return ch
 }
 
 // request checks that the destination can take the session, records a
@@ -110,7 +150,19 @@ func (w *handoffWorker) request(ctx context.Context, sessionID, from, to string,
 	}
 	w.progress.publish(control.Progress{HandoffID: h.ID, State: string(h.State), Step: "requested"})
 	w.wake()
+	w.announce(h)
 	return h, nil
+}
+
+// announce tells the processes sharing the store of a handoff requested
+// here: other gateways may run its destination, and a handoff to the
+// terminal is for a terminal on any machine.
+func (w *handoffWorker) announce(h store.Handoff) {
+	if h.Platform == TerminalPlatform {
+		w.signal(control.TopicTerminal, h.SessionID)
+		return
+	}
+	w.signal(control.TopicHandoffs, control.HandoffPayload(h.ID))
 }
 
 func (w *handoffWorker) checkDestination(ctx context.Context, to string) error {
@@ -142,10 +194,12 @@ func (w *handoffWorker) wake() {
 	}
 }
 
-// run claims pending handoffs for live platforms when kicked, and
-// every PollEvery as the fallback for writers that cannot kick (another
-// process writing the store). It also reaps expired leases.
+// run claims pending handoffs for live platforms when kicked (over the
+// control socket, or by a signal through the store from another
+// machine), and every PollEvery as the fallback for a wake-up lost. It
+// also reaps expired leases.
 func (w *handoffWorker) run(ctx, work context.Context) {
+	signals := w.listen(ctx)
 	tick := time.NewTicker(w.cfg.pollEvery)
 	defer tick.Stop()
 	for {
@@ -153,9 +207,17 @@ func (w *handoffWorker) run(ctx, work context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case _, ok := <-signals:
+			if !ok {
+				signals = nil
+			}
+			w.sendStoredNotices(ctx)
 		case <-w.kick:
 			w.sendStoredNotices(ctx)
 		case <-tick.C:
+			if signals == nil {
+				signals = w.listen(ctx) // listening failed before: try again
+			}
 			w.sendStoredNotices(ctx)
 			if n, failed, err := w.st.ReapHandoffs(ctx, time.Now()); err != nil {
 				w.log.Warn("reap handoffs", "err", err)
@@ -673,6 +735,7 @@ func (w *handoffWorker) requestTo(ctx context.Context, sessionID, from string, a
 		return h, fmt.Errorf("handoff of session %s: %w", sessionID, err)
 	}
 	w.wake()
+	w.announce(h)
 	return h, nil
 }
 

@@ -21,6 +21,9 @@ type broker struct {
 	subs  map[int64]map[chan control.Progress]bool
 	steps map[int64][]control.Progress
 	order []int64 // handoffs in steps, oldest first
+	// signal, when set, also sends each step to processes that share
+	// only the store (a terminal on another machine); after the lock.
+	signal func(control.Progress)
 }
 
 // subscribe returns a channel of the handoff's progress, starting with
@@ -55,6 +58,13 @@ func (b *broker) subscribe(id int64) (<-chan control.Progress, func()) {
 }
 
 func (b *broker) publish(p control.Progress) {
+	b.fanOut(p)
+	if b.signal != nil {
+		b.signal(p)
+	}
+}
+
+func (b *broker) fanOut(p control.Progress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.steps == nil {

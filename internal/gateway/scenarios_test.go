@@ -16,13 +16,17 @@ import (
 	"github.com/baton-agent/baton/internal/platform/matrix/matrixtest"
 	"github.com/baton-agent/baton/internal/platform/web"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/postgres/pgtest"
 )
 
 // homeserver is this package's one Dendrite, started by the first test
 // that needs it; each registers its own people and room on it.
 var homeserver matrixtest.Shared
 
-func TestMain(m *testing.M) { os.Exit(homeserver.Run(m)) }
+// A Postgres server too, for what runs on a store shared by machines.
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Around(func() int { return homeserver.Run(m) }))
+}
 
 // TestScenarios runs the gateway's scenario suite on every platform with
 // a harness.

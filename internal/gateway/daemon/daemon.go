@@ -110,6 +110,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		Places:            all.Names(),
 		Socket:            control.SocketPath(home),
 		Lease:             gcfg.HandoffLease,
+		PollEvery:         gcfg.PollEvery,
 		ShutdownGrace:     gcfg.ShutdownGrace,
 		OfferWithin:       gcfg.ContinueOffer,
 		MaxSessionFiles:   a.Config.Files.MaxSessionBytes,

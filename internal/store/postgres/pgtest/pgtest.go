@@ -67,10 +67,15 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 
 // Run is Main for a TestMain with more to do after the tests: it returns
 // their exit code instead of exiting.
-func Run(m *testing.M) int {
+func Run(m *testing.M) int { return Around(m.Run) }
+
+// Around is Run for a TestMain whose tests run inside another harness
+// (run calls m.Run, e.g. a shared Matrix homeserver's Run): it runs run,
+// stops the server the tests started, if any, and returns the exit code.
+func Around(run func() int) int {
 	h := &harness{}
 	current = h
-	code := m.Run()
+	code := run()
 	if err := h.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		if code == 0 {
