@@ -210,7 +210,8 @@ CREATE TABLE attachments (
 );
 CREATE INDEX attachments_session ON attachments(session_id, message_id);
 CREATE INDEX attachments_sha ON attachments(sha256);
-`, // 2: several gateways on one store (store.Replicas): claims on
+`,
+	// 2: several gateways on one store (store.Replicas): claims on
 	// inbound events and deliveries, named leases, and the replicas'
 	// presence.
 	`

@@ -388,7 +388,8 @@ ALTER TABLE attachments ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
 	// 18: a session whose answers are also spoken (/voice on).
 	`
 ALTER TABLE sessions ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;
-`, // 19: several gateways on one store (store.Replicas): claims on
+`,
+	// 19: several gateways on one store (store.Replicas): claims on
 	// inbound events and deliveries, named leases, and the replicas'
 	// presence. One gateway on a SQLite file claims nothing; the
 	// contract is the same on every store.
