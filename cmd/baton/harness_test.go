@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/baton-agent/baton/internal/mcp/mcptest"
+	"github.com/baton-agent/baton/internal/store/postgres/pgtest"
 )
 
 // batonBin is the real baton binary, built once by TestMain, and
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 	if bin := os.Getenv("BATON_BIN"); bin != "" {
 		batonBin = bin
 		whatsappBin = filepath.Join(filepath.Dir(bin), "baton-whatsapp")
-		os.Exit(m.Run())
+		os.Exit(pgtest.Run(m))
 	}
 	dir, err := os.MkdirTemp("", "baton-bin-")
 	if err != nil {
@@ -53,7 +54,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // a Postgres server started for a test stops with the tests
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -26,6 +26,16 @@ type GatewayConfig struct {
 	// have been active for a chat that holds none to offer it (/continue);
 	// 0: 12h, negative: never offer.
 	ContinueOffer time.Duration `yaml:"continue_offer"`
+	// Rate bounds how fast one person's messages are taken, per gateway:
+	// burst at once, then one every every; zero: 20 at once, then one
+	// every 2s.
+	Rate RateConfig `yaml:"rate"`
+}
+
+// RateConfig is gateway.rate.
+type RateConfig struct {
+	Burst int           `yaml:"burst"`
+	Every time.Duration `yaml:"every"`
 }
 
 // WithDefaults fills the gateway's durations.

@@ -72,7 +72,7 @@ func (c *controlServer) status(ctx context.Context) control.Status {
 			State: string(st.State), Since: st.Since, NextTry: st.NextTry, Error: st.Reason,
 			Home: homes[name], Waiting: waiting[name],
 		}
-		if l, ok := c.places.rep.leadElsewhere(name); ok && !p.Live {
+		if l, ok := c.places.rep.leadElsewhere(ctx, name); ok && !p.Live {
 			p.LedBy = l.Holder
 		}
 		s.Platforms = append(s.Platforms, p)
@@ -83,7 +83,7 @@ func (c *controlServer) status(ctx context.Context) control.Status {
 	}
 	for _, r := range reps {
 		s.Replicas = append(s.Replicas, control.Replica{ID: r.ID, Host: r.Host, PID: r.PID, Started: r.Started, Seen: r.Seen,
-			Leads: r.Leads, Self: r.Self})
+			Leads: r.Leads, Self: r.Self, Gone: time.Since(r.Seen) > c.places.rep.ttl})
 	}
 	return s
 }

@@ -98,8 +98,8 @@ func (p *platforms) isLive(name string) bool {
 
 // ledElsewhere reports whether another replica sharing the store reads
 // the platform now: it takes handoffs there, and sends there what waits.
-func (p *platforms) ledElsewhere(name string) bool {
-	_, ok := p.rep.leadElsewhere(name)
+func (p *platforms) ledElsewhere(ctx context.Context, name string) bool {
+	_, ok := p.rep.leadElsewhere(ctx, name)
 	return ok
 }
 

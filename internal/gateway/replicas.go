@@ -31,11 +31,9 @@ type replica struct {
 	shared map[string]bool // platforms every replica reads
 
 	mu       sync.Mutex
-	leading  map[string]led         // platforms this replica leads
-	leaders  map[string]store.Lease // platform → its lead, as last read
-	replicas []store.Replica        // as last read
-	beatOK   time.Time              // the last heartbeat the store took
-	handling map[int64]bool         // inbound events queued or running here
+	leading  map[string]led // platforms this replica leads
+	beatOK   time.Time      // the last heartbeat the store took
+	handling map[int64]bool // inbound events queued or running here
 }
 
 // led is a platform this replica leads: since when, and what stops its
@@ -62,7 +60,6 @@ func newReplica(cfg Config) *replica {
 		me:       store.Replica{ID: cfg.Claimer, Host: host, PID: os.Getpid(), Started: time.Now()},
 		shared:   map[string]bool{},
 		leading:  map[string]led{},
-		leaders:  map[string]store.Lease{},
 		beatOK:   time.Now(),
 		handling: map[int64]bool{},
 	}
@@ -100,16 +97,23 @@ func (r *replica) runsHere(platform string) bool {
 	return ok
 }
 
-// leadElsewhere is the lead of a platform another replica holds, as the
-// last heartbeat read it.
-func (r *replica) leadElsewhere(platform string) (store.Lease, bool) {
-	if r == nil {
+// leadElsewhere is the lead of a platform another replica holds now, as
+// the store has it (a lead taken a moment ago counts).
+func (r *replica) leadElsewhere(ctx context.Context, platform string) (store.Lease, bool) {
+	if r == nil || r.shared[platform] {
 		return store.Lease{}, false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l, ok := r.leaders[platform]
-	return l, ok && l.Holder != r.me.ID && l.Until.After(time.Now())
+	leases, err := r.st.Leases(ctx)
+	if err != nil {
+		r.log.Warn("read who leads the platforms", "err", err)
+		return store.Lease{}, false
+	}
+	for _, l := range leases {
+		if l.Name == leadPrefix+platform && l.Holder != r.me.ID {
+			return l, true
+		}
+	}
+	return store.Lease{}, false
 }
 
 // claimDelivery makes d this replica's to send: ErrClaimed when another
@@ -164,7 +168,7 @@ func (r *replica) lockSession(ctx context.Context, sessionID string) (unlock fun
 // is to use (ended when the lead is lost) and done, which ends the run's
 // lead.
 func (r *replica) lead(ctx context.Context, platform string) (run context.Context, done func(), ok bool) {
-	l, err := r.st.TakeLease(ctx, leadPrefix+platform, r.me.ID, r.ttl)
+	_, err := r.st.TakeLease(ctx, leadPrefix+platform, r.me.ID, r.ttl)
 	if err != nil {
 		if !errors.Is(err, store.ErrClaimed) && ctx.Err() == nil {
 			r.log.Warn("take the lead of a platform", "platform", platform, "err", err)
@@ -174,14 +178,12 @@ func (r *replica) lead(ctx context.Context, platform string) (run context.Contex
 	run, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
 	r.leading[platform] = led{at: time.Now(), stop: cancel}
-	r.leaders[platform] = l
 	r.mu.Unlock()
 	r.log.Info("leading platform", "platform", platform, "replica", r.me.ID)
 	return run, func() {
 		cancel()
 		r.mu.Lock()
 		delete(r.leading, platform)
-		delete(r.leaders, platform)
 		r.mu.Unlock()
 		if err := r.st.ReleaseLease(context.WithoutCancel(ctx), leadPrefix+platform, r.me.ID); err != nil {
 			r.log.Warn("release the lead of a platform", "platform", platform, "err", err)
@@ -217,21 +219,6 @@ func (r *replica) beat(ctx context.Context) {
 		}
 	}
 	r.mu.Unlock()
-	leases, lerr := r.st.Leases(ctx)
-	reps, rerr := r.st.ReplicaList(ctx)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if lerr == nil {
-		r.leaders = map[string]store.Lease{}
-		for _, l := range leases {
-			if p, ok := strings.CutPrefix(l.Name, leadPrefix); ok {
-				r.leaders[p] = l
-			}
-		}
-	}
-	if rerr == nil {
-		r.replicas = reps
-	}
 }
 
 // hold notes that an inbound event is queued here; false when it is

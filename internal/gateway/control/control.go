@@ -45,6 +45,7 @@ type Replica struct {
 	Seen    time.Time `json:"seen"`            // its last heartbeat
 	Leads   []string  `json:"leads,omitempty"` // the platforms it reads for every replica
 	Self    bool      `json:"self,omitempty"`  // the gateway answering
+	Gone    bool      `json:"gone,omitempty"`  // no heartbeat for a lease: stopped, or cut off from the store
 }
 
 // Platform is one configured chat service.

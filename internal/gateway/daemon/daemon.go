@@ -117,6 +117,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		Lease:             gcfg.HandoffLease,
 		ShutdownGrace:     gcfg.ShutdownGrace,
 		OfferWithin:       gcfg.ContinueOffer,
+		Rate:              gateway.Rate{Burst: gcfg.Rate.Burst, Every: gcfg.Rate.Every},
 		MaxSessionFiles:   a.Config.Files.MaxSessionBytes,
 		Transcriber:       hears,
 		Speaker:           speaks,
@@ -186,6 +187,9 @@ func writeStatus(out io.Writer, s control.Status, now time.Time) {
 		self := ""
 		if r.Self {
 			self = " (this one)"
+		}
+		if r.Gone {
+			leads = "gone (stopped, or cut off from the store)"
 		}
 		fmt.Fprintf(out, "  %s%s on %s, pid %d, since %s, seen %s ago; %s\n", r.ID, self, r.Host, r.PID,
 			r.Started.Format(time.DateTime), now.Sub(r.Seen).Round(time.Second), leads)

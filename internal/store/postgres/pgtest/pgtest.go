@@ -63,7 +63,11 @@ var current *harness
 
 // Main runs the package's tests (call it from TestMain) and stops the
 // server they started, if any, before the binary exits.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with more to do after the tests: it returns
+// the exit code.
+func Run(m *testing.M) int {
 	h := &harness{}
 	current = h
 	code := m.Run()
@@ -73,7 +77,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // NewDatabase creates an empty database for t, dropped when t ends, and
