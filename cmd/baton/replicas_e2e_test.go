@@ -138,10 +138,13 @@ type webPage struct {
 	conn *websocket.Conn
 	mu   sync.Mutex
 	said int
-	acks map[string]string
+	// acks get what the chat answered to each id said: "" when stored.
+	acks map[string]chan string
 	// shown counts each (conversation, text) the page was sent.
-	shown map[string]int
-	cond  *sync.Cond
+	shown  map[string]int
+	cond   *sync.Cond
+	closed bool
+	n      int // messages shown
 }
 
 func openWebPage(t testing.TB, pageURL string) *webPage {
@@ -159,7 +162,7 @@ func openWebPage(t testing.TB, pageURL string) *webPage {
 		t.Fatalf("open the web chat: %v", err)
 	}
 	conn.SetReadLimit(-1)
-	p := &webPage{conn: conn, acks: map[string]string{}, shown: map[string]int{}}
+	p := &webPage{conn: conn, acks: map[string]chan string{}, shown: map[string]int{}}
 	p.cond = sync.NewCond(&p.mu)
 	go p.read()
 	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
@@ -180,6 +183,7 @@ func (p *webPage) read() {
 		_, b, err := p.conn.Read(context.Background())
 		if err != nil {
 			p.mu.Lock()
+			p.closed = true
 			p.cond.Broadcast()
 			p.mu.Unlock()
 			return
@@ -192,12 +196,12 @@ func (p *webPage) read() {
 		switch f.Type {
 		case "message":
 			p.shown[f.Key+"\x00"+f.Text]++
+			p.n++
 			p.write(webFrame{Type: "ack", ID: f.ID})
-		case "ack":
-			p.acks[f.ID] = ""
-		case "error":
-			if f.ID != "" {
-				p.acks[f.ID] = f.Error
+		case "ack", "error":
+			if ch, ok := p.acks[f.ID]; ok {
+				ch <- f.Error
+				delete(p.acks, f.ID)
 			}
 		}
 		p.cond.Broadcast()
@@ -215,22 +219,47 @@ func (p *webPage) say(t testing.TB, key, text string) {
 	p.mu.Lock()
 	p.said++
 	id := fmt.Sprintf("p%d", p.said)
+	ack := make(chan string, 1)
+	p.acks[id] = ack
 	p.mu.Unlock()
 	if err := p.write(webFrame{Type: "say", Key: key, Text: text, ID: id}); err != nil {
 		t.Errorf("say %q: %v", text, err)
 		return
 	}
-	var why string
-	ok := testutil.Poll(testutil.Context(t, hangGuard), func() bool {
+	select {
+	case why := <-ack:
+		if why != "" {
+			t.Errorf("the web chat did not store %q: %s", text, why)
+		}
+	case <-time.After(hangGuard):
+		t.Errorf("the web chat did not answer %q", text)
+	}
+}
+
+// waitShown waits until the page was shown n messages in all.
+func (p *webPage) waitShown(n int) bool {
+	done := make(chan struct{})
+	go func() {
+		p.mu.Lock()
+		for p.total() < n && !p.closed {
+			p.cond.Wait()
+		}
+		p.mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		var ok bool
-		why, ok = p.acks[id]
-		return ok
-	})
-	if !ok || why != "" {
-		t.Errorf("the web chat did not store %q: %s", text, why)
+		return p.total() >= n
+	case <-time.After(hangGuard):
+		return false
 	}
+}
+
+// total counts the messages shown; under mu.
+func (p *webPage) total() int {
+	return p.n
 }
 
 // count is how often the page was shown text in key.
