@@ -51,8 +51,8 @@ func replicaRun(b *testing.B, replicas int) {
 	if replicas == 3 {
 		handoffs = benchEnvInt("BATON_BENCH_HANDOFFS", 300)
 	}
-	const users = 30    // Telegram private chats
-	const convsPer = 20 // web conversations on each replica
+	const users = 30 // Telegram private chats
+	const convs = 60 // web conversations, spread over the replicas
 	tgPer := max(inbound/10/users, 1)
 	tgCount := tgPer * users
 	webTotal := inbound - tgCount
@@ -72,18 +72,20 @@ func replicaRun(b *testing.B, replicas int) {
 		page      int
 		key, text string
 	}
-	convs := map[string][]msg{}
+	byConv := map[string][]msg{}
 	perPage := make([]int, replicas)
 	for i := range webTotal {
-		ri := i % replicas
-		key := fmt.Sprintf("web:dm:r%dc%d", ri, (i/replicas)%convsPer)
-		convs[key] = append(convs[key], msg{ri, key, fmt.Sprintf("w%d", i)})
+		c := i % convs
+		ri := c % replicas
+		key := fmt.Sprintf("web:dm:c%d", c)
+		byConv[key] = append(byConv[key], msg{ri, key, fmt.Sprintf("w%d", i)})
 		perPage[ri]++
 	}
 
+	cpuBefore := rig.cpu(b)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for _, ms := range convs {
+	for _, ms := range byConv {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -119,6 +121,7 @@ func replicaRun(b *testing.B, replicas int) {
 		b.Fatalf("Telegram answered %d of %d\n%s", len(replied()), tgCount, rig.logs())
 	}
 	elapsed := time.Since(start)
+	cpu := rig.cpu(b) - cpuBefore
 
 	// Exactly once.
 	lost, dup := 0, 0
@@ -131,7 +134,7 @@ func replicaRun(b *testing.B, replicas int) {
 			dup += n - 1
 		}
 	}
-	for _, ms := range convs {
+	for _, ms := range byConv {
 		for _, m := range ms {
 			switch n := pages[m.page].count(m.key, "echo: "+m.text); {
 			case n == 0:
@@ -146,7 +149,7 @@ func replicaRun(b *testing.B, replicas int) {
 	for u := 1; u <= users; u++ {
 		keys = append(keys, fmt.Sprintf("telegram:dm:%d", u))
 	}
-	for k := range convs {
+	for k := range byConv {
 		keys = append(keys, k)
 	}
 	for _, k := range keys {
@@ -166,6 +169,9 @@ func replicaRun(b *testing.B, replicas int) {
 	}
 	dup += max(turns-(webTotal+tgCount), 0) // a turn run twice
 	b.ReportMetric(float64(webTotal+tgCount)/elapsed.Seconds(), "msg/s")
+	// What the replicas spent, all together, per message: flat as
+	// replicas are added means they scale where there are cores for them.
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(webTotal+tgCount), "gateway-cpu-ms/msg")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(dup), "duplicated")
 	if lost != 0 || dup != 0 || turns != webTotal+tgCount {
@@ -246,4 +252,22 @@ func handoffRun(b *testing.B, rig *replicaRig, pages []*webPage, n int) {
 		b.Errorf("%d of %d handoffs completed, %d topics, %d topics without exactly one greeting; failures: %s",
 			completed, n, len(topics), twice, strings.Join(why, "; "))
 	}
+}
+
+// cpu is the processor time (user and system) the rig's gateways have
+// used so far.
+func (r *replicaRig) cpu(b *testing.B) time.Duration {
+	var total time.Duration
+	for _, p := range r.procs {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.gw.cmd.Process.Pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The fields after the command's name (which may hold spaces).
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	return total
 }
