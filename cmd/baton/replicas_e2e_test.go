@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -57,6 +58,15 @@ type replicaProc struct {
 func newReplicaRig(t testing.TB, users int) *replicaRig {
 	t.Helper()
 	dbURL := pgtest.NewDatabase(t)
+	if n := os.Getenv("BATON_BENCH_PG_POOL"); n != "" {
+		// Connections per replica (pgx's pool_max_conns; its default is
+		// max(4, cores)).
+		sep := "?"
+		if strings.Contains(dbURL, "?") {
+			sep = "&"
+		}
+		dbURL += sep + "pool_max_conns=" + n
+	}
 	fake := telegramtest.New(t, "4242:replicas")
 	fake.AddChat(telegramtest.Chat{ID: replicaForum, Type: telegramtest.Supergroup, Title: "baton", IsForum: true})
 	srv := llmtest.Start(t)
