@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,12 @@ type replicaRig struct {
 	url   string
 	users int // Telegram owners 1..users, each a private chat
 	procs []*replicaProc
+
+	// The model holds its answer to a message starting with holdPrefix
+	// until release is closed; held counts those waiting.
+	holdPrefix atomic.Value // string
+	release    chan struct{}
+	held       atomic.Int64
 }
 
 // replicaProc is one replica: its process, home and control client.
@@ -72,18 +79,32 @@ func newReplicaRig(t testing.TB, users int) *replicaRig {
 	srv := llmtest.Start(t)
 	srv.Aside(func(r llmtest.Request) bool { return strings.HasPrefix(r.LastUserText(), note.Lead) },
 		func(llmtest.Request) llmtest.Step { return llmtest.Reply{Text: e2eNote} })
+	rig := &replicaRig{fake: fake, srv: srv, url: dbURL, users: users, release: make(chan struct{})}
+	rig.holdPrefix.Store("\x00") // nothing, until a test holds
 	srv.SetDefault(func(r llmtest.Request) llmtest.Step {
 		if strings.HasPrefix(r.LastUserText(), gateway.HandoffLead) {
 			return llmtest.Reply{Text: "Picked up here."}
 		}
+		if strings.HasPrefix(r.LastUserText(), rig.holdPrefix.Load().(string)) {
+			rig.held.Add(1)
+			return llmtest.Reply{Text: "echo: " + r.LastUserText(), Wait: rig.release}
+		}
 		return llmtest.EchoReply(r)
+	})
+	t.Cleanup(func() {
+		select {
+		case <-rig.release:
+		default:
+			close(rig.release)
+		}
 	})
 	st, err := postgres.Open(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &replicaRig{fake: fake, srv: srv, st: st, url: dbURL, users: users}
+	rig.st = st
+	return rig
 }
 
 // start runs one more replica and waits until its web chat is live.
@@ -372,9 +393,40 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 		}
 	}
 	waitWeb(webSaid)
+	// Every Telegram answer so far sent: a reply the service took in the
+	// instant before its sender died, before the store heard of it, would
+	// be sent again by the replica taking over (at least once; Telegram
+	// cannot tell a repeat).
+	replied := func() map[string]int {
+		out := map[string]int{}
+		for _, m := range rig.fake.Sent() {
+			if m.Method == "sendMessage" {
+				out[m.ChatID+"\x00"+m.Plain]++
+			}
+		}
+		return out
+	}
+	answered := func(said []string) bool {
+		got := replied()
+		for _, s := range said {
+			u, text, _ := strings.Cut(s, "\x00")
+			if got[u+"\x00echo: "+text] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return answered(tgSaid) }) {
+		t.Fatalf("the first Telegram messages were not all answered:\n%s", rig.logs())
+	}
 
-	// The kill, with Telegram messages in flight.
+	// The kill, with a turn running in every Telegram chat (the model
+	// holds their answers) and more messages waiting behind them.
+	rig.holdPrefix.Store("t-b-")
 	pushTelegram("b", tgAfter)
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return rig.held.Load() >= users }) {
+		t.Fatalf("%d of %d turns reached the model:\n%s", rig.held.Load(), users, rig.logs())
+	}
 	var deadLease store.Lease
 	leases, err := rig.st.Leases(t.Context())
 	if err != nil {
@@ -390,6 +442,7 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 	}
 	killed := time.Now()
 	first.gw.kill()
+	close(rig.release)
 
 	// Phase two: the survivors' web chats, and handoffs from them.
 	before := len(webSaid)
@@ -400,7 +453,18 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 	var newLeader string
 	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
 		newLeader = survivor.leader()
-		return newLeader != "" && newLeader != firstID
+		if newLeader == "" || newLeader == firstID {
+			return false
+		}
+		// And reading it: it takes handoffs there from then on.
+		for _, p := range rig.procs[1:] {
+			if s, err := p.c.Status(context.Background()); err == nil {
+				if tg, ok := s.Platform("telegram"); ok && tg.Live {
+					return true
+				}
+			}
+		}
+		return false
 	}) {
 		t.Fatalf("no replica took the lead of Telegram: %+v", survivor.status(t))
 	}
@@ -441,25 +505,7 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 	}
 
 	// Every Telegram message answered once, in its chat.
-	replied := func() map[string]int {
-		out := map[string]int{}
-		for _, m := range rig.fake.Sent() {
-			if m.Method == "sendMessage" {
-				out[m.ChatID+"\x00"+m.Plain]++
-			}
-		}
-		return out
-	}
-	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
-		got := replied()
-		for _, s := range tgSaid {
-			u, text, _ := strings.Cut(s, "\x00")
-			if got[u+"\x00echo: "+text] == 0 {
-				return false
-			}
-		}
-		return true
-	}) {
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return answered(tgSaid) }) {
 		got := replied()
 		var missing []string
 		for _, s := range tgSaid {
@@ -470,7 +516,9 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 		}
 		in, _ := rig.st.PendingInbound(context.Background(), 0, 0)
 		ds, _ := rig.st.PendingDeliveries(context.Background(), "", 0)
-		t.Fatalf("not every Telegram message was answered: %q\npending in %+v\npending out %+v\nsent %v\n%s", missing, in, ds, got, rig.logs())
+		var calls strings.Builder
+		_ = rig.fake.WriteLog(&calls)
+		t.Fatalf("not every Telegram message was answered: %q\npending in %+v\npending out %+v\nsent %v\n%s\ncalls:\n%s", missing, in, ds, got, rig.logs(), calls.String())
 	}
 
 	// Nothing twice, nothing lost.

@@ -136,7 +136,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 				g.runAdapter(live, name, a)
 				return
 			}
-			g.lead(live, name, a)
+			g.lead(live, work, name, a)
 		}()
 	}
 	var beats sync.WaitGroup
@@ -223,10 +223,14 @@ func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapte
 // lead runs a platform whose service allows one reader while this
 // replica leads it, and waits to take the lead while another does: the
 // one place leadership is decided, for every such adapter.
-func (g *Gateway) lead(ctx context.Context, name string, a platform.Adapter) {
+func (g *Gateway) lead(ctx, work context.Context, name string, a platform.Adapter) {
 	rep := g.places.rep
 	for ctx.Err() == nil {
 		if run, done, ok := rep.lead(ctx, name); ok {
+			// What the last leader was handling goes first, in order:
+			// anything heard from now on queues behind it.
+			rep.settle(run, name)
+			g.router.takeOver(work)
 			g.runAdapter(run, name, a)
 			done()
 			continue

@@ -339,10 +339,22 @@ func (r *router) recover(ctx context.Context) {
 // takeOver claims the inbound events no live replica holds (none claimed
 // them, or the replica that did stopped renewing its claim) and queues
 // them, in the order stored. The heartbeat runs it, so what a dead
-// replica was handling is handled within a lease.
+// replica was handling is handled within a lease. Only the platforms
+// read here are taken: a conversation on a platform one replica leads
+// is the leader's alone, so what it hears next waits behind what it took
+// over (Gateway.lead).
 func (r *router) takeOver(ctx context.Context) {
+	var here []string
+	for _, name := range r.places.names() {
+		if r.places.rep.runsHere(name) {
+			here = append(here, name)
+		}
+	}
+	if len(here) == 0 {
+		return
+	}
 	for {
-		claimed, err := r.st.ClaimInbound(ctx, r.places.rep.me.ID, r.places.rep.ttl, recoverPage)
+		claimed, err := r.st.ClaimInbound(ctx, r.places.rep.me.ID, r.places.rep.ttl, recoverPage, here...)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("claim pending inbound events", "err", err)

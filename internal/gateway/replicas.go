@@ -191,6 +191,40 @@ func (r *replica) lead(ctx context.Context, platform string) (run context.Contex
 	}, true
 }
 
+// settle waits, once a lead is taken, until the claims other replicas
+// made on the platform's events as of now have lapsed or been answered:
+// the last leader's lead may lapse before the claims it made just before
+// it died (each lasts a lease from its own start). A live holder keeps
+// what it holds; the wait is at most a lease.
+func (r *replica) settle(ctx context.Context, platform string) {
+	var until time.Time
+	var after int64
+	for {
+		page, err := r.st.PendingInbound(ctx, after, store.DefaultQueueLimit)
+		if err != nil {
+			r.log.Warn("read what other replicas hold", "platform", platform, "err", err)
+			return
+		}
+		for _, in := range page {
+			if in.Platform == platform && in.ClaimedBy != "" && in.ClaimedBy != r.me.ID && in.ClaimedUntil.After(until) {
+				until = in.ClaimedUntil
+			}
+		}
+		if len(page) < store.DefaultQueueLimit {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	// A claim reaches at most a lease ahead; one further is not waited for.
+	if wait := min(time.Until(until), r.ttl); wait > 0 {
+		r.log.Info("waiting for the last reader's claims to lapse", "platform", platform, "for", wait.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
 // beat tells the store this replica lives and renews what it holds. A
 // lead it no longer holds (it was taken over after the store lost its
 // beats) stops its run at once; so does every lead once no beat was

@@ -40,10 +40,10 @@ type Replica struct {
 // twice.
 type Replicas interface {
 	// ClaimInbound claims for by, for ttl, up to limit events not yet
-	// done whose claim is none or has lapsed, and returns them, first
-	// stored first. Two callers never get the same event while a claim
-	// lives.
-	ClaimInbound(ctx context.Context, by string, ttl time.Duration, limit int) ([]Inbound, error)
+	// done whose claim is none or has lapsed, of the platforms named
+	// (none: of every platform), and returns them, first stored first.
+	// Two callers never get the same event while a claim lives.
+	ClaimInbound(ctx context.Context, by string, ttl time.Duration, limit int, platforms ...string) ([]Inbound, error)
 	// ClaimDelivery claims an unsent delivery for by, for ttl: it is
 	// by's to send. ErrClaimed when it is sent, or claimed by another
 	// whose claim lives; ErrNotFound for an unknown id. Claiming one's

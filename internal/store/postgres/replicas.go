@@ -23,7 +23,7 @@ func claimUntil(by string, until time.Time) int64 {
 // ClaimInbound claims pending events whose claim is none or lapsed. SKIP
 // LOCKED lets replicas claim side by side without waiting on each other's
 // rows; the claim itself is what keeps them apart after commit.
-func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, limit int) ([]store.Inbound, error) {
+func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, limit int, platforms ...string) ([]store.Inbound, error) {
 	if err := checkHolder(by); err != nil {
 		return nil, fmt.Errorf("claim inbound: %w", err)
 	}
@@ -32,8 +32,9 @@ func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, 
 	}
 	t := nowMicros()
 	out, err := collectInbound(s.pool.Query(ctx, `UPDATE inbound SET claimed_by = $1, claimed_until = $2 WHERE id IN (
-		SELECT id FROM inbound WHERE done_at = 0 AND claimed_until < $3 ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
-		RETURNING `+inboundCols, by, t+ttl.Microseconds(), t, limit))
+		SELECT id FROM inbound WHERE done_at = 0 AND claimed_until < $3 AND (coalesce(cardinality($5::text[]), 0) = 0 OR platform = ANY($5))
+		ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)
+		RETURNING `+inboundCols, by, t+ttl.Microseconds(), t, limit, platforms))
 	if err != nil {
 		return nil, fmt.Errorf("claim inbound for %s: %w", by, err)
 	}

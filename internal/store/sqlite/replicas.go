@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/baton-agent/baton/internal/store"
@@ -24,7 +25,7 @@ func claimUntil(by string, until time.Time) int64 {
 }
 
 // ClaimInbound claims pending events whose claim is none or lapsed.
-func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, limit int) ([]store.Inbound, error) {
+func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, limit int, platforms ...string) ([]store.Inbound, error) {
 	if err := checkHolder(by); err != nil {
 		return nil, fmt.Errorf("claim inbound: %w", err)
 	}
@@ -35,9 +36,16 @@ func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, 
 	err := s.tx(ctx, func(tx *wtx) error {
 		out = out[:0]
 		t := now()
+		only, args := "", []any{by, t + int64(ttl), t}
+		if len(platforms) > 0 {
+			only = " AND platform IN (?" + strings.Repeat(", ?", len(platforms)-1) + ")"
+			for _, p := range platforms {
+				args = append(args, p)
+			}
+		}
 		rows, err := tx.Query(`UPDATE inbound SET claimed_by = ?, claimed_until = ? WHERE id IN (
-			SELECT id FROM inbound WHERE done_at = 0 AND claimed_until < ? ORDER BY id LIMIT ?) RETURNING `+inboundCols,
-			by, t+int64(ttl), t, limit)
+			SELECT id FROM inbound WHERE done_at = 0 AND claimed_until < ?`+only+` ORDER BY id`+limitClause(limit)+`) RETURNING `+inboundCols,
+			args...)
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,13 @@ var replicaTests = map[string]func(*testing.T, store.Store){
 		_, err := s.ClaimInbound(ctx(t), "", live, 0)
 		wantErr(t, err, store.ErrInvalid)
 	},
+	"ClaimInboundOfSomePlatforms": func(t *testing.T, s store.Store) {
+		tg, _ := must2(s.AddInbound(ctx(t), inbound("telegram", "1", "tg")))
+		web, _ := must2(s.AddInbound(ctx(t), inbound("web", "1", "web")))
+		dc, _ := must2(s.AddInbound(ctx(t), inbound("discord", "1", "dc")))
+		eqIDs(t, "telegram's and discord's", inboundIDs(must(s.ClaimInbound(ctx(t), "r1", live, 0, "telegram", "discord"))), []int64{tg.ID, dc.ID})
+		eqIDs(t, "the rest", inboundIDs(must(s.ClaimInbound(ctx(t), "r2", live, 0))), []int64{web.ID})
+	},
 	"ClaimInboundHandsEachEventToOneClaimer": func(t *testing.T, s store.Store) {
 		const events, claimers = 60, 6
 		for i := range events {
