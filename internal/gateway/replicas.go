@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -247,7 +248,7 @@ func (r *replica) beat(ctx context.Context) {
 	r.beatOK = began
 	for p, l := range r.leading {
 		// A lead taken while the beat ran is not in held yet.
-		if l.at.Before(began) && !containsString(held, leadPrefix+p) {
+		if l.at.Before(began) && !slices.Contains(held, leadPrefix+p) {
 			r.log.Warn("another replica leads the platform now; stopping it here", "platform", p)
 			l.stop()
 		}
@@ -291,7 +292,7 @@ func (r *replica) leave(ctx context.Context) {
 	}
 }
 
-// ReplicaView is one replica as status shows it.
+// replicaView is one replica as status shows it.
 type replicaView struct {
 	store.Replica
 	Leads []string // the platforms it leads, sorted
@@ -324,13 +325,4 @@ func (r *replica) view(ctx context.Context) ([]replicaView, error) {
 		out = append(out, replicaView{Replica: rep, Leads: ps, Self: rep.ID == r.me.ID})
 	}
 	return out, nil
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
