@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	code := pgtest.Run(m) // a Postgres server started for a test stops with the tests
+	code := pgtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -70,6 +70,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newWhoAmI(), newLink())
 	root.AddCommand(newPlatformCommands()...)
 	root.AddCommand(newBackup())
+	root.AddCommand(newMigrate())
 	return root
 }
 

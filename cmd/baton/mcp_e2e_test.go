@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/mcp/mcptest"
@@ -18,8 +21,10 @@ import (
 // model's call of its tool is asked about in Telegram, /approve runs it,
 // the result is stored; after /handoff cli, the terminal shows the call's
 // card with its result, and its own server (stdio servers run where the
-// turn runs) gives a picture that the model's next request carries.
+// turn runs) gives a picture that the model's next request carries; on
+// the web page, the gateway's server is asked about with its buttons.
 func TestMCPToolApprovedInTelegramShownInTheTerminal(t *testing.T) {
+	chromium(t)
 	const forum = -100779
 	prog, env := mcptest.Command()
 	pr := newPlacesRig(t, "123456:mcp-tools", forum, fmt.Sprintf(
@@ -85,4 +90,31 @@ func TestMCPToolApprovedInTelegramShownInTheTerminal(t *testing.T) {
 	}, "the model's request after the call to carry the picture")
 	tm.line("/tools")
 	tm.expect("demo — running")
+
+	// On to the web page: the gateway's server again, asked about with
+	// the page's buttons.
+	tm.line("/handoff web")
+	tm.expect("continues in the web chat")
+	if err := tm.wait(); err != nil {
+		t.Fatalf("after /handoff web: %v\n%s", err, tm.Screen())
+	}
+	page := browser(t)
+	if err := chromedp.Do(page, chromedp.Navigate(pr.gw.webURL)); err != nil {
+		t.Fatal(err)
+	}
+	pageText(page, t, "Hello, picked up here.")
+	srv.Push(
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "demo__echo", Args: `{"text":"from the page"}`}}},
+		llmtest.Reply{Text: "Echoed on the page."},
+	)
+	pageSay(page, t, "echo it on the page")
+	approve := `li.approval button[data-answer="approve"]`
+	wctx, cancel := context.WithTimeout(page, hangGuard)
+	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.WaitVisible(approve), chromedp.Click(approve)); err != nil {
+		t.Fatalf("no approve button for demo.echo on the page: %v", err)
+	}
+	if text := pageText(page, t, "Echoed on the page."); !strings.Contains(text, "demo.echo") {
+		t.Errorf("the page shows no demo.echo card:\n%s", text)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-agent/baton/internal/doctor"
 	"github.com/baton-agent/baton/internal/mcp/mcptest"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/postgres/pgtest"
 	"github.com/baton-agent/baton/internal/store/sqlite"
 )
 
@@ -186,10 +187,10 @@ func TestRemovedStore(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	if mcptest.Serving() {
+	if mcptest.Serving() { // started by a test's doctor as its MCP server
 		os.Exit(mcptest.ServeStdio())
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m) // stops the Postgres server the tests started, if any
 }
 
 // Each MCP server is started, its tools named, and one that cannot start

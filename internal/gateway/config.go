@@ -71,6 +71,9 @@ type Config struct {
 	// Rate bounds how fast one person's messages are taken, per platform
 	// account; zero: DefaultRate.
 	Rate Rate
+	// Turns is how many conversations' messages are handled at once (a
+	// conversation's own run one at a time in any case); 0: DefaultTurns.
+	Turns int
 	// OfferWithin is how recently another session must have been active
 	// for a place holding none to offer it (/continue); 0:
 	// DefaultOfferWithin, negative: never.
@@ -118,6 +121,13 @@ type Config struct {
 	SharedPlatforms []string
 }
 
+// DefaultTurns handles 64 conversations' messages at once: far more than
+// one person keeps busy, and few enough that a burst across thousands of
+// conversations is answered at the pace of a few, each turn as quick as
+// alone, rather than all at once, each slower than the chat services
+// wait for an answer to be shown.
+const DefaultTurns = 64
+
 // DefaultSend is the retry series of a delivery while someone waits for
 // the answer: a few quick tries, at most 15 seconds.
 func DefaultSend() retry.Policy {
@@ -158,6 +168,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if cfg.Turns <= 0 {
+		cfg.Turns = DefaultTurns
 	}
 	if cfg.OfferWithin == 0 {
 		cfg.OfferWithin = DefaultOfferWithin

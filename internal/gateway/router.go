@@ -63,6 +63,7 @@ func newRouter(cfg Config, cmds *command.Registry, places *platforms, life *life
 			maxFiles: cfg.MaxSessionFiles, transcriber: cfg.Transcriber, speaker: cfg.Speaker,
 			spoken: cfg.Spoken},
 		senders: newSenderRates(),
+		boxes:   mailboxes{limit: cfg.Turns},
 	}
 	for p, ids := range cfg.Owners {
 		r.cfg.owners[p] = map[string]bool{}

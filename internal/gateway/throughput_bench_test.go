@@ -6,7 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,86 +47,180 @@ const (
 // message got exactly one reply, in its conversation's order.
 func BenchmarkGatewayThroughput(b *testing.B) {
 	for range b.N {
-		b.StopTimer()
-		fake := telegramtest.New(b, botToken)
-		fake.AddChat(telegramtest.Chat{ID: tpForum, Type: telegramtest.Supergroup, Title: "bench", IsForum: true})
-		tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := newRig(b, rigOpts{
-			extra:  []platform.Adapter{tg},
-			owners: map[string][]string{"telegram": {strconv.Itoa(ownerTG)}},
-			homes:  map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:" + strconv.Itoa(ownerTG)},
-			rate:   gateway.Rate{Burst: 1 << 30, Every: time.Nanosecond},
-			quiet:  true,
+		res := runThroughput(b, tpConversations)
+		b.ReportMetric(res.rate, "msg/s")
+		b.ReportMetric(res.p50, "p50-ms")
+		b.ReportMetric(res.p99, "p99-ms")
+		b.ReportMetric(res.rss, "RSS-MiB")
+		// The CPU the whole process spent per message: on a shared
+		// machine, steadier than the rate, which other work slows.
+		b.ReportMetric(res.cpuPerMsg, "cpu-µs/msg")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
+// BenchmarkGatewayConversations runs the throughput load at 100, 1,000
+// and 5,000 conversations and reports, besides the rate, what the process
+// holds once every turn has ended: the live heap after a collection (with
+// the load's own records of what was sent and received dropped), its
+// growth over the same process before the first message divided by the
+// conversations (what an idle conversation costs), and the RSS.
+func BenchmarkGatewayConversations(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for range b.N {
+				res := runThroughput(b, n)
+				b.ReportMetric(res.rate, "msg/s")
+				b.ReportMetric(res.cpuPerMsg, "cpu-µs/msg")
+				b.ReportMetric(float64(res.heapAfter)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(res.heapAfter-res.heapBefore)/float64(n), "idle-B/conv")
+				b.ReportMetric(res.rss, "RSS-MiB")
+				b.ReportMetric(0, "ns/op")
+			}
 		})
-		r.waitLive(b, "telegram")
-		pg := r.openPage(b)
+	}
+}
 
-		ld := newLoad()
-		webKeys := make([]string, tpConversations/2)
-		for i := range webKeys {
-			webKeys[i] = platform.Address{Platform: web.Name, Kind: platform.Thread, Chat: web.HomeChat, Thread: fmt.Sprintf("bench%04d", i)}.Key()
-		}
-		ctx := testutil.Context(b, 2*time.Minute)
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { defer wg.Done(); ld.readPage(ctx, pg) }()
-		go func() { defer wg.Done(); ld.readTelegram(ctx, fake) }()
+// throughputResult is one run of the throughput load.
+type throughputResult struct {
+	rate, p50, p99, rss, cpuPerMsg float64
+	// heapBefore and heapAfter are the process's in-use heap after a
+	// collection, before the first message and once every turn ended.
+	heapBefore, heapAfter int64
+}
 
-		b.StartTimer()
-		cpuBefore, err := selfCPU()
-		if err != nil {
-			b.Fatal(err)
+// runThroughput sends conversations × tpMessages messages through the
+// gateway (web websockets and the Telegram fake, SQLite file, llmtest
+// answering at once), waits for every reply and fails unless every message
+// got exactly one reply, in its conversation's order. The timer runs only
+// while messages are in flight.
+func runThroughput(b *testing.B, conversations int) throughputResult {
+	b.StopTimer()
+	if os.Getenv("BATON_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 1024 // fine enough to see small things per conversation
+	}
+	fake := telegramtest.New(b, botToken)
+	fake.AddChat(telegramtest.Chat{ID: tpForum, Type: telegramtest.Supergroup, Title: "bench", IsForum: true})
+	tg, err := telegram.New(telegram.Config{Token: botToken, ServerURL: fake.URL(), PollTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newRig(b, rigOpts{
+		extra:  []platform.Adapter{tg},
+		owners: map[string][]string{"telegram": {strconv.Itoa(ownerTG)}},
+		homes:  map[string]string{"web": web.Home.Key(), "telegram": "telegram:dm:" + strconv.Itoa(ownerTG)},
+		rate:   gateway.Rate{Burst: 1 << 30, Every: time.Nanosecond},
+		quiet:  true,
+	})
+	defer r.stop()
+	r.waitLive(b, "telegram")
+	pg := r.openPage(b)
+
+	ld := newLoad()
+	webKeys := make([]string, conversations/2)
+	for i := range webKeys {
+		webKeys[i] = platform.Address{Platform: web.Name, Kind: platform.Thread, Chat: web.HomeChat, Thread: fmt.Sprintf("bench%04d", i)}.Key()
+	}
+	ctx := testutil.Context(b, time.Duration(max(2, 2*conversations/1000))*time.Minute)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); ld.readPage(ctx, pg) }()
+	go func() { defer wg.Done(); ld.readTelegram(ctx, fake) }()
+
+	var res throughputResult
+	res.heapBefore = liveHeap(b, "before")
+	b.StartTimer()
+	cpuBefore, err := selfCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for m := range tpMessages {
+		for i, key := range webKeys {
+			text := fmt.Sprintf("w%d m%d", i, m)
+			ld.sent(key, text)
+			pg.send(map[string]any{"type": "say", "key": key, "id": strconv.Itoa(m), "text": text})
 		}
-		start := time.Now()
-		for m := range tpMessages {
-			for i, key := range webKeys {
-				text := fmt.Sprintf("w%d m%d", i, m)
-				ld.sent(key, text)
-				pg.send(map[string]any{"type": "say", "key": key, "id": strconv.Itoa(m), "text": text})
-			}
-			for i := range tpConversations - len(webKeys) {
-				topic := tpFirstTopic + i
-				text := fmt.Sprintf("t%d m%d", i, m)
-				ld.sent(tgKey(topic), text)
-				fake.PushMessage(tpForum, topic, ownerUser, text)
-			}
+		for i := range conversations - len(webKeys) {
+			topic := tpFirstTopic + i
+			text := fmt.Sprintf("t%d m%d", i, m)
+			ld.sent(tgKey(topic), text)
+			fake.PushMessage(tpForum, topic, ownerUser, text)
 		}
-		total := tpConversations * tpMessages
-		if !ld.waitReplies(ctx, total) {
+	}
+	total := conversations * tpMessages
+	// The model and Bot API fakes record every request: dropped as the
+	// replies come, so the collector's work on them, which would grow
+	// with the run, is not charged to the gateway.
+	for n := min(1000, total); ; n = min(n+1000, total) {
+		if !ld.waitReplies(ctx, n) {
 			_, err := ld.check()
 			b.Fatalf("%d of %d replies arrived: %v", ld.replyCount(), total, err)
 		}
-		elapsed := time.Since(start)
-		cpuAfter, err := selfCPU()
-		if err != nil {
-			b.Fatal(err)
+		r.model.Forget()
+		fake.ForgetCalls()
+		if n == total {
+			break
 		}
-		b.StopTimer()
-
-		lat, err := ld.check()
-		if err != nil {
-			b.Fatal(err)
-		}
-		rss, err := selfRSS()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(total)/elapsed.Seconds(), "msg/s")
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-		b.ReportMetric(rss, "RSS-MiB")
-		// The CPU the whole process spent per message: on a shared
-		// machine, steadier than the rate, which other work slows.
-		b.ReportMetric(float64((cpuAfter-cpuBefore).Microseconds())/float64(total), "cpu-µs/msg")
-		b.ReportMetric(0, "ns/op")
-		ld.stop()
-		wg.Wait()
-		r.stop()
 	}
+	elapsed := time.Since(start)
+	cpuAfter, err := selfCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+
+	lat, err := ld.check()
+	ld.stop()
+	wg.Wait()
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.rate = float64(total) / elapsed.Seconds()
+	res.p50 = float64(lat[len(lat)/2].Microseconds()) / 1000
+	res.p99 = float64(lat[len(lat)*99/100].Microseconds()) / 1000
+	res.cpuPerMsg = float64((cpuAfter - cpuBefore).Microseconds()) / float64(total)
+	// What the load, the model and the Bot API fakes recorded is not the
+	// gateway's.
+	ld.forget()
+	r.model.Forget()
+	fake.ForgetCalls()
+	fake.ForgetSent()
+	res.heapAfter = liveHeap(b, "after")
+	if res.rss, err = selfRSS(); err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
+
+// liveHeap is the in-use heap after a collection. With BATON_HEAPPROFILE
+// set to a directory, it also writes a heap profile there, named by when.
+func liveHeap(b *testing.B, when string) int64 {
+	runtime.GC()
+	if dir := os.Getenv("BATON_HEAPPROFILE"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "-")+"-"+when+".pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+		g, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "-")+"-"+when+".goroutines"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Close()
+		if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.Logf("%s: HeapInuse %.1f MiB, HeapAlloc %.1f MiB, StackInuse %.1f MiB, %d goroutines, %d objects", when,
+		float64(ms.HeapInuse)/(1<<20), float64(ms.HeapAlloc)/(1<<20), float64(ms.StackInuse)/(1<<20), runtime.NumGoroutine(), ms.HeapObjects)
+	return int64(ms.HeapInuse)
 }
 
 func tgKey(topic int) string {
@@ -176,6 +273,14 @@ func (l *load) replyCount() int {
 }
 
 func (l *load) stop() { close(l.done) }
+
+// forget drops the record of what was sent and received, once checked, so
+// it does not count as the gateway's memory.
+func (l *load) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sentAt, l.texts, l.replies = map[string][]time.Time{}, map[string][]string{}, map[string][]reply{}
+}
 
 // waitReplies waits until n replies came, or ctx ends.
 func (l *load) waitReplies(ctx context.Context, n int) bool {

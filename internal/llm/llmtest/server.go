@@ -152,6 +152,14 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
+// Forget drops the record of the requests received so far, for
+// benchmarks that measure the memory of what the server answers.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = nil
+}
+
 // next records req and picks its step. The record keeps req's raw body,
 // which Requests decodes when asked: decoding every transcript again for
 // the record was most of the server's work. The default handler gets req

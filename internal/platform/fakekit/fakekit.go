@@ -259,6 +259,14 @@ func (s *Server) Calls() []Call {
 	return append([]Call(nil), s.calls...)
 }
 
+// ForgetCalls drops the record of the requests received so far, for
+// benchmarks that measure the memory of the client the server answers.
+func (s *Server) ForgetCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = nil
+}
+
 // CallCount is the number of requests received for method (any case).
 func (s *Server) CallCount(method string) int {
 	s.mu.Lock()

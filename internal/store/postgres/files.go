@@ -165,10 +165,24 @@ func attachmentsJSON(as []store.Attachment) (string, error) {
 	return string(data), err
 }
 
-// SetTranscript records a voice note's transcript.
+// SetTranscript records a voice note's transcript. The session's
+// generation is bumped with it, so every process's cached transcript is
+// read again.
 func (s *Store) SetTranscript(ctx context.Context, attachmentID int64, text string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE attachments SET transcript = $1 WHERE id = $2`, []byte(text), attachmentID)
-	if err := affected(tag, err, fmt.Sprintf("attachment %d", attachmentID)); err != nil {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var session string
+		err := tx.QueryRow(ctx, `UPDATE attachments SET transcript = $1 WHERE id = $2 RETURNING session_id`,
+			[]byte(text), attachmentID).Scan(&session)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("attachment %d: %w", attachmentID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE sessions SET generation = generation + 1 WHERE id = $1`, session)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("set transcript: %w", err)
 	}
 	return nil
@@ -202,6 +216,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
 		return affected(tag, notFound(err), "session "+id)
 	})
+	if s.transcripts != nil {
+		s.transcripts.Drop(id)
+	}
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}

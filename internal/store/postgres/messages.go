@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/transcriptcache"
 )
 
 const messageCols = `id, session_id, seq, role, kind, content, tool_calls, tool_call_id, tool_name,
@@ -75,7 +77,30 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 	if err != nil {
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, notText(err))
 	}
+	if s.transcripts != nil {
+		loaded := make([]store.Message, len(out))
+		for i, m := range out {
+			loaded[i] = asLoaded(m)
+		}
+		s.transcripts.Extend(sessionID, loaded)
+	}
 	return out, nil
+}
+
+// asLoaded is m, as an append returns it, in the form a load returns it.
+func asLoaded(m store.Message) store.Message {
+	m.CreatedAt = fromMicros(micros(m.CreatedAt))
+	if len(m.ToolCalls) == 0 {
+		m.ToolCalls = nil
+	} else {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+	}
+	if len(m.Attachments) == 0 {
+		m.Attachments = nil
+	} else {
+		m.Attachments = slices.Clone(m.Attachments)
+	}
+	return m
 }
 
 // appendMessages inserts msgs in order in tx, with their attachments.
@@ -146,21 +171,79 @@ func (s *Store) turnStart(ctx context.Context, sessionID string) (store.TurnStat
 	if !isText(sessionID) {
 		return ts, store.ErrNotFound
 	}
+	if ts, ok, err := s.cachedTurn(ctx, sessionID); ok || err != nil {
+		return ts, err
+	}
+	var v transcriptcache.Version
+	var have []store.Message
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var draft []byte
 		var err error
-		ts.Session, err = scanSession(tx.QueryRow(ctx, `SELECT `+sessionCols+`, draft FROM sessions WHERE id = $1`, sessionID), &draft)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		ts.Session, ts.Draft, v, err = readTurnSession(tx.QueryRow(ctx, turnSessionSQL, sessionID))
 		if err != nil {
 			return err
 		}
-		ts.Draft = string(draft)
-		ts.Transcript, err = loadMessages(ctx, tx, `WHERE session_id = $1 AND NOT superseded ORDER BY seq`, sessionID)
+		from := int64(0)
+		if s.transcripts != nil {
+			if cv, msgs, ok := s.transcripts.Get(sessionID); ok && cv.Extends(v) {
+				have, from = msgs, cv.NextSeq
+			}
+		}
+		if from == v.NextSeq {
+			return nil // all cached
+		}
+		ts.Transcript, err = loadMessages(ctx, tx, `WHERE session_id = $1 AND NOT superseded AND seq >= $2 ORDER BY seq`, sessionID, from)
 		return err
 	})
-	return ts, notFound(err)
+	if errors.Is(err, store.ErrNotFound) && s.transcripts != nil {
+		s.transcripts.Drop(sessionID)
+	}
+	if err != nil || s.transcripts == nil {
+		return ts, notFound(err)
+	}
+	out := make([]store.Message, 0, len(have)+len(ts.Transcript))
+	out = append(append(out, have...), ts.Transcript...)
+	s.transcripts.Put(sessionID, v, out)
+	ts.Transcript = transcriptcache.Clone(out)
+	return ts, nil
+}
+
+// turnSessionSQL reads a session, its draft and what tells whether a
+// cached transcript of it is current.
+const turnSessionSQL = `SELECT ` + sessionCols + `, draft, made, generation, next_seq FROM sessions WHERE id = $1`
+
+func readTurnSession(row pgx.Row) (store.Session, string, transcriptcache.Version, error) {
+	var draft []byte
+	var v transcriptcache.Version
+	sess, err := scanSession(row, &draft, &v.Born, &v.Generation, &v.NextSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Session{}, "", v, store.ErrNotFound
+	}
+	return sess, string(draft), v, err
+}
+
+// cachedTurn answers from the transcript cache when the session row, read
+// in one statement, shows the cached transcript is the current one: then
+// no transaction and no message row is needed. ok is false when it cannot
+// answer.
+func (s *Store) cachedTurn(ctx context.Context, sessionID string) (ts store.TurnState, ok bool, err error) {
+	if s.transcripts == nil {
+		return ts, false, nil
+	}
+	cv, msgs, cached := s.transcripts.Get(sessionID)
+	if !cached {
+		return ts, false, nil
+	}
+	var v transcriptcache.Version
+	ts.Session, ts.Draft, v, err = readTurnSession(s.pool.QueryRow(ctx, turnSessionSQL, sessionID))
+	if errors.Is(err, store.ErrNotFound) {
+		s.transcripts.Drop(sessionID)
+		return store.TurnState{}, false, err
+	}
+	if err != nil || v != cv {
+		return store.TurnState{}, false, nil // the full load says what is wrong
+	}
+	ts.Transcript = transcriptcache.Clone(msgs)
+	return ts, true, nil
 }
 
 // notFound makes a lookup by a name that cannot be stored (not text) find
@@ -254,7 +337,7 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 	}
 	var out []store.Message
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE sessions SET message_count = 0, draft = '' WHERE id = $1`, sessionID)
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET message_count = 0, draft = '', generation = generation + 1 WHERE id = $1`, sessionID)
 		if err := affected(tag, err, "session "+sessionID); err != nil {
 			return err
 		}
@@ -267,6 +350,9 @@ func (s *Store) ReplaceTranscript(ctx context.Context, sessionID string, msgs []
 		out, err = appendMessages(ctx, tx, sessionID, msgs)
 		return err
 	})
+	if s.transcripts != nil {
+		s.transcripts.Drop(sessionID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replace transcript of session %s: %w", sessionID, notFound(err))
 	}

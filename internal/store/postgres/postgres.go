@@ -18,6 +18,10 @@
 //     columns, kept byte for byte (store's text contract), and the search
 //     index (messages.words) is built from them here, cut into words as
 //     the store's search contract says.
+//   - Each process keeps the transcripts it read (transcriptcache), as
+//     the SQLite store does, checked against the session's generation and
+//     next seq at every load: a load reads one row, and the messages
+//     stored since.
 //   - Nothing detects a lost store (SQLite's record beside its file): a
 //     server's own backups and replication are the place for that.
 package postgres
@@ -39,6 +43,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/transcriptcache"
 )
 
 // Store is the Postgres implementation of store.Store.
@@ -46,6 +51,7 @@ type Store struct {
 	pool         *pgxpool.Pool
 	where        string // the server and database, without credentials, for errors
 	maxFileBytes int64
+	transcripts  *transcriptcache.Cache // nil when disabled
 }
 
 var _ store.Store = (*Store)(nil)
@@ -88,7 +94,8 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", where, err)
 	}
-	s := &Store{pool: pool, where: where, maxFileBytes: store.DefaultMaxFileBytes}
+	s := &Store{pool: pool, where: where, maxFileBytes: store.DefaultMaxFileBytes,
+		transcripts: transcriptcache.New(transcriptcache.DefaultMessages, transcriptcache.DefaultBytes)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -151,6 +158,10 @@ func (s *Store) Close() error {
 
 // Option changes how Open sets up a store.
 type Option func(*Store)
+
+// WithoutTranscriptCache makes every transcript load read all its rows
+// from the server, as a process that never read the session before does.
+func WithoutTranscriptCache() Option { return func(s *Store) { s.transcripts = nil } }
 
 // WithMaxFileBytes sets PutFile's bound (store.DefaultMaxFileBytes
 // otherwise).

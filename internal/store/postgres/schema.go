@@ -211,7 +211,13 @@ CREATE TABLE attachments (
 CREATE INDEX attachments_session ON attachments(session_id, message_id);
 CREATE INDEX attachments_sha ON attachments(sha256);
 `,
-	// 2: several gateways on one store (store.Replicas): claims on
+	// 2: generation, bumped whenever a live message changes other than by
+	// an append (a replaced transcript, a voice note's transcript heard),
+	// so a process's cached transcript (transcriptcache) is read again.
+	`
+ALTER TABLE sessions ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+`,
+	// 3: several gateways on one store (store.Replicas): claims on
 	// inbound events and deliveries, named leases, and the replicas'
 	// presence.
 	`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,5 +158,61 @@ func TestAppendExtendsTheCacheAsALoadWould(t *testing.T) {
 	}
 	if len(got) != 5 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("cached:\n%+v\nfrom the file:\n%+v", got, want)
+	}
+}
+
+// A gateway loads the transcript of every conversation it answers: the
+// cache keeps only the recently used ones, within a bound in bytes, so
+// what it holds does not grow with conversations that have gone idle.
+// Here 40 transcripts of 10 messages of 64 KiB (25 MiB in all, far fewer
+// messages than the message bound) are each loaded and extended; the
+// cache holds no more than its 8 MiB of them, and every load stays whole.
+func TestTranscriptCacheIsBoundedInBytes(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	const sessions, perSession, size = 40, 10, 64 << 10
+	body := strings.Repeat("x", size)
+	var ids []string
+	for range sessions {
+		sess, err := s.CreateSession(ctx, store.Session{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := make([]store.Message, perSession-1)
+		for j := range msgs {
+			msgs[j] = store.Message{Role: store.RoleUser, Content: body}
+		}
+		if _, err := s.AppendMessages(ctx, sess.ID, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Transcript(ctx, sess.ID); err != nil { // cached from here
+			t.Fatal(err)
+		}
+		if _, err := s.AppendMessages(ctx, sess.ID, store.Message{Role: store.RoleAssistant, Content: body}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	held := 0
+	for _, id := range ids {
+		if n, ok := sqlite.CachedCount(s, id); ok {
+			held += n * size
+		}
+	}
+	if held > 8<<20 {
+		t.Errorf("the cache holds %d MiB of transcripts, over its 8 MiB", held>>20)
+	}
+	if held == 0 {
+		t.Error("the cache holds nothing")
+	}
+	for _, id := range ids {
+		tr, err := s.Transcript(ctx, id)
+		if err != nil || len(tr) != perSession || tr[perSession-1].Content != body {
+			t.Fatalf("session %s: %d messages, %v", id, len(tr), err)
+		}
 	}
 }

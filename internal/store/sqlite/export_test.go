@@ -12,7 +12,7 @@ func WithCacheLimit(n int) Option { return func(s *Store) { s.transcripts = newT
 // CachedCount is how many messages the transcript cache holds for session
 // id, and whether it holds it at all.
 func CachedCount(s *Store, id string) (int, bool) {
-	_, msgs, ok := s.transcripts.get(id)
+	_, msgs, ok := s.transcripts.Get(id)
 	return len(msgs), ok
 }
 

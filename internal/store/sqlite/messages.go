@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/transcriptcache"
 )
 
 const messageCols = `id, session_id, seq, role, kind, content, tool_calls, tool_call_id, tool_name,
@@ -58,8 +59,8 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 	if err == nil {
 		s.indexSoon()
 	}
-	if err == nil && s.transcripts != nil {
-		s.transcripts.extend(sessionID, out)
+	if err == nil {
+		s.extendCache(sessionID, out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("append to session %s: %w", sessionID, err)
@@ -168,27 +169,27 @@ func (s *Store) cachedTurn(ctx context.Context, sessionID string, withSession bo
 	if s.transcripts == nil {
 		return ts, false, nil
 	}
-	cv, msgs, cached := s.transcripts.get(sessionID)
+	cv, msgs, cached := s.transcripts.Get(sessionID)
 	if !cached {
 		return ts, false, nil
 	}
 	var v transcriptVersion
 	if withSession {
-		ts.Session, err = scanSession(s.readRow(ctx, turnStartSQL, sessionID), &ts.Draft, &v.generation, &v.nextSeq)
-		v.createdAt = toNanos(ts.Session.CreatedAt)
+		ts.Session, err = scanSession(s.readRow(ctx, turnStartSQL, sessionID), &ts.Draft, &v.Generation, &v.NextSeq)
+		v.Born = toNanos(ts.Session.CreatedAt)
 	} else {
 		var n int
 		var liveFrom int64
-		err = s.readRow(ctx, transcriptVersionSQL, sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
+		err = s.readRow(ctx, transcriptVersionSQL, sessionID).Scan(&v.Born, &v.Generation, &v.NextSeq, &n, &liveFrom)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		s.transcripts.drop(sessionID)
+		s.transcripts.Drop(sessionID)
 		return ts, false, fmt.Errorf("load transcript %s: %w", sessionID, store.ErrNotFound)
 	}
 	if err != nil || v != cv {
 		return store.TurnState{}, false, nil // the full load says what is wrong
 	}
-	ts.Transcript = clone(msgs)
+	ts.Transcript = transcriptcache.Clone(msgs)
 	return ts, true, nil
 }
 
@@ -207,10 +208,10 @@ func (s *Store) transcriptIn(ctx context.Context, sessionID string, also func(sn
 	var v transcriptVersion
 	var n int
 	var liveFrom int64
-	err = version.QueryRowContext(ctx, sessionID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom)
+	err = version.QueryRowContext(ctx, sessionID).Scan(&v.Born, &v.Generation, &v.NextSeq, &n, &liveFrom)
 	if errors.Is(err, sql.ErrNoRows) {
 		if s.transcripts != nil {
-			s.transcripts.drop(sessionID)
+			s.transcripts.Drop(sessionID)
 		}
 		return nil, fmt.Errorf("load transcript %s: %w", sessionID, store.ErrNotFound)
 	}
@@ -224,9 +225,8 @@ func (s *Store) transcriptIn(ctx context.Context, sessionID string, also func(sn
 	var have []store.Message
 	from := int64(0)
 	if s.transcripts != nil {
-		if cv, msgs, ok := s.transcripts.get(sessionID); ok && cv.createdAt == v.createdAt &&
-			cv.generation == v.generation && cv.nextSeq <= v.nextSeq {
-			have, from = msgs, cv.nextSeq
+		if cv, msgs, ok := s.transcripts.Get(sessionID); ok && cv.Extends(v) {
+			have, from = msgs, cv.NextSeq
 		}
 	}
 	out := make([]store.Message, len(have), max(n, len(have)))
@@ -246,8 +246,8 @@ func (s *Store) transcriptIn(ctx context.Context, sessionID string, also func(sn
 	if s.transcripts == nil {
 		return out, nil
 	}
-	s.transcripts.put(sessionID, v, out)
-	return clone(out), nil
+	s.transcripts.Put(sessionID, v, out)
+	return transcriptcache.Clone(out), nil
 }
 
 // transcriptVersionSQL reads what tells whether a cached transcript is

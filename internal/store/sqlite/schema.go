@@ -389,7 +389,14 @@ ALTER TABLE attachments ADD COLUMN transcript TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE sessions ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;
 `,
-	// 19: several gateways on one store (store.Replicas): claims on
+	// 19: an owner's sessions, most recent first (the offer to continue
+	// one, made in every new conversation, reads the latest ten): without
+	// it each read sorted every session, so a gateway slowed as its
+	// conversations grew.
+	`
+CREATE INDEX sessions_recent ON sessions(owner_id, updated_at DESC, id);
+`,
+	// 20: several gateways on one store (store.Replicas): claims on
 	// inbound events and deliveries, named leases, and the replicas'
 	// presence. One gateway on a SQLite file claims nothing; the
 	// contract is the same on every store.

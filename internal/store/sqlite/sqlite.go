@@ -23,6 +23,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/transcriptcache"
 )
 
 // FileName is the store's file inside BATON_HOME.
@@ -53,8 +54,8 @@ type Store struct {
 	rstmts map[string]*sql.Stmt // prepared on the reader pool, each connection once
 	hstmts map[string]*sql.Stmt // the same on the helpers' pool
 
-	transcripts *transcriptCache // nil when disabled
-	sequential  bool             // WithSequentialLoads
+	transcripts *transcriptcache.Cache // nil when disabled
+	sequential  bool                   // WithSequentialLoads
 
 	// bg runs the writes of transcript packs, off the loads that made
 	// them; Close waits for them.
@@ -161,7 +162,7 @@ func open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
 	s := &Store{path: path, w: w, r: r, closing: make(chan struct{}), rstmts: map[string]*sql.Stmt{}, hstmts: map[string]*sql.Stmt{},
-		transcripts: newTranscriptCache(defaultCacheMessages), maxFileBytes: store.DefaultMaxFileBytes}
+		transcripts: newTranscriptCache(transcriptcache.DefaultMessages), maxFileBytes: store.DefaultMaxFileBytes}
 	for _, o := range opts {
 		o(s)
 	}

@@ -108,7 +108,7 @@ var testHookBeforeHelper func()
 // transcript than the caller's; the caller reads that part itself.
 var errStale = errors.New("transcript changed between snapshots")
 
-// loadRange appends the live messages with from <= seq < v.nextSeq to out,
+// loadRange appends the live messages with from <= seq < v.NextSeq to out,
 // as seen in tx's snapshot.
 //
 // Live seqs are dense (see migration 3), so the part with seqs [lo, hi)
@@ -116,10 +116,10 @@ var errStale = errors.New("transcript changed between snapshots")
 // out in place. Should a part hold any other count, the whole range is
 // read again in one pass: correct whatever the rows are.
 func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v transcriptVersion, from int64, out []store.Message, made *packs) ([]store.Message, error) {
-	total := v.nextSeq - from
+	total := v.NextSeq - from
 	parts := int(min(int64(runtime.GOMAXPROCS(0)), maxHelpers+1, total/minPart))
 	if parts < 2 || s.helpers == nil {
-		return loadLive(ctx, tx, sessionID, from, v.nextSeq, out, made)
+		return loadLive(ctx, tx, sessionID, from, v.NextSeq, out, made)
 	}
 	base := len(out)
 	out = slices.Grow(out, int(total))[:base+int(total)]
@@ -132,7 +132,7 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 		case 0:
 			return from
 		case parts:
-			return v.nextSeq
+			return v.NextSeq
 		}
 		return chunkStart(from + int64(i)*size)
 	}
@@ -178,7 +178,7 @@ func (s *Store) loadRange(ctx context.Context, tx snapshot, sessionID string, v 
 		}
 	}
 	if !complete {
-		return loadLive(ctx, tx, sessionID, from, v.nextSeq, out[:base], made)
+		return loadLive(ctx, tx, sessionID, from, v.NextSeq, out[:base], made)
 	}
 	return out, nil
 }
@@ -202,8 +202,8 @@ func (s *Store) helperLoad(ctx context.Context, sessionID string, v transcriptVe
 	defer version.Close()
 	var got transcriptVersion
 	var n, liveFrom int64
-	err = version.QueryRowContext(ctx, sessionID).Scan(&got.createdAt, &got.generation, &got.nextSeq, &n, &liveFrom)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && (got.createdAt != v.createdAt || got.generation != v.generation || got.nextSeq < v.nextSeq) {
+	err = version.QueryRowContext(ctx, sessionID).Scan(&got.Born, &got.Generation, &got.NextSeq, &n, &liveFrom)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && (got.Born != v.Born || got.Generation != v.Generation || got.NextSeq < v.NextSeq) {
 		return nil, errStale
 	}
 	if err != nil {
@@ -380,7 +380,7 @@ func (s *Store) savePacks(sessionID string, v transcriptVersion, ps *packs) {
 				for _, m := range p.meta {
 					args = append(args, m)
 				}
-				args = append(args, liveChunk, v.createdAt)
+				args = append(args, liveChunk, v.Born)
 				if _, err := tx.Exec(savePackSQL, args...); err != nil {
 					return err
 				}

@@ -321,7 +321,7 @@ func TestPackOfAnotherVersionIsNotKept(t *testing.T) {
 	var v transcriptVersion
 	var n int
 	var liveFrom int64
-	if err := s.readRow(t.Context(), transcriptVersionSQL, sess.ID).Scan(&v.createdAt, &v.generation, &v.nextSeq, &n, &liveFrom); err != nil {
+	if err := s.readRow(t.Context(), transcriptVersionSQL, sess.ID).Scan(&v.Born, &v.Generation, &v.NextSeq, &n, &liveFrom); err != nil {
 		t.Fatal(err)
 	}
 	count := func() int {
@@ -337,7 +337,7 @@ func TestPackOfAnotherVersionIsNotKept(t *testing.T) {
 		s.savePacks(sess.ID, v, ps)
 	}
 	other := v
-	other.createdAt++
+	other.Born++
 	save(other)
 	if got := count(); got != 0 {
 		t.Fatalf("%d packs kept for a session created at another time", got)

@@ -59,7 +59,9 @@ func waitQueued(t *testing.T, s *Store, n int64) {
 func openWriterTest(t *testing.T) (*Store, store.Session) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	// Nothing but the test writes: these tests count the writes queued,
+	// and the background index and idle checkpoints would queue theirs.
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), WithoutBackgroundIndex(), WithoutIdleCheckpoints())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -323,6 +323,15 @@ func (s *Server) Sent() []SentMessage {
 	return append([]SentMessage(nil), s.sent...)
 }
 
+// ForgetSent drops the record of the messages the bot posted, for
+// benchmarks that measure the memory of the bot, once they read it all:
+// edits of those messages fail afterwards, and counts start again.
+func (s *Server) ForgetSent() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = nil
+}
+
 // WaitSent blocks until at least n messages were sent (or edited), then
 // returns them all; it fails with ctx's error otherwise.
 func (s *Server) WaitSent(ctx context.Context, n int) ([]SentMessage, error) {

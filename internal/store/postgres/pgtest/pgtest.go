@@ -66,7 +66,7 @@ var current *harness
 func Main(m *testing.M) { os.Exit(Run(m)) }
 
 // Run is Main for a TestMain with more to do after the tests: it returns
-// the exit code.
+// their exit code instead of exiting.
 func Run(m *testing.M) int {
 	h := &harness{}
 	current = h
