@@ -31,6 +31,16 @@ type GatewayConfig struct {
 	// notice written by a process that could not reach them. A store on a
 	// Postgres server wakes them at once; 0: 2s.
 	PollEvery time.Duration `yaml:"poll_every"`
+	// Rate bounds how fast one person's messages are taken, per gateway:
+	// burst at once, then one every every; zero: 20 at once, then one
+	// every 2s.
+	Rate RateConfig `yaml:"rate"`
+}
+
+// RateConfig is gateway.rate.
+type RateConfig struct {
+	Burst int           `yaml:"burst"`
+	Every time.Duration `yaml:"every"`
 }
 
 // WithDefaults fills the gateway's durations.

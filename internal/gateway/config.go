@@ -56,7 +56,7 @@ type Config struct {
 	ControlIdle time.Duration
 	// ControlConns bounds open control connections; 0: DefaultControlConns.
 	ControlConns  int
-	Claimer       string // who claims handoffs; default host:pid
+	Claimer       string // who claims handoffs, and the replica's id; default host:pid
 	Lease         time.Duration
 	PollEvery     time.Duration
 	ShutdownGrace time.Duration
@@ -112,6 +112,13 @@ type Config struct {
 	// a message handled again in its place in the conversation, a reply
 	// recorded as sent; zero: DefaultRerecord().
 	Rerecord retry.Policy
+	// Shared says other gateways (replicas) may share the store: what is
+	// heard, sent and run is claimed there under a Lease, and each
+	// platform not in SharedPlatforms is read by one replica at a time.
+	Shared bool
+	// SharedPlatforms may be read by every replica at once
+	// (platform.Spec's Shared).
+	SharedPlatforms []string
 }
 
 // DefaultTurns handles 64 conversations' messages at once: far more than

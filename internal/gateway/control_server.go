@@ -67,11 +67,23 @@ func (c *controlServer) status(ctx context.Context) control.Status {
 		if st.State == "" {
 			st.State = platform.StateStarting
 		}
-		s.Platforms = append(s.Platforms, control.Platform{
+		p := control.Platform{
 			Name: name, Display: c.places.displayName(name), Live: st.State == platform.StateLive,
 			State: string(st.State), Since: st.Since, NextTry: st.NextTry, Error: st.Reason,
 			Home: homes[name], Waiting: waiting[name],
-		})
+		}
+		if l, ok := c.places.rep.leadElsewhere(ctx, name); ok && !p.Live {
+			p.LedBy = l.Holder
+		}
+		s.Platforms = append(s.Platforms, p)
+	}
+	reps, err := c.places.rep.view(ctx)
+	if err != nil {
+		c.log.Warn("status: replicas", "err", err)
+	}
+	for _, r := range reps {
+		s.Replicas = append(s.Replicas, control.Replica{ID: r.ID, Host: r.Host, PID: r.PID, Started: r.Started, Seen: r.Seen,
+			Leads: r.Leads, Self: r.Self, Gone: time.Since(r.Seen) > c.places.rep.ttl})
 	}
 	return s
 }

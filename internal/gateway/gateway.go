@@ -115,6 +115,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// answers still reach the chats and approvals are still heard.
 	live, stopPlatforms := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPlatforms()
+	rep := g.places.rep
+	if rep != nil {
+		// Seen, with what it holds, before it claims anything.
+		rep.beat(ctx)
+	}
 
 	// What waited from the last run is queued before any platform can
 	// hand in something newer: each conversation's mailbox then answers
@@ -127,7 +132,21 @@ func (g *Gateway) Run(ctx context.Context) error {
 		adapters.Add(1)
 		go func() {
 			defer adapters.Done()
-			g.runAdapter(live, name, a)
+			if rep.isShared(name) {
+				g.runAdapter(live, name, a)
+				return
+			}
+			g.lead(live, work, name, a)
+		}()
+	}
+	var beats sync.WaitGroup
+	beatsCtx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBeats()
+	if rep != nil {
+		beats.Add(1)
+		go func() {
+			defer beats.Done()
+			g.beat(beatsCtx, work)
 		}()
 	}
 
@@ -159,6 +178,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 	adapters.Wait()
 	suspend() // background resends end here; what they did not send waits in the store
 	g.life.waitBackground()
+	stopBeats()
+	beats.Wait()
+	if rep != nil {
+		// What this replica held is the others' at once, not in a lease.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		rep.leave(lctx)
+		cancel()
+	}
 	g.log.Info("gateway stopped")
 	return nil
 }
@@ -191,6 +218,56 @@ func (g *Gateway) runAdapter(ctx context.Context, name string, a platform.Adapte
 			g.log.Error("platform refused baton's credentials; fix them and restart the gateway", "platform", name, "reason", s.Reason)
 		}
 	})
+}
+
+// lead runs a platform whose service allows one reader while this
+// replica leads it, and waits to take the lead while another does: the
+// one place leadership is decided, for every such adapter.
+func (g *Gateway) lead(ctx, work context.Context, name string, a platform.Adapter) {
+	rep := g.places.rep
+	for ctx.Err() == nil {
+		if run, done, ok := rep.lead(ctx, name); ok {
+			// What the last leader was handling goes first, in order:
+			// anything heard from now on queues behind it.
+			rep.settle(run, name)
+			g.router.takeOver(work)
+			g.runAdapter(run, name, a)
+			done()
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(rep.every()):
+		}
+	}
+}
+
+// beat is a replica's heartbeat, every third of a lease until ctx ends:
+// it renews what the replica holds, takes over the inbound events no live
+// replica holds, and sends what waits for the platforms it reads (replies
+// another replica stored for a platform this one leads, or whose sender
+// died).
+func (g *Gateway) beat(ctx, work context.Context) {
+	rep := g.places.rep
+	tick := time.NewTicker(rep.every())
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rep.beat(ctx)
+		if g.life.isStopping() {
+			continue // what waits is the others' to take
+		}
+		g.router.takeOver(work)
+		for _, name := range g.places.live() {
+			if rep.runsHere(name) {
+				g.out.redeliver(platform.Address{Platform: name})
+			}
+		}
+	}
 }
 
 // receiver is what adapters hand their events to.

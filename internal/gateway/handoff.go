@@ -172,7 +172,7 @@ func (w *handoffWorker) checkDestination(ctx context.Context, to string) error {
 	if _, ok := w.places.adapter(to); !ok {
 		return fmt.Errorf("%w: %s", ErrNotLive, place.NotSetUp(w.places.placeName(to), w.places.names()))
 	}
-	if st := w.places.statusOf(to); st.State != platform.StateLive {
+	if st := w.places.statusOf(to); st.State != platform.StateLive && !w.places.ledElsewhere(ctx, to) {
 		return fmt.Errorf("%w: %s", ErrNotLive, w.places.notLive(to, st))
 	}
 	homes, err := w.places.homeChats(ctx)

@@ -52,7 +52,11 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 	if strings.TrimSpace(ev.Text) == "" && len(files) == 0 && len(ev.Attachments) > 0 {
 		return nil // nothing of it could be kept; the person was told why
 	}
+	// Claimed by the replica that heard it, which handles it.
+	by, until := r.places.rep.claim()
 	in, isNew, err := r.st.AddInbound(ctx, store.Inbound{
+		ClaimedBy:     by,
+		ClaimedUntil:  until,
 		Attachments:   files,
 		Platform:      ev.At.Platform,
 		PlatformMsgID: ev.ID,
@@ -94,7 +98,11 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 	// Handled in the gateway's work context, not the adapter's: a page
 	// that disconnects does not cancel its turn, a shutdown past its grace
 	// period does.
-	r.boxes.push(in.AddressKey, func() { r.process(r.life.work(), ev.At, in, true) })
+	r.places.rep.hold(in.ID)
+	r.boxes.push(in.AddressKey, func() {
+		defer r.places.rep.drop(in.ID)
+		r.process(r.life.work(), ev.At, in, true)
+	})
 	return nil
 }
 
@@ -296,8 +304,13 @@ func (r *router) reply(ctx context.Context, addr platform.Address, in *store.Inb
 const recoverPage = 500
 
 // recover resumes what a previous run left: every inbound event stored but
-// not handled, page by page, in the order stored.
+// not handled, page by page, in the order stored. Among replicas it is
+// what no live replica claims (takeOver).
 func (r *router) recover(ctx context.Context) {
+	if r.places.rep != nil {
+		r.takeOver(ctx)
+		return
+	}
 	var after int64
 	for {
 		pending, err := r.st.PendingInbound(ctx, after, recoverPage)
@@ -321,6 +334,54 @@ func (r *router) recover(ctx context.Context) {
 		after = pending[len(pending)-1].ID
 	}
 	// Unsent replies are sent as each platform becomes live (runAdapter).
+}
+
+// takeOver claims the inbound events no live replica holds (none claimed
+// them, or the replica that did stopped renewing its claim) and queues
+// them, in the order stored. The heartbeat runs it, so what a dead
+// replica was handling is handled within a lease. Only the platforms
+// read here are taken: a conversation on a platform one replica leads
+// is the leader's alone, so what it hears next waits behind what it took
+// over (Gateway.lead).
+func (r *router) takeOver(ctx context.Context) {
+	var here []string
+	for _, name := range r.places.names() {
+		if r.places.rep.runsHere(name) {
+			here = append(here, name)
+		}
+	}
+	if len(here) == 0 {
+		return
+	}
+	for {
+		claimed, err := r.st.ClaimInbound(ctx, r.places.rep.me.ID, r.places.rep.ttl, recoverPage, here...)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("claim pending inbound events", "err", err)
+			}
+			return
+		}
+		for _, in := range claimed {
+			if in.Platform == TerminalPlatform {
+				continue // a terminal's, never a chat's (see recover)
+			}
+			if !r.places.rep.hold(in.ID) {
+				continue // queued here already; its claim is renewed again
+			}
+			if addr, ok := r.stored(ctx, in); ok {
+				r.log.Info("taking over a message no live replica handles", "at", in.AddressKey, "id", in.ID)
+				r.boxes.push(in.AddressKey, func() {
+					defer r.places.rep.drop(in.ID)
+					r.process(ctx, addr, in, false)
+				})
+			} else {
+				r.places.rep.drop(in.ID)
+			}
+		}
+		if len(claimed) < recoverPage {
+			return
+		}
+	}
 }
 
 // takeParked runs what was parked at dest (its session is held there

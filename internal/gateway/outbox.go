@@ -82,10 +82,17 @@ func (o *outbox) deliverAll(ctx context.Context, addr platform.Address, in *stor
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
 	}
 	var ds []store.Delivery
+	// Claimed for this replica when it can send them; else left for the
+	// replica leading the platform.
+	by, until := o.places.rep.claim()
+	if !o.places.rep.runsHere(addr.Platform) {
+		by, until = "", time.Time{}
+	}
 	streamed := map[string]int{} // outbox key → messages streamed for it
 	for _, m := range msgs {
 		if len(m.files) > 0 {
-			ds = append(ds, store.Delivery{Key: m.key, AddressKey: addr.Key(), Text: m.text, Kind: m.kind, Data: m.data, Attachments: m.files})
+			ds = append(ds, store.Delivery{Key: m.key, AddressKey: addr.Key(), Text: m.text, Kind: m.kind, Data: m.data, Attachments: m.files,
+				ClaimedBy: by, ClaimedUntil: until})
 			continue
 		}
 		parts := []string{m.text}
@@ -99,7 +106,7 @@ func (o *outbox) deliverAll(ctx context.Context, addr platform.Address, in *stor
 			streamed[m.key] = len(ids)
 		}
 		for i, p := range parts {
-			d := store.Delivery{Key: partKey(m.key, i), AddressKey: addr.Key(), Text: p}
+			d := store.Delivery{Key: partKey(m.key, i), AddressKey: addr.Key(), Text: p, ClaimedBy: by, ClaimedUntil: until}
 			if i == len(parts)-1 {
 				// A message split in parts is what it is once, at its end.
 				d.Kind, d.Data = m.kind, m.data
@@ -163,6 +170,9 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 	if !ok {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), ErrNoAdapter)
 	}
+	if !o.places.rep.runsHere(addr.Platform) {
+		return nil // the replica leading the platform sends it (Gateway.beat)
+	}
 	unlock, err := o.send.lock(ctx, addr.Key())
 	if err != nil {
 		return fmt.Errorf("deliver to %s: %w", addr.Key(), err)
@@ -189,11 +199,19 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 				}
 				continue
 			}
+			if err := o.places.rep.claimDelivery(ctx, d); errors.Is(err, store.ErrClaimed) {
+				// Another replica sends it, and what follows it, in order.
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("claim delivery %d: %w", d.ID, err)
+			}
 			id, err := o.sendOne(ctx, a, addr, d)
 			if errors.Is(err, platform.ErrAway) {
 				// Kept, in order, for when someone is there: the adapter
-				// asks for it then (Redeliverer).
+				// asks for it then (Redeliverer). Another replica's
+				// adapter may have them there.
 				o.log.Debug("reply waits for someone to receive it", "to", addr.Key(), "err", err)
+				o.places.rep.releaseDelivery(context.WithoutCancel(ctx), d.ID)
 				return nil
 			}
 			if errors.Is(err, platform.ErrPermanent) {

@@ -31,6 +31,9 @@ type platforms struct {
 	st       store.Store
 	log      *slog.Logger
 	refused  *refusals // own lock
+	// rep is this gateway's part among replicas sharing the store; nil
+	// when it is alone.
+	rep *replica
 
 	mu     sync.Mutex
 	status map[string]platform.Status // per platform, from its supervisor
@@ -45,6 +48,7 @@ func newPlatforms(adapters []platform.Adapter, cfg Config) (*platforms, error) {
 		log:      cfg.Log,
 		refused:  newRefusals(maxRefusedPlaces),
 		status:   map[string]platform.Status{},
+		rep:      newReplica(cfg),
 	}
 	for _, a := range adapters {
 		if _, dup := p.adapters[a.Name()]; dup {
@@ -90,6 +94,13 @@ func (p *platforms) statusOf(name string) platform.Status {
 
 func (p *platforms) isLive(name string) bool {
 	return p.statusOf(name).State == platform.StateLive
+}
+
+// ledElsewhere reports whether another replica sharing the store reads
+// the platform now: it takes handoffs there, and sends there what waits.
+func (p *platforms) ledElsewhere(ctx context.Context, name string) bool {
+	_, ok := p.rep.leadElsewhere(ctx, name)
+	return ok
 }
 
 // live are the platforms live now, sorted.

@@ -101,10 +101,17 @@ func (t *turns) run(ctx context.Context, addr platform.Address, sessionID string
 // running at addr until done is called: the typing indicator shows there,
 // and approvals the turn needs are asked there.
 func (t *turns) working(ctx context.Context, addr platform.Address, sessionID string) (done func(), err error) {
-	unlock, err := t.sessions.lock(ctx, sessionID)
+	unlockHere, err := t.sessions.lock(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
+	// Across replicas sharing the store, too.
+	unlockShared, err := t.places.rep.lockSession(ctx, sessionID)
+	if err != nil {
+		unlockHere()
+		return nil, err
+	}
+	unlock := func() { unlockShared(); unlockHere() }
 	a, _ := t.places.adapter(addr.Platform)
 	stopTyping := t.typing(ctx, a, addr)
 	t.mu.Lock()

@@ -24,6 +24,12 @@ type Spec struct {
 	// owner's private conversation, never baton's, so the gateway neither
 	// answers it nor offers pairing.
 	Personal bool
+	// Shared platforms may be read by every gateway sharing one store at
+	// once (each web chat serves its own pages; Slack spreads Socket Mode
+	// envelopes, and the store drops a repeat). The others allow one
+	// reader per bot account (a Telegram token's getUpdates, a Discord
+	// gateway session, a linked device): one gateway leads each.
+	Shared bool
 	// DefaultHome is the address key handoffs land at when no home is
 	// configured or set with /sethome; "" if there is none.
 	DefaultHome string

@@ -23,6 +23,11 @@ type Inbound struct {
 	Attachments []Attachment
 	ReceivedAt  time.Time // set to now when zero
 	DoneAt      time.Time // zero until MarkInboundDone
+	// ClaimedBy is the replica handling the event, until ClaimedUntil
+	// (Replicas); "" when none claimed it. AddInbound stores the claim
+	// given, so the gateway that heard an event handles it.
+	ClaimedBy    string
+	ClaimedUntil time.Time
 }
 
 // Delivery is one outgoing message. The gateway stores it before sending,
@@ -51,6 +56,11 @@ type Delivery struct {
 	// before the delivery is stored; their bytes are kept while it is
 	// unsent, and after as long as a message names them.
 	Attachments []Attachment
+	// ClaimedBy is the replica sending it, until ClaimedUntil
+	// (Replicas); "" when none claimed it. EnqueueDeliveries stores the
+	// claim given with a new delivery.
+	ClaimedBy    string
+	ClaimedUntil time.Time
 }
 
 // DeliveryKind says what a delivery is. The empty kind is an ordinary

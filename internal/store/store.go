@@ -386,6 +386,7 @@ type Store interface {
 	PlatformStates
 	Notes
 	Files
+	Replicas
 	Close() error
 }
 

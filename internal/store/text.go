@@ -90,7 +90,7 @@ func (id Identity) Check() error {
 // Check refuses an inbound event whose names are not text (CheckNames).
 func (in Inbound) Check() error {
 	if err := CheckNames("platform", in.Platform, "platform message id", in.PlatformMsgID,
-		"address key", in.AddressKey, "sender id", in.SenderID, "sender", in.Sender); err != nil {
+		"address key", in.AddressKey, "sender id", in.SenderID, "sender", in.Sender, "claimer", in.ClaimedBy); err != nil {
 		return err
 	}
 	return checkAttachments(in.Attachments)
@@ -99,7 +99,7 @@ func (in Inbound) Check() error {
 // Check refuses a delivery whose names are not text (CheckNames).
 func (d Delivery) Check() error {
 	if err := CheckNames("key", d.Key, "address key", d.AddressKey, "platform message id", d.PlatformMsgID,
-		"kind", string(d.Kind)); err != nil {
+		"kind", string(d.Kind), "claimer", d.ClaimedBy); err != nil {
 		return err
 	}
 	return checkAttachments(d.Attachments)

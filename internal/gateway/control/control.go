@@ -31,6 +31,21 @@ type Status struct {
 	Claimer   string     `json:"claimer"`
 	Platforms []Platform `json:"platforms"`
 	WebURL    string     `json:"web_url,omitempty"` // with its token: keep it private
+	// Replicas are the gateways sharing the store, this one among them,
+	// when the store is shared (Postgres); none otherwise.
+	Replicas []Replica `json:"replicas,omitempty"`
+}
+
+// Replica is one gateway sharing the store, as it last said.
+type Replica struct {
+	ID      string    `json:"id"`
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	Seen    time.Time `json:"seen"`            // its last heartbeat
+	Leads   []string  `json:"leads,omitempty"` // the platforms it reads for every replica
+	Self    bool      `json:"self,omitempty"`  // the gateway answering
+	Gone    bool      `json:"gone,omitempty"`  // no heartbeat for a lease: stopped, or cut off from the store
 }
 
 // Platform is one configured chat service.
@@ -44,6 +59,7 @@ type Platform struct {
 	Home    string    `json:"home,omitempty"`     // address key; "" if none set
 	Error   string    `json:"error,omitempty"`    // why it is down or refused, one line
 	Waiting int       `json:"waiting,omitempty"`  // replies stored and not yet sent
+	LedBy   string    `json:"led_by,omitempty"`   // another replica reads it (Status.Replicas)
 }
 
 // Platform finds a platform by name.

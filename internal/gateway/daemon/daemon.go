@@ -23,6 +23,7 @@ import (
 	"github.com/baton-agent/baton/internal/platform"
 	"github.com/baton-agent/baton/internal/platform/all"
 	"github.com/baton-agent/baton/internal/plural"
+	"github.com/baton-agent/baton/internal/store/postgres"
 )
 
 // LogFile is where a gateway started in the background writes its log.
@@ -97,6 +98,8 @@ func Run(ctx context.Context, home string, o Options) error {
 	} else if sp != nil {
 		speaks = sp
 	}
+	// A store on a Postgres server may be shared by several gateways.
+	_, onServer := a.Store.(*postgres.Store)
 	gw, err := gateway.New(gateway.Config{
 		Store:             a.Store,
 		Agent:             ag,
@@ -104,6 +107,8 @@ func Run(ctx context.Context, home string, o Options) error {
 		OwnerID:           a.Owner.ID,
 		Owners:            gcfg.Owners,
 		TrustedPlatforms:  as.trusted,
+		Shared:            onServer,
+		SharedPlatforms:   as.shared,
 		PersonalPlatforms: as.personal,
 		Homes:             as.homes,
 		Display:           as.display,
@@ -113,6 +118,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		PollEvery:         gcfg.PollEvery,
 		ShutdownGrace:     gcfg.ShutdownGrace,
 		OfferWithin:       gcfg.ContinueOffer,
+		Rate:              gateway.Rate{Burst: gcfg.Rate.Burst, Every: gcfg.Rate.Every},
 		MaxSessionFiles:   a.Config.Files.MaxSessionBytes,
 		Transcriber:       hears,
 		Speaker:           speaks,
@@ -171,6 +177,24 @@ func writeStatus(out io.Writer, s control.Status, now time.Time) {
 	if s.WebURL != "" {
 		fmt.Fprintf(out, "Web chat: %s\n", s.WebURL)
 	}
+	if len(s.Replicas) > 0 {
+		fmt.Fprintf(out, "Replicas sharing the store: %d\n", len(s.Replicas))
+	}
+	for _, r := range s.Replicas {
+		leads := "leads nothing"
+		if len(r.Leads) > 0 {
+			leads = "leads " + strings.Join(r.Leads, ", ")
+		}
+		self := ""
+		if r.Self {
+			self = " (this one)"
+		}
+		if r.Gone {
+			leads = "gone (stopped, or cut off from the store)"
+		}
+		fmt.Fprintf(out, "  %s%s on %s, pid %d, since %s, seen %s ago; %s\n", r.ID, self, r.Host, r.PID,
+			r.Started.Format(time.DateTime), now.Sub(r.Seen).Round(time.Second), leads)
+	}
 }
 
 // StartBackground starts `baton gateway` as a detached process logging to
@@ -215,6 +239,9 @@ func StartBackground(ctx context.Context, home string) error {
 // platformState is one platform's state for people: "live", "down since
 // 14:02, next try in 30s: reason", "refused: reason".
 func platformState(p control.Platform, now time.Time) string {
+	if p.LedBy != "" {
+		return "read by replica " + p.LedBy
+	}
 	state := p.State
 	if state == "" { // a gateway from before states were reported
 		state = "down"

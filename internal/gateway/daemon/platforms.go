@@ -18,6 +18,7 @@ type assembly struct {
 	adapters []platform.Adapter
 	trusted  []string          // platforms whose every sender is the owner
 	personal []string          // platforms on the owner's own account
+	shared   []string          // platforms every replica reads (platform.Spec's Shared)
 	homes    map[string]string // configured homes, each enabled platform's default filled in
 	display  map[string]string // platform → the name people read
 }
@@ -81,6 +82,9 @@ func assemble(ctx context.Context, specs []platform.Spec, cfg config.Config, e e
 		}
 		if s.Personal {
 			as.personal = append(as.personal, s.Name)
+		}
+		if s.Shared {
+			as.shared = append(as.shared, s.Name)
 		}
 		if as.homes[s.Name] == "" && s.DefaultHome != "" {
 			as.homes[s.Name] = s.DefaultHome

@@ -24,7 +24,7 @@ type Section struct {
 // section or in SLACK_BOT_TOKEN (the section wins); the app token is then
 // required as well.
 func Spec() platform.Spec {
-	return platform.Spec{Name: Name, Display: "Slack", Open: open, CheckAddress: checkAddress, HomeForm: homeForm}
+	return platform.Spec{Name: Name, Display: "Slack", Shared: true, Open: open, CheckAddress: checkAddress, HomeForm: homeForm}
 }
 
 func open(_ context.Context, s platform.Setup) (platform.Adapter, error) {

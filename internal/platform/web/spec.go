@@ -82,6 +82,7 @@ func Spec() platform.Spec {
 		Name:        Name,
 		Display:     "the web chat",
 		Trusted:     true,
+		Shared:      true,
 		DefaultHome: Home.Key(),
 		Open:        open,
 	}

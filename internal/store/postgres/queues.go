@@ -11,15 +11,15 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
-const inboundCols = `id, platform, platform_msg_id, address_key, sender_id, sender, text, received_at, done_at, attachments`
+const inboundCols = `id, platform, platform_msg_id, address_key, sender_id, sender, text, received_at, done_at, attachments, claimed_by, claimed_until`
 
 func scanInbound(row pgx.Row) (store.Inbound, error) {
 	var in store.Inbound
-	var received, done int64
+	var received, done, until int64
 	var text []byte
 	var files string
 	if err := row.Scan(&in.ID, &in.Platform, &in.PlatformMsgID, &in.AddressKey, &in.SenderID, &in.Sender, &text,
-		&received, &done, &files); err != nil {
+		&received, &done, &files, &in.ClaimedBy, &until); err != nil {
 		return store.Inbound{}, err
 	}
 	if files != "" {
@@ -28,7 +28,7 @@ func scanInbound(row pgx.Row) (store.Inbound, error) {
 		}
 	}
 	in.Text = string(text)
-	in.ReceivedAt, in.DoneAt = fromMicros(received), fromMicros(done)
+	in.ReceivedAt, in.DoneAt, in.ClaimedUntil = fromMicros(received), fromMicros(done), fromMicros(until)
 	return in, nil
 }
 
@@ -69,8 +69,10 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 		}
 		var err error
 		got, err = scanInbound(tx.QueryRow(ctx, `INSERT INTO inbound (platform, platform_msg_id, address_key, sender_id, sender,
-			text, received_at, attachments) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING `+inboundCols,
-			in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, []byte(in.Text), received, files))
+			text, received_at, attachments, claimed_by, claimed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT DO NOTHING RETURNING `+inboundCols,
+			in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, []byte(in.Text), received, files,
+			in.ClaimedBy, claimUntil(in.ClaimedBy, in.ClaimedUntil)))
 		if err == nil {
 			isNew = true
 			for _, a := range got.Attachments {
@@ -162,15 +164,15 @@ func (s *Store) Unpark(ctx context.Context, id int64) error {
 	return nil
 }
 
-const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned, kind, data, attachments`
+const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned, kind, data, attachments, claimed_by, claimed_until`
 
 func scanDelivery(row pgx.Row) (store.Delivery, error) {
 	var d store.Delivery
-	var created, sent int64
+	var created, sent, until int64
 	var text, lastError []byte
 	var data, files string
 	if err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &text, &created, &sent, &d.Attempts, &lastError, &d.PlatformMsgID,
-		&d.Abandoned, &d.Kind, &data, &files); err != nil {
+		&d.Abandoned, &d.Kind, &data, &files, &d.ClaimedBy, &until); err != nil {
 		return store.Delivery{}, err
 	}
 	if files != "" {
@@ -179,7 +181,7 @@ func scanDelivery(row pgx.Row) (store.Delivery, error) {
 		}
 	}
 	d.Text, d.LastError = string(text), string(lastError)
-	d.CreatedAt, d.SentAt = fromMicros(created), fromMicros(sent)
+	d.CreatedAt, d.SentAt, d.ClaimedUntil = fromMicros(created), fromMicros(sent), fromMicros(until)
 	if data != "" {
 		if err := json.Unmarshal([]byte(data), &d.Data); err != nil {
 			return store.Delivery{}, fmt.Errorf("delivery %d: read its %s data: %w", d.ID, d.Kind, err)
@@ -254,8 +256,10 @@ func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Deliver
 				}
 			}
 			got, err := scanDelivery(tx.QueryRow(ctx, `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id,
-				kind, data, attachments) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING `+deliveryCols,
-				d.Key, d.AddressKey, []byte(d.Text), created, d.PlatformMsgID, string(d.Kind), data[i], files[i]))
+				kind, data, attachments, claimed_by, claimed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+				ON CONFLICT DO NOTHING RETURNING `+deliveryCols,
+				d.Key, d.AddressKey, []byte(d.Text), created, d.PlatformMsgID, string(d.Kind), data[i], files[i],
+				d.ClaimedBy, claimUntil(d.ClaimedBy, d.ClaimedUntil)))
 			if err == nil {
 				for _, f := range got.Attachments {
 					if _, err := tx.Exec(ctx, `INSERT INTO delivery_files (delivery_id, sha256) VALUES ($1, $2) ON CONFLICT DO NOTHING`,

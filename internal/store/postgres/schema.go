@@ -217,4 +217,29 @@ CREATE INDEX attachments_sha ON attachments(sha256);
 	`
 ALTER TABLE sessions ADD COLUMN generation bigint NOT NULL DEFAULT 0;
 `,
+	// 3: several gateways on one store (store.Replicas): claims on
+	// inbound events and deliveries, named leases, and the replicas'
+	// presence.
+	`
+ALTER TABLE inbound ADD COLUMN claimed_by text NOT NULL DEFAULT '';
+ALTER TABLE inbound ADD COLUMN claimed_until bigint NOT NULL DEFAULT 0;
+CREATE INDEX inbound_claimed ON inbound(claimed_by) WHERE done_at = 0 AND claimed_by <> '';
+ALTER TABLE deliveries ADD COLUMN claimed_by text NOT NULL DEFAULT '';
+ALTER TABLE deliveries ADD COLUMN claimed_until bigint NOT NULL DEFAULT 0;
+CREATE INDEX deliveries_claimed ON deliveries(claimed_by) WHERE sent_at = 0 AND claimed_by <> '';
+CREATE TABLE leases (
+	name   text PRIMARY KEY,
+	holder text NOT NULL,
+	since  bigint NOT NULL,
+	until  bigint NOT NULL
+);
+CREATE INDEX leases_holder ON leases(holder);
+CREATE TABLE replicas (
+	id         text PRIMARY KEY,
+	host       text NOT NULL DEFAULT '',
+	pid        integer NOT NULL DEFAULT 0,
+	started_at bigint NOT NULL,
+	seen_at    bigint NOT NULL
+);
+`,
 }

@@ -10,14 +10,14 @@ import (
 	"github.com/baton-agent/baton/internal/store"
 )
 
-const inboundCols = `id, platform, platform_msg_id, address_key, sender_id, sender, text, received_at, done_at, attachments`
+const inboundCols = `id, platform, platform_msg_id, address_key, sender_id, sender, text, received_at, done_at, attachments, claimed_by, claimed_until`
 
 func scanInbound(row interface{ Scan(...any) error }) (store.Inbound, error) {
 	var in store.Inbound
-	var received, done int64
+	var received, done, until int64
 	var files string
 	err := row.Scan(&in.ID, &in.Platform, &in.PlatformMsgID, &in.AddressKey, &in.SenderID, &in.Sender, &in.Text,
-		&received, &done, &files)
+		&received, &done, &files, &in.ClaimedBy, &until)
 	if err != nil {
 		return store.Inbound{}, err
 	}
@@ -26,14 +26,14 @@ func scanInbound(row interface{ Scan(...any) error }) (store.Inbound, error) {
 			return store.Inbound{}, fmt.Errorf("inbound %d: attachments: %w", in.ID, err)
 		}
 	}
-	in.ReceivedAt, in.DoneAt = fromNanos(received), fromNanos(done)
+	in.ReceivedAt, in.DoneAt, in.ClaimedUntil = fromNanos(received), fromNanos(done), fromNanos(until)
 	return in, nil
 }
 
 // insertInboundSQL stores an event unless the partial unique index on
 // (platform, platform_msg_id) already holds it; then no row comes back.
-const insertInboundSQL = `INSERT INTO inbound (platform, platform_msg_id, address_key, sender_id, sender, text, received_at, attachments)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + inboundCols
+const insertInboundSQL = `INSERT INTO inbound (platform, platform_msg_id, address_key, sender_id, sender, text, received_at, attachments,
+	claimed_by, claimed_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + inboundCols
 
 // AddInbound stores an inbound event, or returns the one stored before
 // under the same platform message id.
@@ -68,7 +68,8 @@ func (s *Store) AddInbound(ctx context.Context, in store.Inbound) (store.Inbound
 		}
 		var err error
 		got, err = scanInbound(tx.QueryRow(insertInboundSQL,
-			in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received, files))
+			in.Platform, in.PlatformMsgID, in.AddressKey, in.SenderID, in.Sender, in.Text, received, files,
+			in.ClaimedBy, claimUntil(in.ClaimedBy, in.ClaimedUntil)))
 		if err == nil {
 			isNew = true
 			for _, a := range got.Attachments {
@@ -178,13 +179,14 @@ func (s *Store) Unpark(ctx context.Context, id int64) error {
 	return nil
 }
 
-const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned, kind, data, attachments`
+const deliveryCols = `id, key, address_key, text, created_at, sent_at, attempts, last_error, platform_msg_id, abandoned, kind, data, attachments, claimed_by, claimed_until`
 
 func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {
 	var d store.Delivery
-	var created, sent int64
+	var created, sent, until int64
 	var data, files string
-	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID, &d.Abandoned, &d.Kind, &data, &files)
+	err := row.Scan(&d.ID, &d.Key, &d.AddressKey, &d.Text, &created, &sent, &d.Attempts, &d.LastError, &d.PlatformMsgID, &d.Abandoned, &d.Kind, &data, &files,
+		&d.ClaimedBy, &until)
 	if err != nil {
 		return store.Delivery{}, err
 	}
@@ -193,7 +195,7 @@ func scanDelivery(row interface{ Scan(...any) error }) (store.Delivery, error) {
 			return store.Delivery{}, fmt.Errorf("delivery %d: attachments: %w", d.ID, err)
 		}
 	}
-	d.CreatedAt, d.SentAt = fromNanos(created), fromNanos(sent)
+	d.CreatedAt, d.SentAt, d.ClaimedUntil = fromNanos(created), fromNanos(sent), fromNanos(until)
 	if data != "" {
 		if err := json.Unmarshal([]byte(data), &d.Data); err != nil {
 			return store.Delivery{}, fmt.Errorf("delivery %d: read its %s data: %w", d.ID, d.Kind, err)
@@ -216,8 +218,8 @@ func deliveryData(d store.Delivery) (string, error) {
 
 // insertDeliverySQL stores a delivery unless its key is taken; then no row
 // comes back.
-const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id, kind, data, attachments)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
+const insertDeliverySQL = `INSERT INTO deliveries (key, address_key, text, created_at, platform_msg_id, kind, data, attachments,
+	claimed_by, claimed_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ` + deliveryCols
 
 const deliveryByKeySQL = `SELECT ` + deliveryCols + ` FROM deliveries WHERE key = ? AND key <> ''`
 
@@ -279,7 +281,8 @@ func (s *Store) enqueue(ctx context.Context, inboundID int64, ds []store.Deliver
 					return fmt.Errorf("delivery %d (%q): %w", i, d.Key, err)
 				}
 			}
-			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created, d.PlatformMsgID, string(d.Kind), data[i], files[i]))
+			got, err := scanDelivery(tx.QueryRow(insertDeliverySQL, d.Key, d.AddressKey, d.Text, created, d.PlatformMsgID, string(d.Kind), data[i], files[i],
+				d.ClaimedBy, claimUntil(d.ClaimedBy, d.ClaimedUntil)))
 			if err == nil {
 				for _, f := range got.Attachments {
 					if _, err := tx.Exec(`INSERT INTO delivery_files (delivery_id, sha256) VALUES (?, ?) ON CONFLICT DO NOTHING`,

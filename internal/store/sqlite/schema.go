@@ -396,4 +396,27 @@ ALTER TABLE sessions ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;
 	`
 CREATE INDEX sessions_recent ON sessions(owner_id, updated_at DESC, id);
 `,
+	// 20: several gateways on one store (store.Replicas): claims on
+	// inbound events and deliveries, named leases, and the replicas'
+	// presence. One gateway on a SQLite file claims nothing; the
+	// contract is the same on every store.
+	`
+ALTER TABLE inbound ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE inbound ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deliveries ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE deliveries ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE leases (
+	name   TEXT PRIMARY KEY,
+	holder TEXT NOT NULL,
+	since  INTEGER NOT NULL,
+	until  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE replicas (
+	id         TEXT PRIMARY KEY,
+	host       TEXT NOT NULL DEFAULT '',
+	pid        INTEGER NOT NULL DEFAULT 0,
+	started_at INTEGER NOT NULL,
+	seen_at    INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Notes", noteTests},
 		{"Files", fileTests},
 		{"Honest", honestTests},
+		{"Replicas", replicaTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

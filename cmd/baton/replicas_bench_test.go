@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// benchEnvInt reads a size from the environment, or def.
+func benchEnvInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BenchmarkReplicaThroughput is the gateway's throughput with 1, 2 and 3
+// replicas (`baton gateway` processes, each its own home and web chat)
+// on one Postgres database: BATON_BENCH_INBOUND messages (3,000), a
+// tenth of them to Telegram (read by the leading replica) and the rest
+// to the web chats, a page on every replica, spread over conversations.
+// The model echoes at once, so what is measured is the gateway and the
+// store. Every run checks that each message was answered once and ran
+// one turn: msg/s is reported with lost and duplicated, both 0. The
+// three-replica run then hands BATON_BENCH_HANDOFFS (300) web
+// conversations to Telegram and checks each landed once.
+//
+// Run it alone: go test ./cmd/baton -run '^$' -bench ReplicaThroughput -benchtime 1x
+func BenchmarkReplicaThroughput(b *testing.B) {
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				replicaRun(b, n)
+			}
+		})
+	}
+}
+
+func replicaRun(b *testing.B, replicas int) {
+	inbound := benchEnvInt("BATON_BENCH_INBOUND", 3000)
+	handoffs := 0
+	if replicas == 3 {
+		handoffs = benchEnvInt("BATON_BENCH_HANDOFFS", 300)
+	}
+	const users = 30 // Telegram private chats
+	const convs = 60 // web conversations, spread over the replicas
+	tgPer := max(inbound/10/users, 1)
+	tgCount := tgPer * users
+	webTotal := inbound - tgCount
+	rig := newReplicaRig(b, users)
+	for range replicas {
+		rig.start(b)
+	}
+	if !testutil.Poll(testutil.Context(b, hangGuard), func() bool { return rig.procs[0].leader() != "" }) {
+		b.Fatal("nobody leads Telegram")
+	}
+	pages := make([]*webPage, replicas)
+	for i, p := range rig.procs {
+		pages[i] = openWebPage(b, p.gw.webURL)
+	}
+	// The messages, spread over the replicas' conversations.
+	type msg struct {
+		page      int
+		key, text string
+	}
+	byConv := map[string][]msg{}
+	perPage := make([]int, replicas)
+	for i := range webTotal {
+		c := i % convs
+		ri := c % replicas
+		key := fmt.Sprintf("web:dm:c%d", c)
+		byConv[key] = append(byConv[key], msg{ri, key, fmt.Sprintf("w%d", i)})
+		perPage[ri]++
+	}
+
+	cpuBefore := rig.cpu(b)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, ms := range byConv {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, m := range ms {
+				pages[m.page].say(b, m.key, m.text)
+			}
+		}()
+	}
+	var tgSaid []string
+	for k := range tgPer {
+		for u := 1; u <= users; u++ {
+			text := fmt.Sprintf("t-u%d-%d", u, k)
+			rig.fake.PushMessage(int64(u), 0, telegramtest.User{ID: int64(u), FirstName: "Owner"}, text)
+			tgSaid = append(tgSaid, fmt.Sprintf("%d\x00echo: %s", u, text))
+		}
+	}
+	wg.Wait()
+	for i, p := range pages {
+		if !p.waitShown(perPage[i]) {
+			b.Fatalf("replica %d's page was shown %d of %d answers\n%s", i, p.total(), perPage[i], rig.logs())
+		}
+	}
+	replied := func() map[string]int {
+		out := map[string]int{}
+		for _, m := range rig.fake.Sent() {
+			if m.Method == "sendMessage" {
+				out[m.ChatID+"\x00"+m.Plain]++
+			}
+		}
+		return out
+	}
+	if !testutil.Poll(testutil.Context(b, 5*hangGuard), func() bool { return len(replied()) >= tgCount }) {
+		b.Fatalf("Telegram answered %d of %d\n%s", len(replied()), tgCount, rig.logs())
+	}
+	elapsed := time.Since(start)
+	cpu := rig.cpu(b) - cpuBefore
+
+	// Exactly once.
+	lost, dup := 0, 0
+	got := replied()
+	for _, s := range tgSaid {
+		switch n := got[s]; {
+		case n == 0:
+			lost++
+		case n > 1:
+			dup += n - 1
+		}
+	}
+	for _, ms := range byConv {
+		for _, m := range ms {
+			switch n := pages[m.page].count(m.key, "echo: "+m.text); {
+			case n == 0:
+				lost++
+			case n > 1:
+				dup += n - 1
+			}
+		}
+	}
+	turns := 0
+	keys := []string{}
+	for u := 1; u <= users; u++ {
+		keys = append(keys, fmt.Sprintf("telegram:dm:%d", u))
+	}
+	for k := range byConv {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		s, err := rig.st.BoundSession(context.Background(), k)
+		if err != nil {
+			b.Fatalf("session at %s: %v", k, err)
+		}
+		msgs, err := rig.st.Transcript(context.Background(), s.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.Role == store.RoleUser {
+				turns++
+			}
+		}
+	}
+	dup += max(turns-(webTotal+tgCount), 0) // a turn run twice
+	b.ReportMetric(float64(webTotal+tgCount)/elapsed.Seconds(), "msg/s")
+	// What the replicas spent, all together, per message: flat as
+	// replicas are added means they scale where there are cores for them.
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(webTotal+tgCount), "gateway-cpu-ms/msg")
+	b.ReportMetric(float64(lost), "lost")
+	b.ReportMetric(float64(dup), "duplicated")
+	if lost != 0 || dup != 0 || turns != webTotal+tgCount {
+		b.Errorf("%d lost, %d duplicated, %d turns for %d messages", lost, dup, turns, webTotal+tgCount)
+	}
+	if handoffs > 0 {
+		handoffRun(b, rig, pages, handoffs)
+	}
+}
+
+// handoffRun hands n web conversations, spread over the replicas, to
+// Telegram, and checks that each landed once: one forum topic, one
+// greeting there, the handoff completed.
+func handoffRun(b *testing.B, rig *replicaRig, pages []*webPage, n int) {
+	topicsBefore := len(rig.fake.Topics())
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 30)
+	for h := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ri := h % len(pages)
+			key := fmt.Sprintf("web:dm:h%d", h)
+			pages[ri].say(b, key, fmt.Sprintf("before handoff %d", h))
+			pages[ri].say(b, key, "/handoff telegram")
+		}()
+	}
+	wg.Wait()
+	ended := func() (completed, failed int) {
+		for h := range n {
+			s, err := rig.st.BoundSession(context.Background(), fmt.Sprintf("web:dm:h%d", h))
+			if err != nil {
+				continue
+			}
+			hf, err := rig.st.HandoffState(context.Background(), s.ID)
+			switch {
+			case err != nil:
+			case hf.State == store.HandoffCompleted:
+				completed++
+			case hf.State == store.HandoffFailed:
+				failed++
+			}
+		}
+		return completed, failed
+	}
+	if !testutil.Poll(testutil.Context(b, 5*hangGuard), func() bool { c, f := ended(); return c+f == n }) {
+		c, f := ended()
+		b.Fatalf("%d handoffs completed, %d failed, of %d\n%s", c, f, n, rig.logs())
+	}
+	elapsed := time.Since(start)
+	completed, failed := ended()
+	topics := rig.fake.Topics()[topicsBefore:]
+	greetings := map[int]int{}
+	for _, m := range rig.fake.Sent() {
+		if m.ChatID == fmt.Sprint(replicaForum) && m.Method == "sendMessage" {
+			greetings[m.ThreadID]++
+		}
+	}
+	twice := 0
+	for _, tp := range topics {
+		if greetings[tp.ThreadID] != 1 {
+			twice++
+		}
+	}
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "handoffs/s")
+	b.ReportMetric(float64(failed), "handoffs-failed")
+	if completed != n || len(topics) != n || twice != 0 {
+		var why []string
+		for h := range n {
+			s, _ := rig.st.BoundSession(context.Background(), fmt.Sprintf("web:dm:h%d", h))
+			if hf, err := rig.st.HandoffState(context.Background(), s.ID); err == nil && hf.State == store.HandoffFailed {
+				why = append(why, hf.Error)
+			}
+		}
+		b.Errorf("%d of %d handoffs completed, %d topics, %d topics without exactly one greeting; failures: %s",
+			completed, n, len(topics), twice, strings.Join(why, "; "))
+	}
+}
+
+// cpu is the processor time (user and system) the rig's gateways have
+// used so far.
+func (r *replicaRig) cpu(b *testing.B) time.Duration {
+	var total time.Duration
+	for _, p := range r.procs {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.gw.cmd.Process.Pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The fields after the command's name (which may hold spaces).
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	return total
+}
