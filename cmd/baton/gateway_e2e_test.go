@@ -286,10 +286,14 @@ func TestHandoffTerminalWebAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	pageText(ctx, t, "echo: great, book it")
-	msgs, err := st.Transcript(t.Context(), sessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The page shows the answer as it streams, before the turn stores it
+	// whole: wait for the store.
+	var msgs []store.Message
+	testutil.Eventually(t, hangGuard, func() bool {
+		var err error
+		msgs, err = st.Transcript(t.Context(), sessionID)
+		return err == nil && len(msgs) >= 2 && msgs[len(msgs)-1].Content == "echo: great, book it"
+	}, "the page's answer to be stored")
 	if m := msgs[len(msgs)-2]; m.Content != "great, book it" || m.Platform != "web" {
 		t.Fatalf("the page's message is not in the session: %+v", m)
 	}
