@@ -98,7 +98,7 @@ func TestStdioServerListsAndCalls(t *testing.T) {
 		t.Errorf("an error result came as %v", err)
 	}
 	st := s.Status()
-	if st[0].State != mcp.Running || len(st[0].Tools) != 10 || !strings.HasPrefix(st[0].Where, "command: ") {
+	if st[0].State != mcp.Running || len(st[0].Tools) != 11 || !strings.HasPrefix(st[0].Where, "command: ") {
 		t.Errorf("status %+v", st[0])
 	}
 }
@@ -290,4 +290,22 @@ func TestHTTPServerLostMidCall(t *testing.T) {
 	if out, err := run(t, find(t, tools, "docs.echo"), `{"text":"again"}`); err != nil || out != "echo: again" {
 		t.Fatalf("after the cut: %q, %v", out, err)
 	}
+}
+
+// A server that says its tools changed has them listed again at the next
+// need.
+func TestToolsListedAgainWhenTheServerSaysTheyChanged(t *testing.T) {
+	s := open(t, map[string]config.MCPServer{"demo": stdio(nil)}, mcp.Options{})
+	ctx := testutil.Context(t, 30*time.Second)
+	if out, err := run(t, find(t, s.Tools(ctx), "demo.grow"), `{}`); err != nil || out != "grew" {
+		t.Fatalf("grow: %q, %v", out, err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		for _, tl := range s.Tools(ctx) {
+			if tl.Name == "demo.grown" {
+				return true
+			}
+		}
+		return false
+	}, "demo.grown to be offered")
 }

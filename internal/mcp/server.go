@@ -59,11 +59,12 @@ func (s *server) ensure(ctx context.Context) (*conn, error) {
 	defer s.start.Unlock()
 	s.mu.Lock()
 	c, closed, err, retryAt := s.conn, s.closed, s.err, s.retryAt
+	stale := c != nil && c.stale // set by the server's notice, under mu
 	s.mu.Unlock()
 	switch {
 	case closed:
 		return nil, fmt.Errorf("MCP server %s: %w", s.name, errStopped)
-	case c != nil && !c.stale:
+	case c != nil && !stale:
 		return c, nil
 	case c != nil: // its tools changed: list them again
 		if tools, err := s.list(ctx, c); err == nil {

@@ -137,6 +137,7 @@ func text(s string) *sdk.CallToolResult {
 //   - crash: the process exits in the middle of the call;
 //   - fail: a result marked as an error;
 //   - env {name}: a variable of the server's environment;
+//   - grow: adds a tool, grown (the server tells its clients the list changed);
 //   - cwd: the server's working directory;
 //   - pid: the server process's id (a restart changes it);
 //   - look {text}: marked read-only (readOnlyHint).
@@ -209,6 +210,14 @@ func NewServer(calls *Calls) *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "pid", Description: "The server's process id."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return text(strconv.Itoa(os.Getpid())), nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "grow", Description: "Add a tool, grown, to the server's list."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			sdk.AddTool(s, &sdk.Tool{Name: "grown", Description: "A tool added while the server ran."},
+				func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+					return text("grown"), nil, nil
+				})
+			return text("grew"), nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "look", Description: "Look without changing anything.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *sdk.CallToolRequest, a echoArgs) (*sdk.CallToolResult, any, error) {
