@@ -131,6 +131,12 @@ func TestOneHolderTerminalTelegramWebTerminal(t *testing.T) {
 	// while the line is drawn can be taken by the terminal's own reply
 	// to readline's cursor query.
 	tm.expect("This conversation continues in the web chat now.")
+	// The prompt is drawn again below that line, asking where the cursor
+	// is; keys typed before the answer came are taken with it.
+	tm.waitFor("the prompt drawn below the line", func(raw string) bool {
+		rest := raw[strings.LastIndex(raw, "continues in the web chat now."):]
+		return strings.Contains(rest, "\x1b[6n") && strings.LastIndex(rest, "\x1b[?25h") > strings.LastIndex(rest, "\x1b[6n")
+	})
 	calls = modelCalls()
 	tm.line("/retry")
 	tm.expect("This conversation is in the web chat now, since")
