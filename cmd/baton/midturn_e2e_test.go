@@ -13,6 +13,8 @@ import (
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/store/postgres"
+	"github.com/baton-agent/baton/internal/store/postgres/pgtest"
 	"github.com/baton-agent/baton/internal/testutil"
 )
 
@@ -25,17 +27,50 @@ const lastStep = 200
 
 // midTurnRig is `baton gateway` with the Telegram fake, the owner's
 // private chat with the bot, and a model that answers longTask slowly,
-// the handoff's turn with a greeting and everything else by echo.
+// the handoff's turn with a greeting and everything else by echo. The
+// terminal runs with env: on one machine the gateway's own home; for
+// the desk and the server (newDeskServerRig) a home of its own on
+// another "machine", sharing only the Postgres store.
 type midTurnRig struct {
 	fake  *telegramtest.Server
 	owner telegramtest.User
 	srv   *llmtest.Server
-	env   []string
+	env   []string // the terminal's
 	work  string
 	st    store.Store
 }
 
+// newMidTurnRig is one machine: the gateway and the terminal share a
+// home and its SQLite store.
 func newMidTurnRig(t *testing.T, token string) *midTurnRig {
+	r, home := midTurnParts(t, token)
+	r.env = cleanEnv(home, modelEnv(r.srv)...)
+	startMidTurnGateway(t, r, r.env, filepath.Join(home, "baton"), "")
+	r.st = openStore(t, home)
+	return r
+}
+
+// newDeskServerRig is the desk and the server: the gateway in one home,
+// the terminal in another, one Postgres database between them and
+// nothing else; a move must stop a turn on the other machine.
+func newDeskServerRig(t *testing.T, token string) *midTurnRig {
+	db := pgtest.NewDatabase(t)
+	r, server := midTurnParts(t, token)
+	common := fmt.Sprintf("store: %q\n", db)
+	startMidTurnGateway(t, r, cleanEnv(server, modelEnv(r.srv)...), filepath.Join(server, "baton"), common)
+	desk := t.TempDir()
+	writeConfig(t, filepath.Join(desk, "baton"), common)
+	r.env = cleanEnv(desk, modelEnv(r.srv)...)
+	st, err := postgres.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r.st = st
+	return r
+}
+
+func midTurnParts(t *testing.T, token string) (*midTurnRig, string) {
 	fake := telegramtest.New(t, token)
 	srv := handoffModel(t, "Hello, picked up here.")
 	var words []string
@@ -46,10 +81,13 @@ func newMidTurnRig(t *testing.T, token string) *midTurnRig {
 		func(llmtest.Request) llmtest.Step {
 			return llmtest.Reply{Text: strings.Join(words, " "), Delay: 50 * time.Millisecond}
 		})
-	home, work := t.TempDir(), t.TempDir()
-	env := cleanEnv(home, modelEnv(srv)...)
-	batonHome := filepath.Join(home, "baton")
-	writeConfig(t, batonHome, fmt.Sprintf("telegram:\n  token: %q\n  server_url: %q\ngateway:\n  owners:\n    telegram: [\"1\"]\n", token, fake.URL()))
+	return &midTurnRig{fake: fake, owner: telegramtest.User{ID: 1, FirstName: "Owner"}, srv: srv, work: t.TempDir()}, t.TempDir()
+}
+
+// startMidTurnGateway starts the gateway in batonHome, its config the
+// Telegram bot's after extra, and waits until Telegram is live.
+func startMidTurnGateway(t *testing.T, r *midTurnRig, env []string, batonHome, extra string) {
+	writeConfig(t, batonHome, extra+fmt.Sprintf("telegram:\n  token: %q\n  server_url: %q\ngateway:\n  owners:\n    telegram: [\"1\"]\n", r.fake.Token(), r.fake.URL()))
 	startGateway(t, env, batonHome)
 	c := control.NewClient(control.SocketPath(batonHome))
 	testutil.Eventually(t, hangGuard, func() bool {
@@ -57,7 +95,6 @@ func newMidTurnRig(t *testing.T, token string) *midTurnRig {
 		p, ok := s.Platform("telegram")
 		return err == nil && ok && p.Live
 	}, "telegram to be live in the gateway")
-	return &midTurnRig{fake: fake, owner: telegramtest.User{ID: 1, FirstName: "Owner"}, srv: srv, env: env, work: work, st: openStore(t, home)}
 }
 
 // say is the owner writing in their private chat with the bot.
@@ -126,7 +163,11 @@ func assertOneAnswerPerTurn(t *testing.T, st store.Store, sessionID string) {
 // its answer so far is stored once, marked, before the handoff's turn:
 // nothing of it lands in the session after Telegram holds it.
 func TestMoveStopsTheTerminalsTurn(t *testing.T) {
-	r := newMidTurnRig(t, "123456:midturn-terminal")
+	t.Run("one machine", func(t *testing.T) { moveStopsTheTerminalsTurn(t, newMidTurnRig(t, "123456:midturn-terminal")) })
+	t.Run("desk and server", func(t *testing.T) { moveStopsTheTerminalsTurn(t, newDeskServerRig(t, "123456:midturn-desk")) })
+}
+
+func moveStopsTheTerminalsTurn(t *testing.T, r *midTurnRig) {
 	tm := startTerm(t, r.env, r.work)
 	tm.line("hello from the desk")
 	tm.expect("echo: hello from the desk")
@@ -159,7 +200,11 @@ func TestMoveStopsTheTerminalsTurn(t *testing.T) {
 // so far is stored once, marked; the terminal's turns are the only ones
 // after it.
 func TestMoveStopsTheGatewaysTurn(t *testing.T) {
-	r := newMidTurnRig(t, "123456:midturn-gateway")
+	t.Run("one machine", func(t *testing.T) { moveStopsTheGatewaysTurn(t, newMidTurnRig(t, "123456:midturn-gateway")) })
+	t.Run("desk and server", func(t *testing.T) { moveStopsTheGatewaysTurn(t, newDeskServerRig(t, "123456:midturn-server")) })
+}
+
+func moveStopsTheGatewaysTurn(t *testing.T, r *midTurnRig) {
 	r.say("hello from the phone")
 	r.shown(t, "the first answer", "echo: hello from the phone")
 	sid := r.onlySession(t)

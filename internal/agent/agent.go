@@ -110,7 +110,7 @@ type Agent struct {
 	// Turns marks the turn running in a session where other processes
 	// see it, so that a move of the session elsewhere stops it first
 	// (turns.go); nil: seen only by this Agent.
-	Turns *TurnLocks
+	Turns TurnGuard
 
 	// Approver is asked before tools that are not read-only run; nil
 	// denies them all.

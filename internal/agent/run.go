@@ -56,19 +56,20 @@ func (a *Agent) Run(ctx context.Context, sessionID string, input store.Message, 
 // when a move of the session asks it to, its error then wrapping a
 // *MovedError.
 func (a *Agent) run(ctx context.Context, sessionID string, input store.Message, emit func(Event)) (Result, error) {
-	held, err := a.Turns.begin(sessionID)
-	if err != nil {
-		return Result{}, a.failed(sessionID, emit, err)
+	if a.Turns != nil {
+		var end func()
+		var err error
+		if ctx, end, err = a.Turns.Begin(ctx, sessionID); err != nil {
+			return Result{}, a.failed(sessionID, emit, err)
+		}
+		defer end() // after what the turn wrote is stored
 	}
-	defer held.end() // after what the turn wrote is stored
-	ctx, stopWatch := held.watch(ctx)
-	defer stopWatch()
 	t := &turn{a: a, session: sessionID, emit: emit, platform: input.Platform}
-	err = t.run(ctx, input)
+	err := t.run(ctx, input)
 	if err != nil {
 		if ctx.Err() != nil {
 			t.res.Interrupted = true
-			if cause := context.Cause(ctx); errors.Is(cause, ErrMoved) && !errors.Is(err, ErrMoved) {
+			if cause := context.Cause(ctx); (errors.Is(cause, ErrMoved) || errors.Is(cause, ErrTurnLost)) && !errors.Is(err, cause) {
 				err = fmt.Errorf("%w: %w", cause, err)
 			}
 		}

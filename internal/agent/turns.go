@@ -32,6 +32,27 @@ import (
 // DefaultTurnPoll is how often a running turn looks for a request to stop.
 const DefaultTurnPoll = 250 * time.Millisecond
 
+// TurnGuard marks the turn running in each session where every place
+// that may move the session sees it, and stops it for a move. TurnLocks
+// does it with files in one home (the processes of one machine),
+// StoreTurns with leases in a store several machines share.
+type TurnGuard interface {
+	// Begin marks a turn of sessionID as running, without waiting:
+	// ErrBusy when one runs elsewhere. The context it returns is ctx,
+	// cancelled with a *MovedError as its cause once a mover asks the
+	// turn to stop; end, called once what the turn wrote is stored,
+	// unmarks it.
+	Begin(ctx context.Context, sessionID string) (turn context.Context, end func(), err error)
+	// Stop asks the turn running in sessionID, wherever it runs, to stop
+	// because the session moves to the place to (an address key), and
+	// waits until it has ended with its answer so far stored, for at
+	// most wait. It reports whether a turn was running; when it still
+	// runs after wait the error wraps ErrTurnStillRunning (a turn
+	// waiting for a person's answer to an approval question may not stop
+	// at once).
+	Stop(ctx context.Context, sessionID, to string, wait time.Duration) (running bool, err error)
+}
+
 // ErrMoved, as the cause of a turn's cancellation, stops a turn because
 // its session moved to another place (see TurnLocks). The error a stopped
 // turn returns is a *MovedError.
@@ -50,8 +71,8 @@ func (e *MovedError) Error() string { return fmt.Sprintf("%s (%s)", ErrMoved, e.
 func (e *MovedError) Unwrap() error { return ErrMoved }
 
 // TurnLocks mark the turns running in each session where every process
-// sharing the store sees them (see the top of this file). A nil
-// *TurnLocks marks nothing.
+// using one home sees them (see the top of this file). A nil *TurnLocks
+// marks nothing.
 type TurnLocks struct {
 	Dir  string        // $BATON_HOME/locks
 	Poll time.Duration // 0: DefaultTurnPoll
@@ -68,6 +89,17 @@ type heldTurn struct {
 	f         *os.File
 	path      string
 	token     string
+}
+
+// Begin takes the session's turn lock and watches for a request to stop
+// (TurnGuard).
+func (l *TurnLocks) Begin(ctx context.Context, sessionID string) (context.Context, func(), error) {
+	held, err := l.begin(sessionID)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx, stopWatch := held.watch(ctx)
+	return ctx, func() { stopWatch(); held.end() }, nil
 }
 
 // begin takes the session's turn lock without waiting: ErrBusy when a
@@ -194,12 +226,8 @@ func (h *heldTurn) stopAsked() (to string, ok bool) {
 	return to, token == h.token
 }
 
-// Stop asks the turn running in sessionID, in this process or another,
-// to stop because the session moves to the place to (an address key),
-// and waits until it has ended with its answer so far stored, for at
-// most wait. It reports whether a turn was running; when it still runs
-// after wait the error wraps ErrTurnStillRunning (a turn waiting for a
-// person's answer to an approval question may not stop at once).
+// Stop asks the turn running in sessionID, in this process or another
+// of the home, to stop (TurnGuard).
 func (l *TurnLocks) Stop(ctx context.Context, sessionID, to string, wait time.Duration) (running bool, err error) {
 	if l == nil || l.Dir == "" {
 		return false, nil

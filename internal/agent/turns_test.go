@@ -11,15 +11,43 @@ import (
 	"github.com/baton-agent/baton/internal/agent"
 	"github.com/baton-agent/baton/internal/llm/llmtest"
 	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
 )
 
 // A move stops a turn running in the session through its turn lock: the
 // answer written so far is stored once, marked, and the turn says where
 // the session went. Another Agent (another process, to the lock) meanwhile
 // cannot start a turn of its own in the session.
+//
+// It runs with each guard: files in one home, and leases in the store
+// (two StoreTurns, as two machines sharing it have).
 func TestMoveStopsTheRunningTurn(t *testing.T) {
+	t.Run("files", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "locks")
+		testMoveStops(t, func(*testing.T, store.Store) (agent.TurnGuard, agent.TurnGuard) {
+			return &agent.TurnLocks{Dir: dir, Poll: 10 * time.Millisecond}, &agent.TurnLocks{Dir: dir}
+		}, func(t *testing.T) {
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+				t.Errorf("files left in %s: %q", dir, left)
+			}
+		})
+	})
+	t.Run("store", func(t *testing.T) {
+		var st store.Replicas
+		testMoveStops(t, func(t *testing.T, s store.Store) (agent.TurnGuard, agent.TurnGuard) {
+			st = s.(store.Replicas)
+			return &agent.StoreTurns{Store: st, Poll: 10 * time.Millisecond}, &agent.StoreTurns{Store: st, Poll: 10 * time.Millisecond}
+		}, func(t *testing.T) {
+			if left, err := st.Leases(context.Background()); err != nil || len(left) != 0 {
+				t.Errorf("leases left: %+v, %v", left, err)
+			}
+		})
+	})
+}
+
+func testMoveStops(t *testing.T, guards func(*testing.T, store.Store) (agent.TurnGuard, agent.TurnGuard), nothingLeft func(*testing.T)) {
 	e := newEnv(t)
-	locks := &agent.TurnLocks{Dir: filepath.Join(t.TempDir(), "locks"), Poll: 10 * time.Millisecond}
+	locks, otherLocks := guards(t, e.st)
 	e.agent.Turns = locks
 	words := strings.Repeat("word ", 400)
 	e.srv.Push(llmtest.Reply{Text: words, Delay: 20 * time.Millisecond})
@@ -44,12 +72,13 @@ func TestMoveStopsTheRunningTurn(t *testing.T) {
 	}()
 	<-streamed
 
-	other := &agent.Agent{Provider: e.agent.Provider, Store: e.st, Model: "test-model", Turns: &agent.TurnLocks{Dir: locks.Dir}}
+	other := &agent.Agent{Provider: e.agent.Provider, Store: e.st, Model: "test-model", Turns: otherLocks}
 	if _, err := other.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "meanwhile"}, nil); !errors.Is(err, agent.ErrBusy) {
 		t.Fatalf("a second turn while one runs elsewhere: %v, want ErrBusy", err)
 	}
 
-	running, err := locks.Stop(context.Background(), e.sid, "telegram:dm:1", time.Minute)
+	// Asked by the other "process", which does not run the turn.
+	running, err := otherLocks.Stop(context.Background(), e.sid, "telegram:dm:1", time.Minute)
 	if err != nil || !running {
 		t.Fatalf("Stop: running %v, %v", running, err)
 	}
@@ -83,7 +112,40 @@ func TestMoveStopsTheRunningTurn(t *testing.T) {
 	if res, err := other.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "next"}, nil); err != nil || res.Text != "done" {
 		t.Fatalf("the next turn: %+v, %v", res, err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(locks.Dir, "*")); len(left) != 0 {
-		t.Errorf("files left in %s: %q", locks.Dir, left)
+	nothingLeft(t)
+}
+
+// A turn whose process died holds its session for one lease at most:
+// then another place's turn begins, and the dead turn's late end (a
+// process paused, not dead) does not free the turn that took over.
+func TestStoreTurnOfADeadProcessLapses(t *testing.T) {
+	e := newEnv(t)
+	var st store.Replicas = e.st
+	ctx := context.Background()
+	// Never looks, so never renews: as a process stopped mid-turn.
+	dead := &agent.StoreTurns{Store: st, Lease: 300 * time.Millisecond, Poll: time.Hour}
+	_, endDead, err := dead.Begin(ctx, e.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := &agent.StoreTurns{Store: st, Poll: 10 * time.Millisecond}
+	if _, _, err := alive.Begin(ctx, e.sid); !errors.Is(err, agent.ErrBusy) {
+		t.Fatalf("a turn while another's lease lives: %v, want ErrBusy", err)
+	}
+	var endAlive func()
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
+		_, end, err := alive.Begin(ctx, e.sid)
+		endAlive = end
+		return err == nil
+	}) {
+		t.Fatal("the dead turn's lease never lapsed")
+	}
+	endDead()
+	if _, _, err := dead.Begin(ctx, e.sid); !errors.Is(err, agent.ErrBusy) {
+		t.Fatalf("the late end of the dead turn freed the session: %v", err)
+	}
+	endAlive()
+	if left, err := st.Leases(ctx); err != nil || len(left) != 0 {
+		t.Errorf("leases left: %+v, %v", left, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -53,6 +54,8 @@ type App struct {
 	// MCP are the servers config.yaml names (mcp.servers), shared by every
 	// agent of this process; none runs until a turn needs its tools.
 	MCP *mcp.Servers
+
+	turns agent.TurnGuard // set on a store shared with other machines
 }
 
 // Open reads configuration from home (refusing a top-level key no platform
@@ -103,7 +106,11 @@ func Open(ctx context.Context, home string) (*App, error) {
 		}
 		return nil, errors.Join(err, st.Close())
 	}
-	return &App{Home: home, Config: cfg, Model: m, Store: st, StoreFile: file, Owner: u, Provider: p, MCP: newMCP(cfg.MCP, st)}, nil
+	a := &App{Home: home, Config: cfg, Model: m, Store: st, StoreFile: file, Owner: u, Provider: p, MCP: newMCP(cfg.MCP, st)}
+	if pg, ok := st.(*postgres.Store); ok {
+		a.turns = &agent.StoreTurns{Store: pg}
+	}
+	return a, nil
 }
 
 // newMCP prepares the MCP servers: a command server runs in the working
@@ -118,6 +125,18 @@ func newMCP(cfg config.MCPConfig, st store.Store) *mcp.Servers {
 		opts.Dir = dir
 	}
 	return mcp.New(cfg, opts)
+}
+
+// SetLogger sends what the process's shared parts log (MCP servers that
+// fail, turns' leases that cannot be renewed) to l; called before any
+// turn runs. Unset, they log nothing: the terminal keeps its prompt clean.
+func (a *App) SetLogger(l *slog.Logger) {
+	if a.MCP != nil {
+		a.MCP.SetLogger(l)
+	}
+	if st, ok := a.turns.(*agent.StoreTurns); ok {
+		st.Log = l
+	}
 }
 
 // Close stops the MCP servers this process started and closes the store.
@@ -156,15 +175,20 @@ func (a *App) NewAgent(approver agent.Approver) (*agent.Agent, error) {
 		MaxImages:       a.Config.Files.MaxImages,
 		Approver:        approver,
 		Allow:           a.Config.Tools.Allow,
-		Turns:           a.TurnLocks(),
+		Turns:           a.TurnGuard(),
 	}, nil
 }
 
-// TurnLocks mark the turn running in each session for every process
-// using this BATON_HOME (the gateway, terminals), so that a move of a
-// session stops a turn running where it was (agent.TurnLocks). They live
-// beside the terminals' session locks; nil without a home.
-func (a *App) TurnLocks() *agent.TurnLocks {
+// TurnGuard marks the turn running in each session for every process
+// that may move the session, so that a move stops a turn running where
+// it was. On a Postgres store, shared with other machines, the marks are
+// leases in the store, kept by one agent.StoreTurns per process; on
+// SQLite they are files beside the terminals' session locks, seen by the
+// processes using this BATON_HOME (agent.TurnLocks). nil with neither.
+func (a *App) TurnGuard() agent.TurnGuard {
+	if a.turns != nil {
+		return a.turns
+	}
 	if a.Home == "" {
 		return nil
 	}

@@ -482,7 +482,9 @@ func (h *Handoffs) PickUp(ctx context.Context, hf store.Handoff) (store.Session,
 	// session the terminal holds. Claimed first, so that place runs no
 	// new turn meanwhile. One that does not stop within stopWait (waiting
 	// for an approval there) is left to end on its own.
-	_, _ = h.App.TurnLocks().Stop(ctx, hf.SessionID, h.App.TerminalKey(), stopWait)
+	if g := h.App.TurnGuard(); g != nil {
+		_, _ = g.Stop(ctx, hf.SessionID, h.App.TerminalKey(), stopWait)
+	}
 	// The note is stored before the handoff completes, as the gateway's
 	// worker does; the REPL shows it once the session is entered.
 	if _, err := notes(h.App, nil).ForHandoff(ctx, hf); err != nil {

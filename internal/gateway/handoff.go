@@ -342,6 +342,9 @@ func (w *handoffWorker) stopTurn(ctx context.Context, h store.Handoff) {
 	if to == "" {
 		to = h.Platform + ":" // the place is chosen next; its platform names it
 	}
+	if w.turns.ag.Turns == nil {
+		return
+	}
 	running, err := w.turns.ag.Turns.Stop(ctx, h.SessionID, to, stopWait)
 	if err != nil {
 		w.log.Warn("stop the turn running in a session that moves", "id", h.ID, "session", h.SessionID, "err", err)

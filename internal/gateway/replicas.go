@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -18,9 +17,12 @@ import (
 // replica is this gateway's part among several sharing one store
 // (Config.Shared). Everything shared is claimed in the store under a
 // lease its heartbeat renews (store.Replicas): the inbound events it
-// heard, the deliveries it sends, each session's turn, and the lead of
-// every platform whose service allows one reader. A replica that dies
-// stops renewing, and within a lease another takes over what it held.
+// heard, the deliveries it sends, and the lead of every platform whose
+// service allows one reader. A replica that dies stops renewing, and
+// within a lease another takes over what it held. A session's turn is
+// marked by the agent, as every process sharing the store marks it
+// (agent.StoreTurns): one runs at a time, wherever it runs, and a move
+// stops it.
 //
 // A nil *replica is a gateway alone on its store: it claims nothing,
 // runs every platform and grants every lock.
@@ -44,12 +46,8 @@ type led struct {
 	stop context.CancelFunc
 }
 
-// leadPrefix and turnPrefix name the leases of a platform's lead and of a
-// session's turn.
-const (
-	leadPrefix = "lead:"
-	turnPrefix = "turn:"
-)
+// leadPrefix names the lease of a platform's lead.
+const leadPrefix = "lead:"
 
 func newReplica(cfg Config) *replica {
 	if !cfg.Shared {
@@ -134,34 +132,6 @@ func (r *replica) releaseDelivery(ctx context.Context, id int64) {
 	}
 	if err := r.st.ReleaseDelivery(ctx, id, r.me.ID); err != nil {
 		r.log.Warn("release a delivery", "id", id, "err", err)
-	}
-}
-
-// lockSession waits until this replica holds the session's turn, so a
-// conversation's turns run one at a time across replicas; unlock ends it.
-// The heartbeat renews it while the turn runs.
-func (r *replica) lockSession(ctx context.Context, sessionID string) (unlock func(), err error) {
-	if r == nil {
-		return func() {}, nil
-	}
-	name := turnPrefix + sessionID
-	for wait := 20 * time.Millisecond; ; wait = min(2*wait, r.every()) {
-		_, err := r.st.TakeLease(ctx, name, r.me.ID, r.ttl)
-		if err == nil {
-			return func() {
-				if err := r.st.ReleaseLease(context.WithoutCancel(ctx), name, r.me.ID); err != nil {
-					r.log.Warn("release a session's turn", "session", sessionID, "err", err)
-				}
-			}, nil
-		}
-		if !errors.Is(err, store.ErrClaimed) && !store.Transient(err) {
-			return nil, fmt.Errorf("take the turn of session %s: %w", sessionID, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
 	}
 }
 

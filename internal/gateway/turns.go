@@ -86,8 +86,8 @@ func (t *turns) run(ctx context.Context, addr platform.Address, sessionID string
 		}
 		t.log.Debug("session busy outside the gateway's turns; waiting", "session", sessionID, "at", addr.Key())
 		// Something outside the gateway's turns holds the session (an
-		// /undo or /compress, or a terminal's turn a move is stopping):
-		// wait for it rather than interleave. The input is in the inbox
+		// /undo or /compress, a terminal's turn a move is stopping, or
+		// another replica's turn): wait for it rather than interleave. The input is in the inbox
 		// meanwhile.
 		select {
 		case <-ctx.Done():
@@ -101,17 +101,12 @@ func (t *turns) run(ctx context.Context, addr platform.Address, sessionID string
 // running at addr until done is called: the typing indicator shows there,
 // and approvals the turn needs are asked there.
 func (t *turns) working(ctx context.Context, addr platform.Address, sessionID string) (done func(), err error) {
-	unlockHere, err := t.sessions.lock(ctx, sessionID)
+	// Across processes sharing the store, the agent's turn guard keeps
+	// one turn at a time (run waits while it says busy).
+	unlock, err := t.sessions.lock(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	// Across replicas sharing the store, too.
-	unlockShared, err := t.places.rep.lockSession(ctx, sessionID)
-	if err != nil {
-		unlockHere()
-		return nil, err
-	}
-	unlock := func() { unlockShared(); unlockHere() }
 	a, _ := t.places.adapter(addr.Platform)
 	stopTyping := t.typing(ctx, a, addr)
 	t.mu.Lock()

@@ -58,7 +58,7 @@ func Run(ctx context.Context, home string, o Options) error {
 		return err
 	}
 	defer a.Close()
-	a.MCP.SetLogger(log)
+	a.SetLogger(log)
 	ag, err := a.NewAgent(nil)
 	if err != nil {
 		return err
