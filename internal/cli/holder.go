@@ -125,7 +125,11 @@ func (r *REPL) handedHere(ctx context.Context) (store.Handoff, bool) {
 // what was typed here meanwhile is answered.
 func (r *REPL) pickUp(ctx context.Context, hf store.Handoff) {
 	before := r.session.Holder
+	// The note is the model's to write: seconds, during which the
+	// terminal would otherwise look stuck.
+	r.out.Status("bringing it here from " + placeOf(before) + ": writing the handoff note…")
 	s, err := (&Handoffs{App: r.app}).PickUp(ctx, hf)
+	r.out.ClearStatus()
 	if err != nil {
 		r.out.Printf("error: %v\n", err)
 		return

@@ -199,11 +199,18 @@ func (t Transcripts) withWhere(ctx context.Context, hs holderStore, key, session
 		return lines
 	}
 	name := func(k string) string { return place.NameOf(k, TerminalPlatform, t.Display) }
+	h, err := hs.HandoffState(ctx, sessionID)
+	inFlight := err == nil && (h.State == store.HandoffPending || h.State == store.HandoffRunning)
 	if s.HeldElsewhere(key) {
+		if inFlight && h.Destination == key {
+			// On its way here: the greeting is shown before the move
+			// completes, and a page reading its history then must not
+			// end it with "in the terminal now".
+			return lines
+		}
 		return append(lines, platform.Line{Role: string(transcript.Note), Text: place.Elsewhere(name(s.Holder), s.HeldSince, time.Now()), Time: s.HeldSince})
 	}
-	h, err := hs.HandoffState(ctx, sessionID)
-	if err == nil && s.Holder == key && (h.State == store.HandoffPending || h.State == store.HandoffRunning) && h.Destination != key {
+	if inFlight && s.Holder == key && h.Destination != key {
 		return append(lines, platform.Line{Role: string(transcript.Note), Text: place.OnItsWay(name(h.Platform + ":")), Time: h.RequestedAt})
 	}
 	return lines

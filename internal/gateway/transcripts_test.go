@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-agent/baton/internal/gateway"
 	"github.com/baton-agent/baton/internal/store"
@@ -110,5 +111,58 @@ func TestTranscriptFilesStayInTheirConversation(t *testing.T) {
 	}
 	if _, err := tr.OpenFile(ctx, "web:dm:a", mine["web:dm:b"].SHA256); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a file of another conversation: %v, want not found", err)
+	}
+}
+
+// A page reading its history while its conversation is on its way to it
+// (the greeting is shown before the move completes) is not told the
+// conversation is elsewhere; once the move has failed, it is.
+func TestHistoryOfAConversationOnItsWayHere(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	owner, err := st.CreateUser(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID, Platform: "cli", Holder: "cli:dm:" + owner.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AppendMessages(ctx, s.ID, store.Message{Role: store.RoleUser, Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Bind(ctx, "web:dm:main", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	tr := gateway.Transcripts{Store: st, OwnerID: owner.ID}
+	elsewhere := func() bool {
+		lines, err := tr.View(ctx, "web:dm:main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(lines[len(lines)-1].Text, "This conversation is in the terminal now")
+	}
+	if !elsewhere() {
+		t.Fatal("a page of a conversation held in the terminal is not told so")
+	}
+	h, err := st.RequestHandoffTo(ctx, s.ID, "cli", "web", "web:dm:main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.ClaimHandoff(ctx, h.ID, "gw", time.Minute); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if elsewhere() {
+		t.Error("a page told its conversation is in the terminal while it is on its way here")
+	}
+	if ok, err := st.FailHandoff(ctx, h.ID, "gw", "the page went away"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if !elsewhere() {
+		t.Error("after the move failed, the page is not told where the conversation is")
 	}
 }

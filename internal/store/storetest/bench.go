@@ -76,6 +76,23 @@ func Bench(b *testing.B, newStore BenchFactory) {
 			}
 		}
 	})
+	b.Run("TurnLease", func(b *testing.B) {
+		// What marking a turn costs where turns are leases
+		// (agent.StoreTurns): take the session's lease, let it go.
+		s := open(b)
+		r, ok := s.(store.Replicas)
+		if !ok {
+			b.Skip("the store has no leases")
+		}
+		for b.Loop() {
+			if _, err := r.TakeLease(b.Context(), "turn:s", "host/1/token", 15*time.Second); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.ReleaseLease(b.Context(), "turn:s", "host/1/token"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("AddInbound", func(b *testing.B) {
 		s := open(b)
 		for i := 0; b.Loop(); i++ {
