@@ -308,8 +308,13 @@ func (p *webPage) count(key, text string) int {
 // is posted twice), none is lost, Telegram is read by one replica at a
 // time (the fake answers a second reader 409 Conflict), and another
 // replica leads Telegram once the dead one's lease has ended.
+//
+// BATON_TEST_REPLICAS=full runs it at full size: 3,400 messages (300 to
+// Telegram, 2,500 to the web chats, 600 around 300 handoffs), the leader
+// killed after the first 1,650. By default it runs small (89 messages,
+// 4 handoffs), as CI does.
 func TestReplicasDoNothingTwice(t *testing.T) {
-	const (
+	var (
 		users      = 6 // Telegram private chats
 		tgBefore   = 3 // messages each before the kill
 		tgAfter    = 3 // and after it
@@ -317,6 +322,9 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 		webPerConv = 3
 		handoffs   = 4
 	)
+	if os.Getenv("BATON_TEST_REPLICAS") == "full" {
+		users, tgBefore, tgAfter, webConvs, webPerConv, handoffs = 30, 5, 5, 20, 25, 300
+	}
 	rig := newReplicaRig(t, users)
 	first := rig.start(t)
 	firstID := first.self(t)
@@ -424,7 +432,7 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 	// holds their answers) and more messages waiting behind them.
 	rig.holdPrefix.Store("t-b-")
 	pushTelegram("b", tgAfter)
-	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return rig.held.Load() >= users }) {
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return rig.held.Load() >= int64(users) }) {
 		t.Fatalf("%d of %d turns reached the model:\n%s", rig.held.Load(), users, rig.logs())
 	}
 	var deadLease store.Lease
@@ -621,6 +629,8 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 		t.Errorf("gateway status:\n%s", out)
 	}
 	t.Logf("gateway status:\n%s", out)
+	t.Logf("%d messages (%d to Telegram, %d to the web chats, %d around handoffs), %d handoffs: each answered once, none lost",
+		len(tgSaid)+len(webSaid)+2*handoffs, len(tgSaid), len(webSaid), 2*handoffs, handoffs)
 }
 
 // logs is every replica's log, for a failure.
