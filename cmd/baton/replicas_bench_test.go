@@ -34,6 +34,15 @@ func benchEnvInt(name string, def int) int {
 // three-replica run then hands BATON_BENCH_HANDOFFS (300) web
 // conversations to Telegram and checks each landed once.
 //
+// With BATON_BENCH_REPLICA_CPU set to a number of cores (e.g. 0.3), each
+// replica, once started, is put in a cpu cgroup of its own allowed that
+// much CPU time (cgroup v1, as root), as if each ran on a small machine
+// of its own: whether throughput then grows with replicas shows whether
+// they contend in the store, apart from how many cores this host has.
+// Each replica's CPU use (rN-cores) and how often it hit its budget
+// (throttled-%) are reported; so are Postgres's and this binary's (the
+// driver, pages and fakes) CPU per message, which do not get a budget.
+//
 // Run it alone: go test ./cmd/baton -run '^$' -bench ReplicaThroughput -benchtime 1x
 func BenchmarkReplicaThroughput(b *testing.B) {
 	for _, n := range []int{1, 2, 3} {
@@ -57,8 +66,13 @@ func replicaRun(b *testing.B, replicas int) {
 	tgCount := tgPer * users
 	webTotal := inbound - tgCount
 	rig := newReplicaRig(b, users)
+	budget := replicaCPUBudget(b)
+	var limits []*cpuBudget
 	for range replicas {
-		rig.start(b)
+		p := rig.start(b)
+		if budget > 0 {
+			limits = append(limits, limitCPU(b, p.gw.cmd.Process.Pid, budget, func() { p.gw.stop(b) }))
+		}
 	}
 	if !testutil.Poll(testutil.Context(b, hangGuard), func() bool { return rig.procs[0].leader() != "" }) {
 		b.Fatal("nobody leads Telegram")
@@ -83,6 +97,11 @@ func replicaRun(b *testing.B, replicas int) {
 	}
 
 	cpuBefore := rig.cpu(b)
+	pgBefore, selfBefore := postgresCPU(), selfCPU()
+	throttleBefore := make([]throttle, len(limits))
+	for i, l := range limits {
+		throttleBefore[i] = l.stat(b)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, ms := range byConv {
@@ -121,7 +140,18 @@ func replicaRun(b *testing.B, replicas int) {
 		b.Fatalf("Telegram answered %d of %d\n%s", len(replied()), tgCount, rig.logs())
 	}
 	elapsed := time.Since(start)
-	cpu := rig.cpu(b) - cpuBefore
+	cpuAfter := rig.cpu(b)
+	pgCPU, driverCPU := postgresCPU()-pgBefore, selfCPU()-selfBefore
+	var cpu time.Duration
+	for i := range cpuAfter {
+		cpu += cpuAfter[i] - cpuBefore[i]
+	}
+	var periods, throttled int64
+	for i, l := range limits {
+		t := l.stat(b)
+		periods += t.periods - throttleBefore[i].periods
+		throttled += t.throttled - throttleBefore[i].throttled
+	}
 
 	// Exactly once.
 	lost, dup := 0, 0
@@ -168,10 +198,26 @@ func replicaRun(b *testing.B, replicas int) {
 		}
 	}
 	dup += max(turns-(webTotal+tgCount), 0) // a turn run twice
-	b.ReportMetric(float64(webTotal+tgCount)/elapsed.Seconds(), "msg/s")
+	total := float64(webTotal + tgCount)
+	b.ReportMetric(total/elapsed.Seconds(), "msg/s")
 	// What the replicas spent, all together, per message: flat as
 	// replicas are added means they scale where there are cores for them.
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(webTotal+tgCount), "gateway-cpu-ms/msg")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/total, "gateway-cpu-ms/msg")
+	// Each replica's share of a core while the messages ran: at its
+	// budget, the budget is what limits it.
+	for i := range cpuAfter {
+		b.ReportMetric((cpuAfter[i]-cpuBefore[i]).Seconds()/elapsed.Seconds(), fmt.Sprintf("r%d-cores", i))
+	}
+	if budget > 0 {
+		b.ReportMetric(budget, "budget-cores")
+		if periods > 0 {
+			b.ReportMetric(100*float64(throttled)/float64(periods), "throttled-%")
+		}
+	}
+	// What has no budget: the store server, and this binary (the load
+	// driver, the pages, the fakes and the model).
+	b.ReportMetric(float64(pgCPU.Microseconds())/1000/total, "pg-cpu-ms/msg")
+	b.ReportMetric(float64(driverCPU.Microseconds())/1000/total, "driver-cpu-ms/msg")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(dup), "duplicated")
 	if lost != 0 || dup != 0 || turns != webTotal+tgCount {
@@ -254,20 +300,16 @@ func handoffRun(b *testing.B, rig *replicaRig, pages []*webPage, n int) {
 	}
 }
 
-// cpu is the processor time (user and system) the rig's gateways have
-// used so far.
-func (r *replicaRig) cpu(b *testing.B) time.Duration {
-	var total time.Duration
-	for _, p := range r.procs {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.gw.cmd.Process.Pid))
+// cpu is the processor time (user and system) each of the rig's
+// gateways has used so far.
+func (r *replicaRig) cpu(b *testing.B) []time.Duration {
+	out := make([]time.Duration, len(r.procs))
+	for i, p := range r.procs {
+		cpu, _, _, err := procCPU(p.gw.cmd.Process.Pid, false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		// The fields after the command's name (which may hold spaces).
-		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+		out[i] = cpu
 	}
-	return total
+	return out
 }
