@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
@@ -41,7 +43,9 @@ func benchEnvInt(name string, def int) int {
 // they contend in the store, apart from how many cores this host has.
 // Each replica's CPU use (rN-cores) and how often it hit its budget
 // (throttled-%) are reported; so are Postgres's and this binary's (the
-// driver, pages and fakes) CPU per message, which do not get a budget.
+// driver, pages and fakes) CPU per message, which do not get a budget,
+// and the database's backends running a statement and waiting for a
+// lock, on average (pg-active, pg-lock-waiting).
 //
 // Run it alone: go test ./cmd/baton -run '^$' -bench ReplicaThroughput -benchtime 1x
 func BenchmarkReplicaThroughput(b *testing.B) {
@@ -65,8 +69,8 @@ func replicaRun(b *testing.B, replicas int) {
 	tgPer := max(inbound/10/users, 1)
 	tgCount := tgPer * users
 	webTotal := inbound - tgCount
-	rig := newReplicaRig(b, users)
 	budget := replicaCPUBudget(b)
+	rig := newReplicaRig(b, users)
 	var limits []*cpuBudget
 	for range replicas {
 		p := rig.start(b)
@@ -102,6 +106,7 @@ func replicaRun(b *testing.B, replicas int) {
 	for i, l := range limits {
 		throttleBefore[i] = l.stat(b)
 	}
+	locks := sampleLocks(b, rig.url)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, ms := range byConv {
@@ -140,6 +145,7 @@ func replicaRun(b *testing.B, replicas int) {
 		b.Fatalf("Telegram answered %d of %d\n%s", len(replied()), tgCount, rig.logs())
 	}
 	elapsed := time.Since(start)
+	locks.end()
 	cpuAfter := rig.cpu(b)
 	pgCPU, driverCPU := postgresCPU()-pgBefore, selfCPU()-selfBefore
 	var cpu time.Duration
@@ -218,6 +224,9 @@ func replicaRun(b *testing.B, replicas int) {
 	// driver, the pages, the fakes and the model).
 	b.ReportMetric(float64(pgCPU.Microseconds())/1000/total, "pg-cpu-ms/msg")
 	b.ReportMetric(float64(driverCPU.Microseconds())/1000/total, "driver-cpu-ms/msg")
+	active, waiting := locks.means()
+	b.ReportMetric(active, "pg-active")
+	b.ReportMetric(waiting, "pg-lock-waiting")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(dup), "duplicated")
 	if lost != 0 || dup != 0 || turns != webTotal+tgCount {
@@ -312,4 +321,66 @@ func (r *replicaRig) cpu(b *testing.B) []time.Duration {
 		out[i] = cpu
 	}
 	return out
+}
+
+// lockSampler asks Postgres, every few milliseconds while the messages
+// run, how many of the database's backends are running a statement and
+// how many of those wait for a lock another holds (a row, a transaction):
+// replicas contending in the store would show as lock waits.
+type lockSampler struct {
+	stop    context.CancelFunc
+	done    chan struct{}
+	samples int
+	active  int
+	waiting int
+}
+
+func sampleLocks(b *testing.B, dbURL string) *lockSampler {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		cancel()
+		b.Fatalf("connect to sample lock waits: %v", err)
+	}
+	s := &lockSampler{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var active, waiting int
+			err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'active'),
+				count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock')
+				FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&active, &waiting)
+			if err == nil {
+				s.samples++
+				s.active += active
+				s.waiting += waiting
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	b.Cleanup(s.end)
+	return s
+}
+
+// end stops the sampling; it may be called more than once.
+func (s *lockSampler) end() {
+	s.stop()
+	<-s.done
+}
+
+// means are the backends running a statement and those waiting for a
+// lock, on average over the samples.
+func (s *lockSampler) means() (active, waiting float64) {
+	if s.samples == 0 {
+		return 0, 0
+	}
+	return float64(s.active) / float64(s.samples), float64(s.waiting) / float64(s.samples)
 }
