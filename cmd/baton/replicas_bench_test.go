@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/baton-agent/baton/internal/platform/telegram/telegramtest"
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/testutil"
@@ -34,6 +36,17 @@ func benchEnvInt(name string, def int) int {
 // three-replica run then hands BATON_BENCH_HANDOFFS (300) web
 // conversations to Telegram and checks each landed once.
 //
+// With BATON_BENCH_REPLICA_CPU set to a number of cores (e.g. 0.3), each
+// replica, once started, is put in a cpu cgroup of its own allowed that
+// much CPU time (cgroup v1, as root), as if each ran on a small machine
+// of its own: whether throughput then grows with replicas shows whether
+// they contend in the store, apart from how many cores this host has.
+// Each replica's CPU use (rN-cores) and how often it hit its budget
+// (throttled-%) are reported; so are Postgres's and this binary's (the
+// driver, pages and fakes) CPU per message, which do not get a budget,
+// and the database's backends running a statement and waiting for a
+// lock, on average (pg-active, pg-lock-waiting).
+//
 // Run it alone: go test ./cmd/baton -run '^$' -bench ReplicaThroughput -benchtime 1x
 func BenchmarkReplicaThroughput(b *testing.B) {
 	for _, n := range []int{1, 2, 3} {
@@ -56,9 +69,14 @@ func replicaRun(b *testing.B, replicas int) {
 	tgPer := max(inbound/10/users, 1)
 	tgCount := tgPer * users
 	webTotal := inbound - tgCount
+	budget := replicaCPUBudget(b)
 	rig := newReplicaRig(b, users)
+	var limits []*cpuBudget
 	for range replicas {
-		rig.start(b)
+		p := rig.start(b)
+		if budget > 0 {
+			limits = append(limits, limitCPU(b, p.gw.cmd.Process.Pid, budget, func() { p.gw.stop(b) }))
+		}
 	}
 	if !testutil.Poll(testutil.Context(b, hangGuard), func() bool { return rig.procs[0].leader() != "" }) {
 		b.Fatal("nobody leads Telegram")
@@ -83,6 +101,12 @@ func replicaRun(b *testing.B, replicas int) {
 	}
 
 	cpuBefore := rig.cpu(b)
+	pgBefore, selfBefore := postgresCPU(), selfCPU()
+	throttleBefore := make([]throttle, len(limits))
+	for i, l := range limits {
+		throttleBefore[i] = l.stat(b)
+	}
+	locks := sampleLocks(b, rig.url)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, ms := range byConv {
@@ -121,7 +145,19 @@ func replicaRun(b *testing.B, replicas int) {
 		b.Fatalf("Telegram answered %d of %d\n%s", len(replied()), tgCount, rig.logs())
 	}
 	elapsed := time.Since(start)
-	cpu := rig.cpu(b) - cpuBefore
+	locks.end()
+	cpuAfter := rig.cpu(b)
+	pgCPU, driverCPU := postgresCPU()-pgBefore, selfCPU()-selfBefore
+	var cpu time.Duration
+	for i := range cpuAfter {
+		cpu += cpuAfter[i] - cpuBefore[i]
+	}
+	var periods, throttled int64
+	for i, l := range limits {
+		t := l.stat(b)
+		periods += t.periods - throttleBefore[i].periods
+		throttled += t.throttled - throttleBefore[i].throttled
+	}
 
 	// Exactly once.
 	lost, dup := 0, 0
@@ -168,10 +204,29 @@ func replicaRun(b *testing.B, replicas int) {
 		}
 	}
 	dup += max(turns-(webTotal+tgCount), 0) // a turn run twice
-	b.ReportMetric(float64(webTotal+tgCount)/elapsed.Seconds(), "msg/s")
+	total := float64(webTotal + tgCount)
+	b.ReportMetric(total/elapsed.Seconds(), "msg/s")
 	// What the replicas spent, all together, per message: flat as
 	// replicas are added means they scale where there are cores for them.
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(webTotal+tgCount), "gateway-cpu-ms/msg")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/total, "gateway-cpu-ms/msg")
+	// Each replica's share of a core while the messages ran: at its
+	// budget, the budget is what limits it.
+	for i := range cpuAfter {
+		b.ReportMetric((cpuAfter[i]-cpuBefore[i]).Seconds()/elapsed.Seconds(), fmt.Sprintf("r%d-cores", i))
+	}
+	if budget > 0 {
+		b.ReportMetric(budget, "budget-cores")
+		if periods > 0 {
+			b.ReportMetric(100*float64(throttled)/float64(periods), "throttled-%")
+		}
+	}
+	// What has no budget: the store server, and this binary (the load
+	// driver, the pages, the fakes and the model).
+	b.ReportMetric(float64(pgCPU.Microseconds())/1000/total, "pg-cpu-ms/msg")
+	b.ReportMetric(float64(driverCPU.Microseconds())/1000/total, "driver-cpu-ms/msg")
+	active, waiting := locks.means()
+	b.ReportMetric(active, "pg-active")
+	b.ReportMetric(waiting, "pg-lock-waiting")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(dup), "duplicated")
 	if lost != 0 || dup != 0 || turns != webTotal+tgCount {
@@ -254,20 +309,78 @@ func handoffRun(b *testing.B, rig *replicaRig, pages []*webPage, n int) {
 	}
 }
 
-// cpu is the processor time (user and system) the rig's gateways have
-// used so far.
-func (r *replicaRig) cpu(b *testing.B) time.Duration {
-	var total time.Duration
-	for _, p := range r.procs {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.gw.cmd.Process.Pid))
+// cpu is the processor time (user and system) each of the rig's
+// gateways has used so far.
+func (r *replicaRig) cpu(b *testing.B) []time.Duration {
+	out := make([]time.Duration, len(r.procs))
+	for i, p := range r.procs {
+		cpu, _, _, err := procCPU(p.gw.cmd.Process.Pid, false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		// The fields after the command's name (which may hold spaces).
-		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+		out[i] = cpu
 	}
-	return total
+	return out
+}
+
+// lockSampler asks Postgres, every few milliseconds while the messages
+// run, how many of the database's backends are running a statement and
+// how many of those wait for a lock another holds (a row, a transaction):
+// replicas contending in the store would show as lock waits.
+type lockSampler struct {
+	stop    context.CancelFunc
+	done    chan struct{}
+	samples int
+	active  int
+	waiting int
+}
+
+func sampleLocks(b *testing.B, dbURL string) *lockSampler {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		cancel()
+		b.Fatalf("connect to sample lock waits: %v", err)
+	}
+	s := &lockSampler{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var active, waiting int
+			err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'active'),
+				count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock')
+				FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&active, &waiting)
+			if err == nil {
+				s.samples++
+				s.active += active
+				s.waiting += waiting
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	b.Cleanup(s.end)
+	return s
+}
+
+// end stops the sampling; it may be called more than once.
+func (s *lockSampler) end() {
+	s.stop()
+	<-s.done
+}
+
+// means are the backends running a statement and those waiting for a
+// lock, on average over the samples.
+func (s *lockSampler) means() (active, waiting float64) {
+	if s.samples == 0 {
+		return 0, 0
+	}
+	return float64(s.active) / float64(s.samples), float64(s.waiting) / float64(s.samples)
 }
