@@ -409,3 +409,28 @@ func TestRefusedAnswerIsKeptAndWrittenLater(t *testing.T) {
 		t.Errorf("a bounded policy spent: %v, want ErrStore", err)
 	}
 }
+
+// A turn taken up again (no new input) whose question was answered while
+// it waited for the session — by a turn another replica ran, or one
+// before a restart — has nothing left to do: it gives that answer, and
+// the model is not asked a second time.
+func TestTurnTakenUpAfterItsAnswerAsksNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.st.AppendMessages(ctx, e.sid,
+		store.Message{Role: store.RoleUser, Content: "count"},
+		store.Message{Role: store.RoleAssistant, Content: "one two three"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.agent.Run(ctx, e.sid, store.Message{Platform: "web"}, nil)
+	if err != nil || res.Text != "one two three" {
+		t.Fatalf("Run: %+v, %v", res, err)
+	}
+	if n := len(e.srv.Requests()); n != 0 {
+		t.Errorf("the model was asked %d times", n)
+	}
+	sameRows(t, e.transcript(e.sid), []row{
+		{Role: store.RoleUser, Content: "count"},
+		{Role: store.RoleAssistant, Content: "one two three"},
+	})
+}

@@ -102,6 +102,15 @@ func (t *turn) run(ctx context.Context, input store.Message) error {
 	if err != nil {
 		return err
 	}
+	if input.Role == "" && draft == "" {
+		if answer, ok := finishedAnswer(t.msgs); ok {
+			// Answered while this turn waited for the session (by a
+			// turn of another replica's that held it, or one before a
+			// restart): asking the model again would answer twice.
+			t.res.Text = answer
+			return nil
+		}
+	}
 	// What a stop or crash left unfinished is settled before anything
 	// else: a tool call without a result is recorded as interrupted, never
 	// run again here (the model decides, knowing it may have run); a kept
@@ -362,4 +371,17 @@ func storeFailure(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("%s: %w: %w", what, ErrStore, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// finishedAnswer is the model's answer ending msgs, when they end with one
+// that called no tools: a turn with nothing left to do.
+func finishedAnswer(msgs []store.Message) (string, bool) {
+	if len(msgs) == 0 {
+		return "", false
+	}
+	last := msgs[len(msgs)-1]
+	if last.Role != store.RoleAssistant || len(last.ToolCalls) > 0 && string(last.ToolCalls) != "null" && string(last.ToolCalls) != "[]" {
+		return "", false
+	}
+	return last.Content, true
 }

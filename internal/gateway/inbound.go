@@ -116,6 +116,10 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 func (r *router) process(ctx context.Context, addr platform.Address, in store.Inbound, fresh bool) {
 	key := inKey(in.ID)
 	defer r.turns.forgetTrouble(key)
+	if !r.places.rep.stillMine(ctx, in.ID) {
+		r.log.Info("another replica handles this message now", "at", in.AddressKey, "id", in.ID)
+		return
+	}
 	err := retry.Do(ctx, r.cfg.rerecord, func(ctx context.Context) error {
 		err := r.handleOnce(ctx, addr, &in, fresh)
 		fresh = false // a failed try may have recorded part of the turn

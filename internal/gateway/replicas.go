@@ -124,6 +124,27 @@ func (r *replica) claimDelivery(ctx context.Context, d store.Delivery) error {
 	return r.st.ClaimDelivery(ctx, d.ID, r.me.ID, r.ttl)
 }
 
+// stillMine renews this replica's claim on an inbound event it is about
+// to handle: false when another replica took it over meanwhile (this
+// one stopped answering the store for longer than its lease: paused,
+// starved) or it is done, and it is not this replica's to handle any
+// more. Alone, it always is.
+func (r *replica) stillMine(ctx context.Context, id int64) bool {
+	if r == nil {
+		return true
+	}
+	err := r.st.HoldInbound(ctx, id, r.me.ID, r.ttl)
+	if errors.Is(err, store.ErrClaimed) {
+		return false
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// Handled as before: the store's trouble is not a sign of
+		// another taker, and the turn itself runs one at a time.
+		r.log.Warn("renew the claim of a message", "id", id, "err", err)
+	}
+	return true
+}
+
 // releaseDelivery leaves d to whichever replica can send it (the page it
 // is for is connected to another).
 func (r *replica) releaseDelivery(ctx context.Context, id int64) {

@@ -44,6 +44,13 @@ type Replicas interface {
 	// (none: of every platform), and returns them, first stored first.
 	// Two callers never get the same event while a claim lives.
 	ClaimInbound(ctx context.Context, by string, ttl time.Duration, limit int, platforms ...string) ([]Inbound, error)
+	// HoldInbound renews by's claim on an inbound event, for ttl, or
+	// takes it when its claim has lapsed: a replica checks that an event
+	// is still its own before it handles it, since another takes over
+	// what a replica held once its claim lapses (the replica paused past
+	// its lease). ErrClaimed when another's claim lives or the event is
+	// done; ErrNotFound for an unknown id.
+	HoldInbound(ctx context.Context, id int64, by string, ttl time.Duration) error
 	// ClaimDelivery claims an unsent delivery for by, for ttl: it is
 	// by's to send. ErrClaimed when it is sent, or claimed by another
 	// whose claim lives; ErrNotFound for an unknown id. Claiming one's

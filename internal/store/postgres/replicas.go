@@ -42,6 +42,30 @@ func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, 
 	return out, nil
 }
 
+// HoldInbound renews or takes by's claim on an inbound event.
+func (s *Store) HoldInbound(ctx context.Context, id int64, by string, ttl time.Duration) error {
+	if err := checkHolder(by); err != nil {
+		return fmt.Errorf("hold inbound %d: %w", id, err)
+	}
+	t := nowMicros()
+	tag, err := s.pool.Exec(ctx, `UPDATE inbound SET claimed_by = $1, claimed_until = $2
+		WHERE id = $3 AND done_at = 0 AND (claimed_by = $1 OR claimed_until < $4)`, by, t+ttl.Microseconds(), id, t)
+	if err != nil {
+		return fmt.Errorf("hold inbound %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbound WHERE id = $1)`, id).Scan(&exists); err != nil {
+		return fmt.Errorf("hold inbound %d: %w", id, err)
+	}
+	if !exists {
+		return fmt.Errorf("hold inbound %d: %w", id, store.ErrNotFound)
+	}
+	return fmt.Errorf("hold inbound %d: %w", id, store.ErrClaimed)
+}
+
 // ClaimDelivery claims an unsent delivery for by.
 func (s *Store) ClaimDelivery(ctx context.Context, id int64, by string, ttl time.Duration) error {
 	if err := checkHolder(by); err != nil {

@@ -66,6 +66,36 @@ func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, 
 	return out, nil
 }
 
+// HoldInbound renews or takes by's claim on an inbound event.
+func (s *Store) HoldInbound(ctx context.Context, id int64, by string, ttl time.Duration) error {
+	if err := checkHolder(by); err != nil {
+		return fmt.Errorf("hold inbound %d: %w", id, err)
+	}
+	err := s.tx(ctx, func(tx *wtx) error {
+		t := now()
+		res, err := tx.Exec(`UPDATE inbound SET claimed_by = ?, claimed_until = ?
+			WHERE id = ? AND done_at = 0 AND (claimed_by = ? OR claimed_until < ?)`, by, t+int64(ttl), id, by, t)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		var exists bool
+		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM inbound WHERE id = ?)`, id).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return store.ErrNotFound
+		}
+		return store.ErrClaimed
+	})
+	if err != nil {
+		return fmt.Errorf("hold inbound %d: %w", id, err)
+	}
+	return nil
+}
+
 // ClaimDelivery claims an unsent delivery for by.
 func (s *Store) ClaimDelivery(ctx context.Context, id int64, by string, ttl time.Duration) error {
 	if err := checkHolder(by); err != nil {

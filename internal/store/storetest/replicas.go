@@ -92,6 +92,21 @@ var replicaTests = map[string]func(*testing.T, store.Store){
 		wg.Wait()
 		eq(t, "events claimed", len(seen), events)
 	},
+	"HoldInboundKeepsAnEventItsHoldersUntilDoneOrLapsed": func(t *testing.T, s store.Store) {
+		in := inbound("web", "1", "hi")
+		in.ClaimedBy, in.ClaimedUntil = "r1", time.Now().Add(live)
+		stored, _ := must2(s.AddInbound(ctx(t), in))
+		noErr(t, s.HoldInbound(ctx(t), stored.ID, "r1", live)) // renewed
+		wantErr(t, s.HoldInbound(ctx(t), stored.ID, "r2", live), store.ErrClaimed)
+		noErr(t, s.HoldInbound(ctx(t), stored.ID, "r1", lapsed)) // r1 paused past its lease
+		noErr(t, s.HoldInbound(ctx(t), stored.ID, "r2", live))   // taken over
+		wantErr(t, s.HoldInbound(ctx(t), stored.ID, "r1", live), store.ErrClaimed)
+		eq(t, "pending claim", must(s.PendingInbound(ctx(t), 0, 0))[0].ClaimedBy, "r2")
+		noErr(t, s.MarkInboundDone(ctx(t), stored.ID))
+		wantErr(t, s.HoldInbound(ctx(t), stored.ID, "r2", live), store.ErrClaimed)
+		wantErr(t, s.HoldInbound(ctx(t), stored.ID+100, "r2", live), store.ErrNotFound)
+		wantErr(t, s.HoldInbound(ctx(t), stored.ID, "", live), store.ErrInvalid)
+	},
 	"ClaimDeliveryIsOneHoldersUntilSentOrLapsed": func(t *testing.T, s store.Store) {
 		d := delivery("k1", "telegram:dm:1", "hi")
 		d.ClaimedBy, d.ClaimedUntil = "r1", time.Now().Add(live)

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-agent/baton/internal/store"
+	"github.com/baton-agent/baton/internal/testutil"
+)
+
+// TestReplicaPausedPastItsLease: a replica stops answering the store for
+// longer than its lease — a process paused, a machine starved, a VM
+// frozen — while its turns run and more messages wait behind them. The
+// other replica takes over what it held; then the paused one comes back
+// and finds its work taken. Every message still runs one turn, and its
+// answer is shown once: on the page that sent it when the paused
+// replica answered it, else on the pages of the replica that took it
+// over (the chat's pages on the paused replica show it when they next
+// read the conversation).
+func TestReplicaPausedPastItsLease(t *testing.T) {
+	const convs = 4
+	rig := newReplicaRig(t, 1)
+	a := rig.start(t)
+	aID := a.self(t)
+	b := rig.start(t)
+	bID := b.self(t)
+	page := openWebPage(t, a.gw.webURL)
+	pageB := openWebPage(t, b.gw.webURL) // another tab of the chat, on B
+
+	rig.holdPrefix.Store("slow-")
+	var said []string
+	for c := range convs {
+		text := fmt.Sprintf("slow-c%d", c)
+		page.say(t, fmt.Sprintf("web:dm:pc%d", c), text)
+		said = append(said, text)
+	}
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return rig.held.Load() >= convs }) {
+		t.Fatalf("%d of %d turns reached the model:\n%s", rig.held.Load(), convs, rig.logs())
+	}
+	for c := range convs {
+		text := fmt.Sprintf("next-c%d", c)
+		page.say(t, fmt.Sprintf("web:dm:pc%d", c), text)
+		said = append(said, text)
+	}
+
+	// A stops, mid-turn, until B holds everything A did.
+	if err := a.gw.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = a.gw.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
+		pending, err := rig.st.PendingInbound(context.Background(), 0, 0)
+		if err != nil {
+			return false
+		}
+		taken := 0
+		for _, in := range pending {
+			if in.ClaimedBy == bID && in.ClaimedUntil.After(time.Now()) {
+				taken++
+			}
+		}
+		return taken == 2*convs
+	}) {
+		pending, _ := rig.st.PendingInbound(context.Background(), 0, 0)
+		t.Fatalf("B never took over what A held (A is %s, B %s): %+v\n%s", aID, bID, pending, rig.logs())
+	}
+	close(rig.release)
+	resume()
+
+	// Each answer shown once; each message one turn.
+	shown := func(key, text string) int { return page.count(key, "echo: "+text) + pageB.count(key, "echo: "+text) }
+	for _, text := range said {
+		key := fmt.Sprintf("web:dm:p%s", text[len(text)-2:])
+		if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return shown(key, text) > 0 }) {
+			out, _ := rig.st.PendingDeliveries(context.Background(), "", 0)
+			var tr []string
+			if s, err := rig.st.BoundSession(context.Background(), key); err == nil {
+				msgs, _ := rig.st.Transcript(context.Background(), s.ID)
+				for _, m := range msgs {
+					tr = append(tr, string(m.Role)+": "+m.Content)
+				}
+			}
+			page.mu.Lock()
+			shown := fmt.Sprint(page.shown)
+			page.mu.Unlock()
+			t.Fatalf("no page showed the answer to %q\npending out %+v\ntranscript %q\nshown %s\n%s", text, out, tr, shown, rig.logs())
+		}
+	}
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
+		pending, err := rig.st.PendingInbound(context.Background(), 0, 0)
+		return err == nil && len(pending) == 0
+	}) {
+		t.Errorf("inbound left pending:\n%s", rig.logs())
+	}
+	time.Sleep(replicaLease) // what either replica would still send, it has sent
+	for _, text := range said {
+		key := fmt.Sprintf("web:dm:p%s", text[len(text)-2:])
+		if n := shown(key, text); n != 1 {
+			t.Errorf("the pages showed the answer to %q %d times", text, n)
+		}
+	}
+	for c := range convs {
+		s, err := rig.st.BoundSession(context.Background(), fmt.Sprintf("web:dm:pc%d", c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := rig.st.Transcript(context.Background(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var roles []string
+		for _, m := range msgs {
+			roles = append(roles, string(m.Role)+": "+m.Content)
+		}
+		if len(msgs) != 4 || msgs[0].Role != store.RoleUser || msgs[1].Role != store.RoleAssistant || msgs[2].Role != store.RoleUser || msgs[3].Role != store.RoleAssistant {
+			t.Errorf("conversation pc%d: want two turns, each stored once:\n%q", c, roles)
+		}
+	}
+	if t.Failed() {
+		t.Logf("logs:\n%s", rig.logs())
+	}
+}
