@@ -61,15 +61,7 @@ func TestTranscriptLines(t *testing.T) {
 // its own conversation's transcript.
 func TestTranscriptFilesStayInTheirConversation(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	owner, err := st.CreateUser(ctx, "owner")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, owner := ownedStore(t)
 	mine := map[string]store.Attachment{}
 	for _, key := range []string{"web:dm:a", "web:dm:b"} {
 		s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID})
@@ -119,15 +111,7 @@ func TestTranscriptFilesStayInTheirConversation(t *testing.T) {
 // conversation is elsewhere; once the move has failed, it is.
 func TestHistoryOfAConversationOnItsWayHere(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	owner, err := st.CreateUser(ctx, "owner")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, owner := ownedStore(t)
 	s, err := st.CreateSession(ctx, store.Session{OwnerID: owner.ID, Platform: "cli", Holder: "cli:dm:" + owner.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -165,4 +149,19 @@ func TestHistoryOfAConversationOnItsWayHere(t *testing.T) {
 	if !elsewhere() {
 		t.Error("after the move failed, the page is not told where the conversation is")
 	}
+}
+
+// ownedStore is a new SQLite store with its owner.
+func ownedStore(t *testing.T) (*sqlite.Store, store.User) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	owner, err := st.CreateUser(t.Context(), "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, owner
 }

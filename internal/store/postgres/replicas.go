@@ -44,50 +44,45 @@ func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, 
 
 // HoldInbound renews or takes by's claim on an inbound event.
 func (s *Store) HoldInbound(ctx context.Context, id int64, by string, ttl time.Duration) error {
-	if err := checkHolder(by); err != nil {
+	if err := s.claimRow(ctx, "inbound", "done_at", id, by, ttl); err != nil {
 		return fmt.Errorf("hold inbound %d: %w", id, err)
 	}
-	t := nowMicros()
-	tag, err := s.pool.Exec(ctx, `UPDATE inbound SET claimed_by = $1, claimed_until = $2
-		WHERE id = $3 AND done_at = 0 AND (claimed_by = $1 OR claimed_until < $4)`, by, t+ttl.Microseconds(), id, t)
-	if err != nil {
-		return fmt.Errorf("hold inbound %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbound WHERE id = $1)`, id).Scan(&exists); err != nil {
-		return fmt.Errorf("hold inbound %d: %w", id, err)
-	}
-	if !exists {
-		return fmt.Errorf("hold inbound %d: %w", id, store.ErrNotFound)
-	}
-	return fmt.Errorf("hold inbound %d: %w", id, store.ErrClaimed)
+	return nil
 }
 
 // ClaimDelivery claims an unsent delivery for by.
 func (s *Store) ClaimDelivery(ctx context.Context, id int64, by string, ttl time.Duration) error {
-	if err := checkHolder(by); err != nil {
+	if err := s.claimRow(ctx, "deliveries", "sent_at", id, by, ttl); err != nil {
 		return fmt.Errorf("claim delivery %d: %w", id, err)
 	}
+	return nil
+}
+
+// claimRow gives by the claim on row id of table, for ttl, while the
+// row's work is not done (its column done is 0) and its claim is by's
+// or has lapsed: ErrClaimed otherwise, ErrNotFound for no such row.
+// table and done are the callers' constants.
+func (s *Store) claimRow(ctx context.Context, table, done string, id int64, by string, ttl time.Duration) error {
+	if err := checkHolder(by); err != nil {
+		return err
+	}
 	t := nowMicros()
-	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET claimed_by = $1, claimed_until = $2
-		WHERE id = $3 AND sent_at = 0 AND (claimed_by = $1 OR claimed_until < $4)`, by, t+ttl.Microseconds(), id, t)
+	tag, err := s.pool.Exec(ctx, `UPDATE `+table+` SET claimed_by = $1, claimed_until = $2
+		WHERE id = $3 AND `+done+` = 0 AND (claimed_by = $1 OR claimed_until < $4)`, by, t+ttl.Microseconds(), id, t)
 	if err != nil {
-		return fmt.Errorf("claim delivery %d: %w", id, err)
+		return err
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`, id).Scan(&exists); err != nil {
-		return fmt.Errorf("claim delivery %d: %w", id, err)
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&exists); err != nil {
+		return err
 	}
 	if !exists {
-		return fmt.Errorf("claim delivery %d: %w", id, store.ErrNotFound)
+		return store.ErrNotFound
 	}
-	return fmt.Errorf("claim delivery %d: %w", id, store.ErrClaimed)
+	return store.ErrClaimed
 }
 
 // ReleaseDelivery gives up by's claim on a delivery.

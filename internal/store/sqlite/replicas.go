@@ -68,29 +68,7 @@ func (s *Store) ClaimInbound(ctx context.Context, by string, ttl time.Duration, 
 
 // HoldInbound renews or takes by's claim on an inbound event.
 func (s *Store) HoldInbound(ctx context.Context, id int64, by string, ttl time.Duration) error {
-	if err := checkHolder(by); err != nil {
-		return fmt.Errorf("hold inbound %d: %w", id, err)
-	}
-	err := s.tx(ctx, func(tx *wtx) error {
-		t := now()
-		res, err := tx.Exec(`UPDATE inbound SET claimed_by = ?, claimed_until = ?
-			WHERE id = ? AND done_at = 0 AND (claimed_by = ? OR claimed_until < ?)`, by, t+int64(ttl), id, by, t)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
-		}
-		var exists bool
-		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM inbound WHERE id = ?)`, id).Scan(&exists); err != nil {
-			return err
-		}
-		if !exists {
-			return store.ErrNotFound
-		}
-		return store.ErrClaimed
-	})
-	if err != nil {
+	if err := s.claimRow(ctx, "inbound", "done_at", id, by, ttl); err != nil {
 		return fmt.Errorf("hold inbound %d: %w", id, err)
 	}
 	return nil
@@ -98,13 +76,24 @@ func (s *Store) HoldInbound(ctx context.Context, id int64, by string, ttl time.D
 
 // ClaimDelivery claims an unsent delivery for by.
 func (s *Store) ClaimDelivery(ctx context.Context, id int64, by string, ttl time.Duration) error {
-	if err := checkHolder(by); err != nil {
+	if err := s.claimRow(ctx, "deliveries", "sent_at", id, by, ttl); err != nil {
 		return fmt.Errorf("claim delivery %d: %w", id, err)
 	}
-	err := s.tx(ctx, func(tx *wtx) error {
+	return nil
+}
+
+// claimRow gives by the claim on row id of table, for ttl, while the
+// row's work is not done (its column done is 0) and its claim is by's
+// or has lapsed: ErrClaimed otherwise, ErrNotFound for no such row.
+// table and done are the callers' constants.
+func (s *Store) claimRow(ctx context.Context, table, done string, id int64, by string, ttl time.Duration) error {
+	if err := checkHolder(by); err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *wtx) error {
 		t := now()
-		res, err := tx.Exec(`UPDATE deliveries SET claimed_by = ?, claimed_until = ?
-			WHERE id = ? AND sent_at = 0 AND (claimed_by = ? OR claimed_until < ?)`, by, t+int64(ttl), id, by, t)
+		res, err := tx.Exec(`UPDATE `+table+` SET claimed_by = ?, claimed_until = ?
+			WHERE id = ? AND `+done+` = 0 AND (claimed_by = ? OR claimed_until < ?)`, by, t+int64(ttl), id, by, t)
 		if err != nil {
 			return err
 		}
@@ -112,7 +101,7 @@ func (s *Store) ClaimDelivery(ctx context.Context, id int64, by string, ttl time
 			return nil
 		}
 		var exists bool
-		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = ?)`, id).Scan(&exists); err != nil {
+		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)`, id).Scan(&exists); err != nil {
 			return err
 		}
 		if !exists {
@@ -120,10 +109,6 @@ func (s *Store) ClaimDelivery(ctx context.Context, id int64, by string, ttl time
 		}
 		return store.ErrClaimed
 	})
-	if err != nil {
-		return fmt.Errorf("claim delivery %d: %w", id, err)
-	}
-	return nil
 }
 
 // ReleaseDelivery gives up by's claim on a delivery.
