@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -166,9 +167,10 @@ func (p *replicaProc) self(t testing.TB) string {
 // webPage is a tab of one replica's web chat, speaking its websocket
 // protocol: it acknowledges what it is shown, and keeps it.
 type webPage struct {
-	conn *websocket.Conn
-	mu   sync.Mutex
-	said int
+	conn   *websocket.Conn
+	prefix string // of the ids of what it says
+	mu     sync.Mutex
+	said   int
 	// acks get what the chat answered to each id said: "" when stored.
 	acks map[string]chan string
 	// shown counts each (conversation, text) the page was sent.
@@ -193,7 +195,9 @@ func openWebPage(t testing.TB, pageURL string) *webPage {
 		t.Fatalf("open the web chat: %v", err)
 	}
 	conn.SetReadLimit(-1)
-	p := &webPage{conn: conn, acks: map[string]chan string{}, shown: map[string]int{}}
+	// Ids unique to the page, as a real page's are: the chat takes a
+	// repeated id for a message said again.
+	p := &webPage{conn: conn, prefix: fmt.Sprintf("p%x-", rand.Uint64()), acks: map[string]chan string{}, shown: map[string]int{}}
 	p.cond = sync.NewCond(&p.mu)
 	go p.read()
 	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
@@ -249,7 +253,7 @@ func (p *webPage) write(f webFrame) error {
 func (p *webPage) say(t testing.TB, key, text string) {
 	p.mu.Lock()
 	p.said++
-	id := fmt.Sprintf("p%d", p.said)
+	id := fmt.Sprintf("%s%d", p.prefix, p.said)
 	ack := make(chan string, 1)
 	p.acks[id] = ack
 	p.mu.Unlock()
@@ -264,27 +268,6 @@ func (p *webPage) say(t testing.TB, key, text string) {
 		}
 	case <-time.After(hangGuard):
 		t.Errorf("the web chat did not answer %q", text)
-	}
-}
-
-// waitShown waits until the page was shown n messages in all.
-func (p *webPage) waitShown(n int) bool {
-	done := make(chan struct{})
-	go func() {
-		p.mu.Lock()
-		for p.total() < n && !p.closed {
-			p.cond.Wait()
-		}
-		p.mu.Unlock()
-		close(done)
-	}()
-	select {
-	case <-done:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.total() >= n
-	case <-time.After(hangGuard):
-		return false
 	}
 }
 

@@ -16,10 +16,7 @@ import (
 // frozen — while its turns run and more messages wait behind them. The
 // other replica takes over what it held; then the paused one comes back
 // and finds its work taken. Every message still runs one turn, and its
-// answer is shown once: on the page that sent it when the paused
-// replica answered it, else on the pages of the replica that took it
-// over (the chat's pages on the paused replica show it when they next
-// read the conversation).
+// answer is shown once on every page, whichever replica answered it.
 func TestReplicaPausedPastItsLease(t *testing.T) {
 	const convs = 4
 	rig := newReplicaRig(t, 1)
@@ -77,11 +74,12 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	close(rig.release)
 	resume()
 
-	// Each answer shown once; each message one turn.
-	shown := func(key, text string) int { return page.count(key, "echo: "+text) + pageB.count(key, "echo: "+text) }
+	// Each answer shown once on each page; each message one turn.
 	for _, text := range said {
 		key := fmt.Sprintf("web:dm:p%s", text[len(text)-2:])
-		if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return shown(key, text) > 0 }) {
+		if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
+			return page.count(key, "echo: "+text) > 0 && pageB.count(key, "echo: "+text) > 0
+		}) {
 			out, _ := rig.st.PendingDeliveries(context.Background(), "", 0)
 			var tr []string
 			if s, err := rig.st.BoundSession(context.Background(), key); err == nil {
@@ -93,7 +91,7 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 			page.mu.Lock()
 			shown := fmt.Sprint(page.shown)
 			page.mu.Unlock()
-			t.Fatalf("no page showed the answer to %q\npending out %+v\ntranscript %q\nshown %s\n%s", text, out, tr, shown, rig.logs())
+			t.Fatalf("a page never showed the answer to %q\npending out %+v\ntranscript %q\nshown %s\n%s", text, out, tr, shown, rig.logs())
 		}
 	}
 	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
@@ -105,8 +103,8 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	time.Sleep(replicaLease) // what either replica would still send, it has sent
 	for _, text := range said {
 		key := fmt.Sprintf("web:dm:p%s", text[len(text)-2:])
-		if n := shown(key, text); n != 1 {
-			t.Errorf("the pages showed the answer to %q %d times", text, n)
+		if a, b := page.count(key, "echo: "+text), pageB.count(key, "echo: "+text); a != 1 || b != 1 {
+			t.Errorf("the answer to %q shown %d times on A's page, %d on B's", text, a, b)
 		}
 	}
 	for c := range convs {
@@ -128,5 +126,42 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("logs:\n%s", rig.logs())
+	}
+}
+
+// TestEveryPageSeesEveryAnswer: a person's two tabs of the web chat, each
+// connected to another replica, both show every answer once, whichever
+// replica answered, as with one gateway.
+func TestEveryPageSeesEveryAnswer(t *testing.T) {
+	rig := newReplicaRig(t, 1)
+	a, b := rig.start(t), rig.start(t)
+	pageA, pageB := openWebPage(t, a.gw.webURL), openWebPage(t, b.gw.webURL)
+	pageA.say(t, "web:dm:two-tabs", "from the laptop")
+	pageB.say(t, "web:dm:two-tabs", "from the phone")
+	for _, text := range []string{"echo: from the laptop", "echo: from the phone"} {
+		for name, p := range map[string]*webPage{"A": pageA, "B": pageB} {
+			if !testutil.Poll(testutil.Context(t, hangGuard), func() bool { return p.count("web:dm:two-tabs", text) > 0 }) {
+				pageA.mu.Lock()
+				pageB.mu.Lock()
+				in, _ := rig.st.PendingInbound(context.Background(), 0, 0)
+				var tr []string
+				if s, err := rig.st.BoundSession(context.Background(), "web:dm:two-tabs"); err == nil {
+					msgs, _ := rig.st.Transcript(context.Background(), s.ID)
+					for _, m := range msgs {
+						tr = append(tr, string(m.Role)+": "+m.Content)
+					}
+				}
+				shown := fmt.Sprintf("A: %v\nB: %v\npending %+v\ntranscript %q", pageA.shown, pageB.shown, in, tr)
+				pageB.mu.Unlock()
+				pageA.mu.Unlock()
+				t.Fatalf("the tab on replica %s never showed %q:\n%s\n%s", name, text, shown, rig.logs())
+			}
+		}
+	}
+	time.Sleep(replicaLease) // what either replica would still send, it has sent
+	for _, text := range []string{"echo: from the laptop", "echo: from the phone"} {
+		if na, nb := pageA.count("web:dm:two-tabs", text), pageB.count("web:dm:two-tabs", text); na != 1 || nb != 1 {
+			t.Errorf("%q shown %d times on the tab on A, %d on B", text, na, nb)
+		}
 	}
 }

@@ -13,7 +13,8 @@
 //     its state;
 //   - the handoff worker (handoff.go) moves sessions;
 //   - approvals.go and turns.go run the agent, one turn per session;
-//   - the outbox (outbox.go, sent.go, stream.go, streamed.go) sends;
+//   - the outbox (outbox.go, sent.go, stream.go, streamed.go) sends, and
+//     mirror.go shows the web chat's pages here what other replicas sent;
 //   - platforms.go, lifecycle.go and config.go are what every room asks.
 package gateway
 
@@ -70,6 +71,7 @@ func New(cfg Config) (*Gateway, error) {
 	life := newLifecycle()
 	out := newOutbox(cfg.Store, cfg.Log, places, life, newStreamedReplies(cfg.Store, cfg.Log),
 		sendPolicies{send: cfg.Send, resend: cfg.Resend, rerecord: cfg.Rerecord})
+	out.mirror = newMirror(cfg, places)
 	turns := newTurns(cfg.Agent, cfg.Store, cfg.Log, places, out)
 	approvals := &approvals{turns: turns, out: out, log: cfg.Log, cmds: cmds, timeout: cfg.ApprovalTimeout}
 	notes := newNoteWriter(cfg.Agent, cfg.Store, cfg.Log)
@@ -143,10 +145,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 	beatsCtx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBeats()
 	if rep != nil {
-		beats.Add(1)
+		beats.Add(2)
 		go func() {
 			defer beats.Done()
 			g.beat(beatsCtx, work)
+		}()
+		go func() {
+			defer beats.Done()
+			g.out.mirror.run(beatsCtx)
 		}()
 	}
 

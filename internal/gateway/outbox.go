@@ -31,6 +31,7 @@ type outbox struct {
 	places   *platforms
 	life     *lifecycle
 	streamed *streamedReplies
+	mirror   *mirror // nil when alone
 	policy   sendPolicies
 	send     keyedLocks // per address key
 
@@ -234,6 +235,7 @@ func (o *outbox) flushOnce(ctx context.Context, addr platform.Address, known ...
 			if err := o.markSent(ctx, d.ID, id); err != nil {
 				return err
 			}
+			o.mirror.sent(ctx, addr, d)
 		}
 		if len(pending) < store.DefaultQueueLimit {
 			return nil
@@ -320,24 +322,6 @@ func (o *outbox) sendDelivery(ctx context.Context, a platform.Adapter, addr plat
 		Text: d.Text, Kind: messageKind(d.Kind), Place: d.Data.Place,
 		Approval: platform.Approval{Tool: d.Data.Tool, Subject: d.Data.Subject, Choices: d.Data.Choices, Expires: d.Data.Expires},
 	})
-}
-
-// messageKind is the platform's name of a stored delivery's kind; one it
-// does not know is sent as an answer.
-func messageKind(k store.DeliveryKind) platform.MessageKind {
-	switch k {
-	case store.DeliveryApproval:
-		return platform.MessageApproval
-	case store.DeliveryApprovalExpired:
-		return platform.MessageApprovalExpired
-	case store.DeliveryElsewhere:
-		return platform.MessageElsewhere
-	case store.DeliveryGreeting:
-		return platform.MessageGreeting
-	case store.DeliveryNotice:
-		return platform.MessageNotice
-	}
-	return ""
 }
 
 // resend sends what waits for addr in the background, with the Resend

@@ -137,6 +137,16 @@ type Redeliverer interface {
 	Redeliver(at Address)
 }
 
+// Mirror is a platform whose people connect to one gateway replica each
+// (the web chat's pages): what another replica sent to those connected
+// there, Mirror shows to those connected here, at once and without
+// waiting for them, so every page sees every message as with one
+// gateway. ctx carries the delivery's key (WithDeliveryKey), so a page
+// shown it twice shows it once.
+type Mirror interface {
+	Mirror(ctx context.Context, to Address, m Message)
+}
+
 type deliveryKey struct{}
 
 // WithDeliveryKey marks a Send as one try of the stored delivery key: every

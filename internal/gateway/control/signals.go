@@ -34,7 +34,18 @@ const (
 	// TopicTerminal: a session was handed off to the terminal (payload:
 	// the session's id); a terminal open on it, or at its prompt, says so.
 	TopicTerminal = "baton_terminal"
+	// TopicSent: a replica sent a delivery to a platform whose people
+	// connect to one replica each (payload: see SentPayload); the other
+	// replicas show it to theirs.
+	TopicSent = "baton_sent"
 )
+
+// Sent is what a TopicSent signal says: which replica sent which
+// delivery (by its key).
+type Sent struct {
+	Replica string `json:"r"`
+	Key     string `json:"k"`
+}
 
 // GatewayTopics are what a gateway listens to: what wakes its handoff
 // worker.

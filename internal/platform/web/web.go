@@ -466,6 +466,28 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 // expires; an elsewhere line makes the page mark what was said meanwhile
 // as kept. Both are read from the message's kind and data.
 func (a *Adapter) SendMessage(ctx context.Context, to platform.Address, m platform.Message) (string, error) {
+	f := messageFrame(ctx, to, m)
+	a.mu.Lock()
+	delete(a.streams, to.Key())
+	a.mu.Unlock()
+	return a.deliver(ctx, to, f)
+}
+
+// Mirror shows m, which another gateway replica sent to the pages
+// connected there, on every page connected here (platform.Mirror): a
+// person's tabs may each be on another replica. Nothing waits for the
+// pages: the replica that sent it already did.
+func (a *Adapter) Mirror(ctx context.Context, to platform.Address, m platform.Message) {
+	f := messageFrame(ctx, to, m)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for c := range a.clients {
+		c.send(f)
+	}
+}
+
+// messageFrame is the frame showing m at to.
+func messageFrame(ctx context.Context, to platform.Address, m platform.Message) frame {
 	f := frame{Type: "message", Key: to.Key(), Role: "assistant", Text: m.Text, HTML: renderMarkdown(m.Text), ID: messageID(ctx, to), At: time.Now().UnixMilli()}
 	switch m.Kind {
 	case platform.MessageApproval:
@@ -475,10 +497,7 @@ func (a *Adapter) SendMessage(ctx context.Context, to platform.Address, m platfo
 	case platform.MessageElsewhere:
 		f.Elsewhere = true
 	}
-	a.mu.Lock()
-	delete(a.streams, to.Key())
-	a.mu.Unlock()
-	return a.deliver(ctx, to, f)
+	return f
 }
 
 // deliver shows the message f in every open page and waits until the
