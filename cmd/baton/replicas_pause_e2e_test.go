@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,5 +164,53 @@ func TestEveryPageSeesEveryAnswer(t *testing.T) {
 		if na, nb := pageA.count("web:dm:two-tabs", text), pageB.count("web:dm:two-tabs", text); na != 1 || nb != 1 {
 			t.Errorf("%q shown %d times on the tab on A, %d on B", text, na, nb)
 		}
+	}
+}
+
+// TestParkedMessageAnsweredOnReplicas: on a store shared by replicas, a
+// message said at a place while its conversation was elsewhere is kept,
+// and answered once /continue brings the conversation back.
+func TestParkedMessageAnsweredOnReplicas(t *testing.T) {
+	rig := newReplicaRig(t, 1)
+	p := rig.start(t)
+	page := openWebPage(t, p.gw.webURL)
+	const key = "web:dm:parked"
+	page.say(t, key, "first")
+	waitShownOn(t, rig, page, key, "echo: first")
+	s, err := rig.st.BoundSession(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.say(t, key, "/handoff telegram")
+	if !testutil.Poll(testutil.Context(t, hangGuard), func() bool {
+		now, err := rig.st.GetSession(t.Context(), s.ID)
+		return err == nil && strings.HasPrefix(now.Holder, "telegram:")
+	}) {
+		t.Fatalf("the conversation never moved to Telegram:\n%s", rig.logs())
+	}
+	page.say(t, key, "while it was away")
+	waitShownOn(t, rig, page, key, "This conversation is in Telegram now")
+	page.say(t, key, "/continue")
+	waitShownOn(t, rig, page, key, "echo: while it was away")
+}
+
+// waitShownOn waits until page was shown a message in key containing sub.
+func waitShownOn(t *testing.T, rig *replicaRig, page *webPage, key, sub string) {
+	t.Helper()
+	found := func() bool {
+		page.mu.Lock()
+		defer page.mu.Unlock()
+		for k := range page.shown {
+			if strings.HasPrefix(k, key+"\x00") && strings.Contains(k, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	if !testutil.Poll(testutil.Context(t, hangGuard), found) {
+		page.mu.Lock()
+		shown := fmt.Sprint(page.shown)
+		page.mu.Unlock()
+		t.Fatalf("the page never showed %q in %s; shown %s\n%s", sub, key, shown, rig.logs())
 	}
 }

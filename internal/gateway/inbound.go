@@ -116,7 +116,9 @@ func (r *router) handle(ctx context.Context, ev platform.Event) error {
 func (r *router) process(ctx context.Context, addr platform.Address, in store.Inbound, fresh bool) {
 	key := inKey(in.ID)
 	defer r.turns.forgetTrouble(key)
-	if !r.places.rep.stillMine(ctx, in.ID) {
+	// A parked event is done as stored (it waits in parked, not in the
+	// queue), and it is this replica's once its conversation is held here.
+	if in.DoneAt.IsZero() && !r.places.rep.stillMine(ctx, in.ID) {
 		r.log.Info("another replica handles this message now", "at", in.AddressKey, "id", in.ID)
 		return
 	}
