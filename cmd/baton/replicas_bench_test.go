@@ -187,26 +187,11 @@ func replicaRun(b *testing.B, replicas int) {
 	}
 	turns := 0
 	keys := []string{}
-	for u := 1; u <= users; u++ {
-		keys = append(keys, fmt.Sprintf("telegram:dm:%d", u))
-	}
 	for k := range byConv {
 		keys = append(keys, k)
 	}
-	for _, k := range keys {
-		s, err := rig.st.BoundSession(context.Background(), k)
-		if err != nil {
-			b.Fatalf("session at %s: %v", k, err)
-		}
-		msgs, err := rig.st.Transcript(context.Background(), s.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, m := range msgs {
-			if m.Role == store.RoleUser {
-				turns++
-			}
-		}
+	for _, n := range rig.userTexts(b, keys) {
+		turns += n
 	}
 	dup += max(turns-(webTotal+tgCount), 0) // a turn run twice
 	total := float64(webTotal + tgCount)

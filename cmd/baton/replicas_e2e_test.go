@@ -550,34 +550,11 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 		}
 	}
 	// Each message ran one turn: its text is stored once.
-	userTexts := map[string]int{}
-	keys := []string{}
-	for u := 1; u <= users; u++ {
-		keys = append(keys, fmt.Sprintf("telegram:dm:%d", u))
-	}
+	var keys []string
 	for _, m := range webSaid {
 		keys = append(keys, m.key)
 	}
-	seenKey := map[string]bool{}
-	for _, k := range keys {
-		if seenKey[k] {
-			continue
-		}
-		seenKey[k] = true
-		s, err := rig.st.BoundSession(t.Context(), k)
-		if err != nil {
-			t.Fatalf("session at %s: %v", k, err)
-		}
-		msgs, err := rig.st.Transcript(t.Context(), s.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range msgs {
-			if m.Role == store.RoleUser {
-				userTexts[m.Content]++
-			}
-		}
-	}
+	userTexts := rig.userTexts(t, keys)
 	for _, s := range tgSaid {
 		_, text, _ := strings.Cut(s, "\x00")
 		if userTexts[text] != 1 {
@@ -614,6 +591,37 @@ func TestReplicasDoNothingTwice(t *testing.T) {
 	t.Logf("gateway status:\n%s", out)
 	t.Logf("%d messages (%d to Telegram, %d to the web chats, %d around handoffs), %d handoffs: each answered once, none lost",
 		len(tgSaid)+len(webSaid)+2*handoffs, len(tgSaid), len(webSaid), 2*handoffs, handoffs)
+}
+
+// userTexts counts each person's message stored in the sessions bound to
+// the rig's Telegram chats and to keys (a key named twice counted once).
+func (r *replicaRig) userTexts(tb testing.TB, keys []string) map[string]int {
+	tb.Helper()
+	for u := 1; u <= r.users; u++ {
+		keys = append(keys, fmt.Sprintf("telegram:dm:%d", u))
+	}
+	out := map[string]int{}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		s, err := r.st.BoundSession(context.Background(), k)
+		if err != nil {
+			tb.Fatalf("session at %s: %v", k, err)
+		}
+		msgs, err := r.st.Transcript(context.Background(), s.ID)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.Role == store.RoleUser {
+				out[m.Content]++
+			}
+		}
+	}
+	return out
 }
 
 // logs is every replica's log, for a failure.
