@@ -149,3 +149,41 @@ func TestStoreTurnOfADeadProcessLapses(t *testing.T) {
 		t.Errorf("leases left: %+v, %v", left, err)
 	}
 }
+
+// A turn whose lease another place took (its own lapsed while its
+// process was paused) stops rather than run beside the other's.
+func TestStoreTurnStopsWhenItsLeaseIsTaken(t *testing.T) {
+	e := newEnv(t)
+	var st store.Replicas = e.st
+	e.agent.Turns = &agent.StoreTurns{Store: st, Poll: 10 * time.Millisecond}
+	e.srv.Push(llmtest.Reply{Text: strings.Repeat("word ", 400), Delay: 20 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.agent.Run(context.Background(), e.sid, store.Message{Role: store.RoleUser, Content: "a long task"}, nil)
+		done <- err
+	}()
+	ctx := context.Background()
+	var held store.Lease
+	if !testutil.Poll(testutil.Context(t, 0), func() bool {
+		leases, _ := st.Leases(ctx)
+		for _, l := range leases {
+			if l.Name == "turn:"+e.sid {
+				held = l
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("the turn never took its lease")
+	}
+	// As if it had lapsed and another place had taken it.
+	if err := st.ReleaseLease(ctx, held.Name, held.Holder); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.TakeLease(ctx, held.Name, "elsewhere", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, agent.ErrTurnLost) {
+		t.Fatalf("the turn whose lease was taken: %v, want ErrTurnLost", err)
+	}
+}
