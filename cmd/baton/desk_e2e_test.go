@@ -90,20 +90,7 @@ func deskAndServer(t *testing.T, poll string) {
 	if files, _ := filepath.Glob(filepath.Join(deskHome, "*.db")); len(files) > 0 {
 		t.Fatalf("the desk keeps a store of its own: %v", files)
 	}
-	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
-	if err != nil || len(ss) != 1 {
-		t.Fatalf("sessions %+v %v", ss, err)
-	}
-	sid := ss[0].ID
-	topics := fake.Topics()
-	if len(topics) != 1 {
-		t.Fatalf("topics %+v", topics)
-	}
-	topic := topics[0].ThreadID
-	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
-		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
-	}
-	waitSent(t, fake, "the greeting in the topic", inTopic("Hello, picked up here."))
+	sid, topic, inTopic := landedInTopic(t, st, fake)
 	if h := sessionIn(t, st, sid).Holder; h != fmt.Sprintf("telegram:thread:%d:%d", forum, topic) {
 		t.Fatalf("holder after /handoff telegram: %q", h)
 	}
@@ -157,6 +144,27 @@ func deskAndServer(t *testing.T, poll string) {
 	waitSent(t, fake, "the welcome", func(m telegramtest.SentMessage) bool {
 		return m.ChatID == "77" && m.Plain == gateway.PairingWelcome
 	})
+}
+
+// landedInTopic waits for the one session of st, handed off to Telegram,
+// to greet in the one forum topic opened for it: its id, the topic, and
+// a match of what is sent there.
+func landedInTopic(t *testing.T, st store.Store, fake *telegramtest.Server) (sid string, topic int, inTopic func(sub string) func(telegramtest.SentMessage) bool) {
+	t.Helper()
+	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions %+v %v", ss, err)
+	}
+	topics := fake.Topics()
+	if len(topics) != 1 {
+		t.Fatalf("topics %+v", topics)
+	}
+	topic = topics[0].ThreadID
+	inTopic = func(sub string) func(telegramtest.SentMessage) bool {
+		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
+	}
+	waitSent(t, fake, "the greeting in the topic", inTopic("Hello, picked up here."))
+	return ss[0].ID, topic, inTopic
 }
 
 // sessionIn reads a session from st.

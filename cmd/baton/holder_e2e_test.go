@@ -42,20 +42,7 @@ func TestOneHolderTerminalTelegramWebTerminal(t *testing.T) {
 	if err := tm.wait(); err != nil {
 		t.Fatalf("the terminal did not detach: %v\n%s", err, tm.Screen())
 	}
-	ss, err := st.ListSessions(t.Context(), store.SessionFilter{})
-	if err != nil || len(ss) != 1 {
-		t.Fatalf("sessions %+v %v", ss, err)
-	}
-	sid := ss[0].ID
-	topics := fake.Topics()
-	if len(topics) != 1 {
-		t.Fatalf("topics %+v", topics)
-	}
-	topic := topics[0].ThreadID
-	inTopic := func(sub string) func(telegramtest.SentMessage) bool {
-		return func(m telegramtest.SentMessage) bool { return m.ThreadID == topic && strings.Contains(m.Plain, sub) }
-	}
-	waitSent(t, fake, "the greeting in the topic", inTopic("Hello, picked up here."))
+	sid, topic, inTopic := landedInTopic(t, st, fake)
 	if h := holder(sid).Holder; h != fmt.Sprintf("telegram:thread:%d:%d", forum, topic) {
 		t.Fatalf("holder after /handoff telegram: %q", h)
 	}
@@ -170,7 +157,7 @@ func TestOneHolderTerminalTelegramWebTerminal(t *testing.T) {
 	}
 
 	// One session, nothing else started or ended; every message in order.
-	ss, _ = st.ListSessions(t.Context(), store.SessionFilter{})
+	ss, _ := st.ListSessions(t.Context(), store.SessionFilter{})
 	if len(ss) != 1 || ss[0].ID != sid {
 		t.Fatalf("the conversation split into sessions: %+v", ss)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -80,27 +79,11 @@ func (s *Store) AppendMessagesWithUsage(ctx context.Context, sessionID string, u
 	if s.transcripts != nil {
 		loaded := make([]store.Message, len(out))
 		for i, m := range out {
-			loaded[i] = asLoaded(m)
+			loaded[i] = transcriptcache.Loaded(m, fromMicros(micros(m.CreatedAt)))
 		}
 		s.transcripts.Extend(sessionID, loaded)
 	}
 	return out, nil
-}
-
-// asLoaded is m, as an append returns it, in the form a load returns it.
-func asLoaded(m store.Message) store.Message {
-	m.CreatedAt = fromMicros(micros(m.CreatedAt))
-	if len(m.ToolCalls) == 0 {
-		m.ToolCalls = nil
-	} else {
-		m.ToolCalls = slices.Clone(m.ToolCalls)
-	}
-	if len(m.Attachments) == 0 {
-		m.Attachments = nil
-	} else {
-		m.Attachments = slices.Clone(m.Attachments)
-	}
-	return m
 }
 
 // appendMessages inserts msgs in order in tx, with their attachments.

@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"slices"
-
 	"github.com/baton-agent/baton/internal/store"
 	"github.com/baton-agent/baton/internal/store/transcriptcache"
 )
@@ -27,23 +25,7 @@ func (s *Store) extendCache(sessionID string, msgs []store.Message) {
 	}
 	loaded := make([]store.Message, len(msgs))
 	for i, m := range msgs {
-		loaded[i] = asLoaded(m)
+		loaded[i] = transcriptcache.Loaded(m, fromNanos(toNanos(m.CreatedAt)))
 	}
 	s.transcripts.Extend(sessionID, loaded)
-}
-
-// asLoaded is m, as returned by an append, in the form a load returns it.
-func asLoaded(m store.Message) store.Message {
-	m.CreatedAt = fromNanos(toNanos(m.CreatedAt))
-	if len(m.ToolCalls) == 0 {
-		m.ToolCalls = nil
-	} else {
-		m.ToolCalls = slices.Clone(m.ToolCalls)
-	}
-	if len(m.Attachments) == 0 {
-		m.Attachments = nil
-	} else {
-		m.Attachments = slices.Clone(m.Attachments)
-	}
-	return m
 }

@@ -9,6 +9,7 @@ import (
 	"container/list"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/baton-agent/baton/internal/store"
@@ -210,4 +211,22 @@ func Clone(msgs []store.Message) []store.Message {
 		}
 	}
 	return out
+}
+
+// Loaded is m, as an append returns it, in the form a load returns it,
+// for Extend: created is its time as the store reads it back, and empty
+// tool calls and attachments are nil, others copied.
+func Loaded(m store.Message, created time.Time) store.Message {
+	m.CreatedAt = created
+	if len(m.ToolCalls) == 0 {
+		m.ToolCalls = nil
+	} else {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+	}
+	if len(m.Attachments) == 0 {
+		m.Attachments = nil
+	} else {
+		m.Attachments = slices.Clone(m.Attachments)
+	}
+	return m
 }
